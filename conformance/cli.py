@@ -1,0 +1,193 @@
+"""The `eventtime` command: validate, run and list scenarios (exit 0 ok, 1 failures, 2 usage)."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default exit code is 2 as well; keep the text short
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _conf_pairs(values: Sequence[str] | None) -> dict[str, str]:
+    out = {}
+    for item in values or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"eventtime: error: --spark-conf takes key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="eventtime", description="Deterministic event-time scenarios for Spark Structured Streaming.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    v = sub.add_parser("validate", help="check scenario files; print file:line:column: message per problem")
+    v.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories")
+
+    r = sub.add_parser("run", help="run scenarios on Spark and print a verdict per scenario")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
+    r.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="implementation to run (default: every bundled implementation of each scenario's contract)")
+    r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
+    r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
+
+    sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "validate":
+            return _validate(args.paths)
+        if args.command == "run":
+            return _run(args)
+        if args.command == "list":
+            return _list()
+    except KeyboardInterrupt:
+        print("eventtime: interrupted", file=sys.stderr)
+        return 130
+    return EXIT_USAGE
+
+
+def _validate(paths: Sequence[str]) -> int:
+    from .loader import find_scenario_files, validate_file
+
+    files, missing = find_scenario_files(paths)
+    for path in missing:
+        print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
+    if missing:
+        return EXIT_USAGE
+    if not files:
+        print("eventtime: error: no scenario files (*.scenario.yaml) under the given paths", file=sys.stderr)
+        return EXIT_USAGE
+    bad = 0
+    for f in files:
+        problems = validate_file(f)
+        for problem in problems:
+            print(problem)
+        bad += bool(problems)
+    print(f"{len(files) - bad} valid, {bad} invalid ({len(files)} file{'s' if len(files) != 1 else ''})")
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .loader import ScenarioInvalid, find_scenario_files, load_scenario
+
+    if args.timeout <= 0:
+        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    conf = _conf_pairs(args.spark_conf)
+    if args.paths:
+        files, missing = find_scenario_files(args.paths)
+        for path in missing:
+            print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
+        if missing:
+            return EXIT_USAGE
+    else:
+        from scenarios import SUITE_DIR
+
+        files, _ = find_scenario_files([SUITE_DIR])
+    if not files:
+        print("eventtime: error: no scenario files (*.scenario.yaml) to run", file=sys.stderr)
+        return EXIT_USAGE
+    scenarios, invalid = [], 0
+    for f in files:
+        try:
+            scenarios.append(load_scenario(f, display_path=_display(f)))
+        except ScenarioInvalid as exc:
+            invalid += 1
+            print(exc, file=sys.stderr)
+    if args.pipeline:
+        from .runner import PipelineError, resolve_pipeline
+
+        try:
+            resolve_pipeline(args.pipeline)
+        except PipelineError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return _execute(scenarios, args, conf, invalid)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _execute(scenarios, args, conf, invalid: int) -> int:
+    from harness.session import get_session
+
+    from .runner import run_scenario
+    from .textreport import describe_failure, summary_line, totals
+
+    t0 = time.monotonic()
+    spark = get_session(master=args.master)
+    results = []
+    for sc in scenarios:
+        impls = [args.pipeline] if args.pipeline else list(sc.contract.implementations)
+        for impl in impls:
+            rerun = "eventtime run " + shlex.quote(sc.path) + (f" --pipeline {shlex.quote(impl)}")
+            result = run_scenario(sc, impl, session=spark, timeout=args.timeout, rerun=rerun, conf=conf)
+            results.append(result)
+            if not args.quiet or not result.passed:
+                print(summary_line(result), flush=True)
+    failures = [r for r in results if r.status in ("failed", "error")]
+    for r in failures:
+        print()
+        print(describe_failure(r))
+    counts = totals(results)
+    print()
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+          f"{counts['not_applicable']} not applicable, {invalid} invalid files "
+          f"on Spark {spark.version} in {time.monotonic() - t0:.1f}s")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"spark_version": spark.version,
+                                               "results": [r.to_dict() for r in results]}, indent=2, default=str))
+    return EXIT_FAILED if failures or invalid else EXIT_OK
+
+
+def _list() -> int:
+    from scenarios import SUITE_DIR
+
+    from .contracts import CONTRACTS
+    from .loader import ScenarioInvalid, find_scenario_files, load_scenario
+
+    by_contract: dict[str, list[str]] = {}
+    files, _ = find_scenario_files([SUITE_DIR])
+    for f in files:
+        try:
+            sc = load_scenario(f)
+        except ScenarioInvalid:
+            continue
+        by_contract.setdefault(sc.contract.name, []).append(f"{sc.name}  [{', '.join(sc.tags)}]")
+    for name, contract in sorted(CONTRACTS.items()):
+        print(f"{name}: {contract.title}")
+        print(f"  params: {', '.join(p.name + ('' if p.required else '=' + str(p.default)) for p in contract.params)}")
+        print(f"  output: {', '.join(c.name + ' ' + c.type for c in contract.output)}")
+        print(f"  implementations: {', '.join(contract.implementations)}")
+        for line in by_contract.get(name, []):
+            print(f"    - {line}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

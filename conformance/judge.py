@@ -1,0 +1,232 @@
+"""Judges an `expect` step against what the harness observed: row multisets, watermark, drops, state."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Sequence
+
+from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, Where
+from .results import CheckFailure
+from .timeparse import format_time
+
+__all__ = ["Observed", "judge", "match_rows", "format_value"]
+
+REL_TOL = 1e-9
+
+
+class Observed:
+    """What a check looks at: the batches since the previous `expect`, and all batches so far."""
+
+    def __init__(self, window: Sequence[Any], history: Sequence[Any], output_mode: str,
+                 columns: Sequence[str], failure: Any = None):
+        self.window = list(window)
+        self.history = sorted(history, key=lambda b: b.batch_id)
+        self.output_mode = output_mode
+        self.columns = list(columns)
+        self.failure = failure
+
+    @property
+    def watermark_ms(self) -> int:
+        """The current global watermark: what the last batch left for the next (0 = Spark's initial)."""
+        if not self.history or self.history[-1].watermark_after_ms is None:
+            return 0
+        return int(self.history[-1].watermark_after_ms)
+
+    def rows(self, scope: str) -> list[tuple]:
+        if scope == "rows":
+            return [r for b in self.window for r in b.rows]
+        if scope == "last_batch":
+            return list(self.history[-1].rows) if self.history else []
+        if self.output_mode == "complete":  # the memory sink keeps only the latest result table
+            return list(self.history[-1].rows) if self.history else []
+        return [r for b in self.history for r in b.rows]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        if math.isnan(a) and math.isnan(b):
+            return True
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+    return a == b
+
+
+def _rows_equal(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+
+
+def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: bool = False
+               ) -> tuple[list[tuple], list[tuple]]:
+    """(missing, unexpected): expected rows not produced, produced rows not expected (multisets)."""
+    if ordered:
+        if len(expected) == len(actual) and all(_rows_equal(e, a) for e, a in zip(expected, actual)):
+            return [], []
+        return list(expected), list(actual)
+    if not any(isinstance(v, float) for row in list(expected) + list(actual) for v in row):
+        exp, act = Counter(expected), Counter(actual)
+        return list((exp - act).elements()), list((act - exp).elements())
+    remaining = list(actual)
+    missing = []
+    for row in expected:
+        for i, cand in enumerate(remaining):
+            if _rows_equal(row, cand):
+                del remaining[i]
+                break
+        else:
+            missing.append(row)
+    return missing, remaining
+
+
+def format_value(value: Any, column_type: str | None, scenario: Scenario | None = None) -> str:
+    if value is None:
+        return "null"
+    if column_type == "timestamp" and isinstance(value, int):
+        return format_time(value, date=scenario.date if scenario else None)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _fmt_wm(ms: int | None, scenario: Scenario) -> str:
+    if ms is None:
+        return "-"
+    if ms == 0:
+        return "initial (1970-01-01T00:00:00Z)"
+    return format_time(ms * 1000, date=scenario.date)
+
+
+def judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    out: list[CheckFailure] = []
+    names = tuple(c.name for c in scenario.contract.output)
+    if step.failure is not None:
+        return _judge_failure(step, observed)
+    if observed.failure is not None:
+        return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
+    for check in step.rows:
+        out.extend(_judge_rows(check, observed.rows(check.scope), step.ordered, names))
+    if step.watermark is not None:
+        actual = observed.watermark_ms
+        if actual * 1000 != step.watermark:
+            out.append(CheckFailure(
+                "watermark", step.watermark_where or step.where,
+                f"watermark is {_fmt_wm(actual, scenario)}, expected {_fmt_wm(step.watermark // 1000, scenario)}",
+                expected=step.watermark // 1000, actual=actual))
+    if step.dropped is not None:
+        actual = sum(b.dropped for b in observed.window)
+        if actual != step.dropped:
+            out.append(CheckFailure("dropped", step.where,
+                                    f"{actual} row(s) dropped as late since the previous expect, expected {step.dropped}",
+                                    expected=step.dropped, actual=actual))
+    if step.state_rows is not None:
+        actual = observed.history[-1].state_rows if observed.history else 0
+        if actual != step.state_rows:
+            out.append(CheckFailure("state_rows", step.where,
+                                    f"{actual} row(s) in state, expected {step.state_rows}",
+                                    expected=step.state_rows, actual=actual))
+    if step.batch_count is not None and len(observed.window) != step.batch_count:
+        out.append(CheckFailure("batches", step.where,
+                                f"{len(observed.window)} micro-batch(es) ran since the previous expect, "
+                                f"expected {step.batch_count}", expected=step.batch_count, actual=len(observed.window)))
+    if step.batches is not None:
+        out.extend(_judge_batches(step, observed, scenario, names))
+    if step.event_time is not None:
+        out.extend(_judge_event_time(step, observed, scenario))
+    return out
+
+
+def _judge_rows(check: RowsCheck, actual: list[tuple], ordered: bool, names: tuple[str, ...]
+                ) -> list[CheckFailure]:
+    missing, unexpected = match_rows(check.rows, actual, ordered=ordered)
+    if not missing and not unexpected:
+        return []
+    what = {"rows": "rows since the previous expect", "output": "the whole output",
+            "last_batch": "the last batch's rows"}[check.scope]
+    order = " (in order)" if ordered else ""
+    return [CheckFailure(check.scope, check.where,
+                         f"{what}{order}: {len(missing)} missing, {len(unexpected)} unexpected",
+                         expected=[list(r) for r in check.rows], actual=[list(r) for r in actual],
+                         missing=missing, unexpected=unexpected, columns=names)]
+
+
+def _judge_batches(step: ExpectStep, observed: Observed, scenario: Scenario, names: tuple[str, ...]
+                   ) -> list[CheckFailure]:
+    assert step.batches is not None
+    out: list[CheckFailure] = []
+    if len(step.batches) != len(observed.window):
+        out.append(CheckFailure("batches", step.where,
+                                f"{len(observed.window)} micro-batch(es) ran since the previous expect, "
+                                f"expected {len(step.batches)}", expected=len(step.batches), actual=len(observed.window)))
+        return out
+    for i, (want, got) in enumerate(zip(step.batches, observed.window)):
+        label = f"batch {got.batch_id} (#{i + 1} since the previous expect)"
+        out.extend(_judge_batch(want, got, label, scenario, names))
+    return out
+
+
+def _judge_batch(want: BatchCheck, got: Any, label: str, scenario: Scenario, names: tuple[str, ...]
+                 ) -> list[CheckFailure]:
+    out = []
+    if want.data is not None and want.data != got.has_data:
+        out.append(CheckFailure("batches", want.where,
+                                f"{label} was a {'data' if got.has_data else 'no-data'} batch, expected "
+                                f"a {'data' if want.data else 'no-data'} batch", expected=want.data, actual=got.has_data))
+    for field_name, expected, actual in (("watermark_before", want.watermark_before, got.watermark_before_ms),
+                                         ("watermark_after", want.watermark_after, got.watermark_after_ms)):
+        if expected is not None and (actual or 0) * 1000 != expected:
+            out.append(CheckFailure("batches", want.where,
+                                    f"{label}: {field_name} is {_fmt_wm(actual, scenario)}, expected "
+                                    f"{_fmt_wm(expected // 1000, scenario)}", expected=expected // 1000, actual=actual))
+    for field_name, expected, actual in (("dropped", want.dropped, got.dropped),
+                                         ("state_rows", want.state_rows, got.state_rows)):
+        if expected is not None and expected != actual:
+            out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
+                                    expected=expected, actual=actual))
+    if want.rows is not None:
+        missing, unexpected = match_rows(want.rows, got.rows)
+        if missing or unexpected:
+            out.append(CheckFailure("batches", want.where,
+                                    f"{label}: rows: {len(missing)} missing, {len(unexpected)} unexpected",
+                                    missing=missing, unexpected=unexpected, columns=names))
+    return out
+
+
+def _judge_event_time(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    assert step.event_time is not None
+    stats = next((b.event_time for b in reversed(observed.window) if b.event_time), None)
+    if stats is None:
+        return [CheckFailure("event_time", step.event_time.where,
+                             "no batch since the previous expect reported event-time statistics")]
+    out = []
+    for key in ("min", "max", "avg"):
+        expected = getattr(step.event_time, key)
+        if expected is None:
+            continue
+        actual = stats.get(key)
+        if actual is None or actual * 1000 != expected:
+            shown = format_time(actual * 1000, date=scenario.date) if actual is not None else "absent"
+            out.append(CheckFailure("event_time", step.event_time.where,
+                                    f"event-time {key} is {shown}, expected {format_time(expected, date=scenario.date)}",
+                                    expected=expected // 1000, actual=actual))
+    return out
+
+
+def _judge_failure(step: ExpectStep, observed: Observed) -> list[CheckFailure]:
+    want = step.failure
+    assert want is not None
+    failure = observed.failure
+    if failure is None:
+        return [CheckFailure("failure", want.where, "expected the query to have failed, but it has not")]
+    out = []
+    classes = getattr(failure, "error_classes", [])
+    if want.error_class and want.error_class not in classes:
+        out.append(CheckFailure("failure", want.where,
+                                f"the failure has error class(es) {', '.join(classes) or 'none'}, expected {want.error_class}",
+                                expected=want.error_class, actual=classes))
+    exceptions = getattr(failure, "exception_names", [])
+    if want.exception and not any(n == want.exception or n.rsplit(".", 1)[-1] == want.exception for n in exceptions):
+        out.append(CheckFailure("failure", want.where,
+                                f"the failure's exceptions are {', '.join(exceptions)}, expected {want.exception}",
+                                expected=want.exception, actual=exceptions))
+    if want.message and want.message not in failure.text:
+        out.append(CheckFailure("failure", want.where, f"the failure message does not contain {want.message!r}",
+                                expected=want.message, actual=failure.text[:500]))
+    return out

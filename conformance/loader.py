@@ -1,0 +1,675 @@
+"""Loads scenario files: YAML -> schema check -> meaning check -> `Scenario`, or every problem found."""
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+from referencing import Registry, Resource
+
+from . import model as m
+from .contracts import CONTRACTS, Column, Contract
+from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
+from .yamlsource import Located, Position, YamlSyntaxError, load_yaml
+
+__all__ = ["Problem", "ScenarioInvalid", "load_scenario", "validate_file", "find_scenario_files",
+           "SCENARIO_SUFFIXES", "ALLOWED_CONF", "schema"]
+
+SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+
+# Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
+# classes to load) stays out of a scenario file's reach.
+ALLOWED_CONF = {
+    "spark.sql.streaming.noDataMicroBatches.enabled": ("true", "false"),
+    "spark.sql.streaming.multipleWatermarkPolicy": ("min", "max"),
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"),
+    "spark.sql.streaming.statefulOperator.allowMultiple": ("true", "false"),
+    "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": ("true", "false"),
+    "spark.sql.streaming.stateStore.stateSchemaCheck": ("true", "false"),
+    "spark.sql.session.timeZone": None,
+}
+
+
+@dataclass(frozen=True, order=True)
+class Problem:
+    file: str
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+class ScenarioInvalid(Exception):
+    """A scenario file has problems; `problems` lists each with its place."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+@lru_cache(maxsize=None)
+def schema() -> dict:
+    text = resources.files("conformance").joinpath("schema/scenario.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=None)
+def _validators() -> tuple[Any, dict[str, Any]]:
+    root = schema()
+    registry = Registry().with_resource(root["$id"], Resource.from_contents(root))
+    top = json.loads(json.dumps(root))
+    top["properties"]["steps"] = {"type": "array", "minItems": 1}
+    cls = jsonschema.Draft202012Validator
+    top_validator = cls(top, registry=registry)
+    parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
+             for name in ("add", "expect", "duration", "conf_change")}
+    return top_validator, parts
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "true or false",
+               "null": "nothing", "array": "a list", "object": "a mapping"}
+
+
+class _Checker:
+    """Collects problems for one file while building the model."""
+
+    def __init__(self, path: str, located: Located | None):
+        self.path = path
+        self.loc = located
+        self.problems: list[Problem] = []
+
+    def add(self, position: Position, message: str) -> None:
+        self.problems.append(Problem(self.path, position.line, position.column, message))
+
+    def at(self, path: tuple, message: str, *, key: bool = False) -> None:
+        assert self.loc is not None
+        self.add(self.loc.key_at(path) if key else self.loc.at(path), message)
+
+    def where(self, path: tuple) -> m.Where:
+        assert self.loc is not None
+        pos = self.loc.at(path)
+        return m.Where(self.path, pos.line, pos.column)
+
+    # -- structural errors from the JSON Schema, said plainly -------------------------------------
+    def schema_errors(self, validator: Any, instance: Any, prefix: tuple) -> bool:
+        errors = list(validator.iter_errors(instance))
+        for error in errors:
+            for leaf in _leaves(error):
+                self._schema_error(leaf, prefix)
+        return not errors
+
+    def _schema_error(self, e: Any, prefix: tuple) -> None:
+        path = prefix + tuple(e.absolute_path)
+        name = f"'{path[-1]}'" if path and isinstance(path[-1], str) else "this value"
+        v, inst, sch = e.validator, e.instance, e.schema
+        if v == "additionalProperties" and isinstance(inst, dict):
+            allowed = list(sch.get("properties", {}))
+            for key in inst:
+                if key not in allowed:
+                    hint = did_you_mean(key, allowed)
+                    known = f" (known: {', '.join(allowed)})" if allowed and not hint else ""
+                    self.at(path + (key,), f"unknown key {key!r}{hint}{known}", key=True)
+        elif v == "required":
+            self.at(path, f"missing required key {e.validator_value[-1] if False else _missing(e)!r}")
+        elif v == "type":
+            want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
+            words = " or ".join(_TYPE_WORDS.get(w, w) for w in want)
+            self.at(path, f"{name} must be {words}, not {_json_type(inst)}")
+        elif v == "enum":
+            hint = did_you_mean(inst, [str(x) for x in e.validator_value])
+            self.at(path, f"{inst!r} is not allowed here{hint} (one of: {', '.join(map(str, e.validator_value))})")
+        elif v == "const":
+            self.at(path, f"{name} can only be {json.dumps(e.validator_value)}")
+        elif v in ("minProperties", "minItems", "minLength"):
+            self.at(path, f"{name} must not be empty")
+        elif v == "pattern":
+            if path and path[-1] == "scenario":
+                self.at(path, f"scenario name {inst!r} must be lower case letters, digits, '-', '_' or '.'")
+            else:
+                self.at(path, f"{inst!r} is not a valid name here (letters, digits and '_')")
+        elif v == "minimum":
+            self.at(path, f"{name} must be at least {e.validator_value}")
+        elif v == "uniqueItems":
+            self.at(path, f"{name} lists an item twice")
+        elif v == "maxProperties":
+            self.at(path, f"{name} must have one key")
+        elif v in ("oneOf", "anyOf"):
+            desc = sch.get("description") or "a value of another form"
+            self.at(path, f"{name} has the wrong form: expected {desc[0].lower() + desc[1:]}")
+        elif v == "propertyNames":
+            self.at(path, f"{name}: {e.message}")
+        else:
+            self.at(path, f"{name}: {e.message}")
+
+
+def _missing(e: Any) -> str:
+    import re
+
+    found = re.match(r"'([^']+)' is a required property", e.message)
+    return found.group(1) if found else e.message
+
+
+def _leaves(error: Any) -> list[Any]:
+    """For oneOf/anyOf errors, descend into the branch that matches the value's type."""
+    if error.validator not in ("oneOf", "anyOf") or not error.context:
+        return [error]
+    branches: dict[Any, list[Any]] = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0] if sub.schema_path else None, []).append(sub)
+    plausible = [errs for errs in branches.values()
+                 if not any(s.validator in ("type", "enum", "const") and not s.relative_path for s in errs)]
+    if len(plausible) == 1:
+        out: list[Any] = []
+        for sub in plausible[0]:
+            out.extend(_leaves(sub))
+        return out
+    return [error]
+
+
+# ------------------------------------------------------------------------------------------------
+
+def validate_file(path: str | Path) -> list[Problem]:
+    """Every problem in the scenario file at `path` (empty when it is valid)."""
+    try:
+        load_scenario(path)
+    except ScenarioInvalid as exc:
+        return exc.problems
+    return []
+
+
+def load_scenario(path: str | Path, *, display_path: str | None = None) -> m.Scenario:
+    """Read and check one scenario file; raises ScenarioInvalid listing every problem."""
+    shown = display_path or str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise ScenarioInvalid([Problem(shown, 1, 1, f"cannot read file: {exc.strerror or exc}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ScenarioInvalid([Problem(shown, line, 1, "the file is not UTF-8 text")]) from None
+    return load_scenario_text(text, shown)
+
+
+def load_scenario_text(text: str, path: str = "<scenario>") -> m.Scenario:
+    try:
+        located = load_yaml(text)
+    except YamlSyntaxError as exc:
+        raise ScenarioInvalid([Problem(path, exc.position.line, exc.position.column, exc.message)]) from None
+    checker = _Checker(path, located)
+    doc = located.data
+    if not isinstance(doc, dict):
+        checker.at((), f"a scenario file is a YAML mapping (scenario:, description:, contract:, "
+                       f"sources:, steps:), not {_json_type(doc)}")
+        raise ScenarioInvalid(checker.problems)
+    top, _ = _validators()
+    checker.schema_errors(top, doc, ())
+    scenario = _Builder(checker, doc, text).build()
+    if checker.problems or scenario is None:
+        raise ScenarioInvalid(checker.problems)
+    return scenario
+
+
+class _Builder:
+    def __init__(self, checker: _Checker, doc: dict, text: str):
+        self.c = checker
+        self.doc = doc
+        self.text = text
+        self.date = DEFAULT_DATE
+        self.zone = "UTC"
+
+    # -- helpers -------------------------------------------------------------------------------
+    def time(self, value: Any, path: tuple, *, allow_initial: bool = False) -> int | None:
+        if allow_initial and value == "initial":
+            return 0
+        try:
+            return parse_time(value, date=self.date, zone=self.zone)
+        except TimeFormatError as exc:
+            extra = " (or 'initial')" if allow_initial else ""
+            self.c.at(path, f"{exc}{extra}")
+            return None
+
+    def duration(self, value: Any, path: tuple, *, positive: bool = False) -> Duration | None:
+        try:
+            d = parse_duration(value)
+        except TimeFormatError as exc:
+            self.c.at(path, str(exc))
+            return None
+        if positive and d.total_micros <= 0:
+            self.c.at(path, "the duration must be longer than zero")
+            return None
+        return d
+
+    def value(self, raw: Any, column: Column, path: tuple) -> Any:
+        if raw is None:
+            return None
+        t = column.type
+        if t == "timestamp":
+            return self.time(raw, path)
+        if t in ("int", "long"):
+            if isinstance(raw, bool) or not isinstance(raw, int):
+                self.c.at(path, f"column {column.name!r} is {t}: expected a whole number, got {_json_type(raw)} {raw!r}")
+                return None
+            limit = 2 ** 31 if t == "int" else 2 ** 63
+            if not -limit <= raw < limit:
+                self.c.at(path, f"column {column.name!r} is {t}: {raw} is out of range")
+                return None
+            return raw
+        if t == "double":
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+                self.c.at(path, f"column {column.name!r} is double: expected a number, got {_json_type(raw)} {raw!r}")
+                return None
+            return float(raw)
+        if t == "boolean":
+            if not isinstance(raw, bool):
+                self.c.at(path, f"column {column.name!r} is boolean: expected true or false, got {raw!r}")
+                return None
+            return raw
+        if not isinstance(raw, str):
+            self.c.at(path, f"column {column.name!r} is string: expected text, got {_json_type(raw)} {raw!r}"
+                            " (quote it)")
+            return None
+        return raw
+
+    def rows(self, raw: Any, columns: tuple[Column, ...], path: tuple, what: str) -> tuple[tuple, ...]:
+        if not isinstance(raw, list):
+            return ()
+        names = [c.name for c in columns]
+        out = []
+        for i, row in enumerate(raw):
+            rp = path + (i,)
+            if isinstance(row, list):
+                if len(row) != len(columns):
+                    self.c.at(rp, f"row has {len(row)} value{'s' if len(row) != 1 else ''} but {what} has "
+                                  f"{len(columns)} column{'s' if len(columns) != 1 else ''} ({', '.join(names)})")
+                    continue
+                out.append(tuple(self.value(v, col, rp + (j,)) for j, (v, col) in enumerate(zip(row, columns))))
+            elif isinstance(row, dict):
+                bad = False
+                for key in row:
+                    if key not in names:
+                        self.c.at(rp + (key,), f"{what} has no column {key!r}{did_you_mean(key, names)} "
+                                               f"(columns: {', '.join(names)})", key=True)
+                        bad = True
+                missing = [n for n in names if n not in row]
+                if missing:
+                    self.c.at(rp, f"row does not give column{'s' if len(missing) > 1 else ''} "
+                                  f"{', '.join(missing)} of {what}")
+                    bad = True
+                if not bad:
+                    out.append(tuple(self.value(row[col.name], col, rp + (col.name,)) for col in columns))
+        return tuple(out)
+
+    # -- the document ---------------------------------------------------------------------------
+    def build(self) -> m.Scenario | None:
+        d, c = self.doc, self.c
+        if isinstance(d.get("date"), str):
+            try:
+                self.date = parse_date(d["date"])
+            except TimeFormatError as exc:
+                c.at(("date",), str(exc))
+        if isinstance(d.get("timezone"), str):
+            try:
+                check_zone(d["timezone"])
+                self.zone = d["timezone"]
+            except TimeFormatError as exc:
+                c.at(("timezone",), str(exc))
+
+        contract = self.contract()
+        params = self.params(contract)
+        requires_spark, features = self.requires()
+        conf = self.conf(d.get("conf"), ("conf",))
+        clock_start, trigger = self.clock()
+        sources = self.sources(contract)
+        steps = self.steps(contract, sources, trigger)
+        if c.problems or contract is None:
+            return None
+        where = c.where(())
+        return m.Scenario(
+            name=d["scenario"], description=d["description"], tags=tuple(d.get("tags") or ()),
+            contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
+            where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
+            timezone=self.zone, conf=conf, clock_start=clock_start, trigger=trigger,
+            lines=tuple(self.text.splitlines()))
+
+    def contract(self) -> Contract | None:
+        name = self.doc.get("contract")
+        if not isinstance(name, str):
+            return None
+        contract = CONTRACTS.get(name)
+        if contract is None:
+            self.c.at(("contract",), f"unknown contract {name!r}{did_you_mean(name, CONTRACTS)} "
+                                     f"(contracts: {', '.join(sorted(CONTRACTS))})")
+        return contract
+
+    def params(self, contract: Contract | None) -> dict[str, Any]:
+        raw = self.doc.get("params") or {}
+        if contract is None or not isinstance(raw, dict):
+            return {}
+        out: dict[str, Any] = {}
+        names = [p.name for p in contract.params]
+        for key, value in raw.items():
+            spec = contract.param(key)
+            if spec is None:
+                self.c.at(("params", key), f"contract {contract.name!r} has no parameter {key!r}"
+                                           f"{did_you_mean(key, names)} (parameters: {', '.join(names)})", key=True)
+                continue
+            if spec.kind == "duration":
+                d = self.duration(value, ("params", key))
+                if d is not None:
+                    out[key] = d
+            elif spec.kind == "choice":
+                if value not in spec.choices:
+                    self.c.at(("params", key), f"parameter {key!r} must be one of {', '.join(spec.choices)}, "
+                                               f"not {value!r}{did_you_mean(value, spec.choices)}")
+                else:
+                    out[key] = value
+        for spec in contract.params:
+            if spec.name not in raw:
+                if spec.required:
+                    self.c.at(("params",) if "params" in self.doc else ("contract",),
+                              f"contract {contract.name!r} needs parameter {spec.name!r} ({spec.doc})")
+                else:
+                    out[spec.name] = spec.default
+        return out
+
+    def requires(self) -> tuple[str | None, tuple[str, ...]]:
+        from harness.features import FEATURES
+
+        raw = self.doc.get("requires") or {}
+        if not isinstance(raw, dict):
+            return None, ()
+        spec = raw.get("spark")
+        if isinstance(spec, str):
+            from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                self.c.at(("requires", "spark"), f"{spec!r} is not a version specifier; write e.g. '>=3.5' or '>=3.5,<4.2'")
+                spec = None
+        features = []
+        for i, f in enumerate(raw.get("features") or ()):
+            if isinstance(f, str) and f not in FEATURES:
+                self.c.at(("requires", "features", i), f"unknown Spark feature {f!r}{did_you_mean(f, FEATURES)} "
+                                                       f"(known: {', '.join(sorted(FEATURES))})")
+            elif isinstance(f, str):
+                features.append(f)
+        return (spec if isinstance(spec, str) else None), tuple(features)
+
+    def conf(self, raw: Any, path: tuple) -> dict[str, str]:
+        if not isinstance(raw, dict):
+            return {}
+        out = {}
+        for key, value in raw.items():
+            if key not in ALLOWED_CONF:
+                self.c.at(path + (key,), f"Spark setting {key!r} cannot be set by a scenario"
+                                         f"{did_you_mean(key, ALLOWED_CONF)} (allowed: {', '.join(sorted(ALLOWED_CONF))})",
+                          key=True)
+                continue
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            allowed = ALLOWED_CONF[key]
+            if allowed is not None and text not in allowed:
+                self.c.at(path + (key,), f"{key} must be one of {', '.join(allowed)}, not {text!r}")
+                continue
+            if key == "spark.sql.session.timeZone":
+                try:
+                    check_zone(text)
+                except TimeFormatError as exc:
+                    self.c.at(path + (key,), str(exc))
+                    continue
+            out[key] = text
+        return out
+
+    def clock(self) -> tuple[int, Duration | None]:
+        raw = self.doc.get("clock") or {}
+        start = parse_time("00:00:00", date=self.date, zone=self.zone)
+        trigger = None
+        if isinstance(raw, dict):
+            if isinstance(raw.get("start"), str):
+                start = self.time(raw["start"], ("clock", "start")) or start
+            if isinstance(raw.get("trigger"), str):
+                trigger = self.duration(raw["trigger"], ("clock", "trigger"), positive=True)
+        if start < 0:
+            self.c.at(("clock", "start"), "the processing-time clock cannot start before 1970-01-01")
+        return start, trigger
+
+    def sources(self, contract: Contract | None) -> dict[str, m.SourceDef]:
+        raw = self.doc.get("sources")
+        if not isinstance(raw, dict):
+            return {}
+        out = {}
+        for name, spec in raw.items():
+            if not isinstance(spec, dict) or not isinstance(spec.get("columns"), dict):
+                continue
+            columns = tuple(Column(k, v) for k, v in spec["columns"].items() if isinstance(v, str))
+            event_time = spec.get("event_time")
+            if isinstance(event_time, str):
+                col = next((c for c in columns if c.name == event_time), None)
+                if col is None:
+                    self.c.at(("sources", name, "event_time"),
+                              f"event_time {event_time!r} is not a column of source {name!r}"
+                              f"{did_you_mean(event_time, [c.name for c in columns])}")
+                elif col.type != "timestamp":
+                    self.c.at(("sources", name, "event_time"),
+                              f"event_time column {event_time!r} must be a timestamp, not {col.type}")
+            out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
+                                    self.c.where(("sources", name)))
+        if contract is not None:
+            wanted = [s.name for s in contract.sources]
+            for name in out:
+                if contract.source(name) is None:
+                    self.c.at(("sources", name), f"contract {contract.name!r} reads no source {name!r}"
+                                                 f"{did_you_mean(name, wanted)} (it reads: {', '.join(wanted)})", key=True)
+            for spec in contract.sources:
+                src = out.get(spec.name)
+                if src is None:
+                    if spec.name not in raw:
+                        self.c.at(("sources",), f"contract {contract.name!r} reads source {spec.name!r}; declare it")
+                    continue
+                have = {col.name: col.type for col in src.columns}
+                for col in spec.columns:
+                    if col.name not in have:
+                        self.c.at(("sources", spec.name, "columns"),
+                                  f"source {spec.name!r} needs column {col.name!r} ({col.type}) for contract {contract.name!r}")
+                    elif have[col.name] != col.type:
+                        self.c.at(("sources", spec.name, "columns", col.name),
+                                  f"column {col.name!r} must be {col.type} for contract {contract.name!r}, not {have[col.name]}")
+                if spec.event_time and src.event_time is None and "event_time" not in raw[spec.name]:
+                    self.c.at(("sources", spec.name), f"source {spec.name!r} needs an event_time column for contract {contract.name!r}")
+        return out
+
+    # -- steps ------------------------------------------------------------------------------------
+    KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect")
+
+    def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
+              trigger: Duration | None) -> tuple[m.Step, ...]:
+        raw = self.doc.get("steps")
+        if not isinstance(raw, list):
+            return ()
+        _, parts = _validators()
+        out: list[m.Step] = []
+        running = True
+        runs_batches = False
+        for i, item in enumerate(raw):
+            path = ("steps", i)
+            if isinstance(item, str):
+                kind, body = item, None
+                if kind not in self.KINDS:
+                    self.c.at(path, f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
+                                    f"(steps: {', '.join(self.KINDS)})")
+                    continue
+                if kind in ("add", "advance", "expect"):
+                    self.c.at(path, f"step {kind!r} needs a value, e.g. `- {kind}: ...`")
+                    continue
+            elif isinstance(item, dict) and len(item) == 1:
+                kind, body = next(iter(item.items()))
+                if kind not in self.KINDS:
+                    self.c.at(path + (kind,), f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
+                                              f"(steps: {', '.join(self.KINDS)})", key=True)
+                    continue
+            elif isinstance(item, dict):
+                keys = list(item)
+                self.c.at(path, f"a step has exactly one kind, found {len(keys)} keys ({', '.join(map(str, keys))}); "
+                                "write one `- kind: ...` item per step")
+                continue
+            else:
+                self.c.at(path, f"a step is a step name or a one-key mapping, not {_json_type(item)}")
+                continue
+            bpath = path + (kind,) if isinstance(item, dict) else path
+            where = self.c.where(path)
+            step: m.Step | None = None
+            if kind == "add":
+                if self.c.schema_errors(parts["add"], body, bpath):
+                    step = self.add_step(body, sources, bpath, where)
+            elif kind == "process":
+                if body is not None:
+                    self.c.at(bpath, "`process` takes no value")
+                step = m.ProcessStep(where)
+                runs_batches = True
+            elif kind == "advance":
+                if self.c.schema_errors(parts["duration"], body, bpath):
+                    d = self.duration(body, bpath, positive=True)
+                    if d is not None:
+                        step = m.AdvanceStep(where, by=d)
+                        runs_batches = runs_batches or trigger is not None
+            elif kind == "stop":
+                if body is not None:
+                    self.c.at(bpath, "`stop` takes no value")
+                if not running:
+                    self.c.at(path, "the query is already stopped here (add `- start` before)")
+                running = False
+                step = m.StopStep(where)
+            elif kind in ("start", "restart"):
+                conf: dict[str, str] = {}
+                if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
+                    conf = self.conf(body.get("conf"), bpath + ("conf",))
+                if kind == "start" and running:
+                    self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
+                if kind == "restart" and not running:
+                    self.c.at(path, "the query is stopped here; use `start`")
+                running = True
+                step = m.StartStep(where, conf=conf, restart=kind == "restart")
+            elif kind == "expect":
+                if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
+                    step = self.expect_step(body, contract, bpath, where)
+            if step is not None:
+                object.__setattr__(step, "_index", i + 1)
+                out.append(step)
+        if raw and not runs_batches and not any(isinstance(s, m.StartStep) for s in out) and not self.c.problems:
+            hint = " (`advance` runs batches only with `clock: {trigger: ...}`)" if any(
+                isinstance(s, m.AdvanceStep) for s in out) else ""
+            self.c.at(("steps",), f"no step ever runs a micro-batch: add a `- process` step{hint}")
+        return tuple(out)
+
+    def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
+        rows = {}
+        for name, raw_rows in body.items():
+            src = sources.get(name)
+            if src is None:
+                self.c.at(path + (name,), f"unknown source {name!r}{did_you_mean(name, sources)} "
+                                          f"(sources: {', '.join(sources)})", key=True)
+                continue
+            rows[name] = self.rows(raw_rows, src.columns, path + (name,), f"source {name!r}")
+        return m.AddStep(where, rows=rows)
+
+    def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.Step:
+        out_cols = contract.output
+        what = f"the output of contract {contract.name!r}"
+        checks = []
+        for scope in ("rows", "output", "last_batch"):
+            if scope in body:
+                checks.append(m.RowsCheck(scope, self.rows(body[scope], out_cols, path + (scope,), what),
+                                          self.c.where(path + (scope,))))
+        if body.get("no_output") is True:
+            if "rows" in body:
+                self.c.at(path + ("no_output",), "`no_output` and `rows` say the same thing twice; keep one", key=True)
+            checks.append(m.RowsCheck("rows", (), self.c.where(path + ("no_output",))))
+        wm = None
+        if "watermark" in body:
+            wm = self.time(body["watermark"], path + ("watermark",), allow_initial=True)
+        event_time = None
+        if isinstance(body.get("event_time"), dict):
+            et = body["event_time"]
+            event_time = m.EventTimeCheck(
+                self.c.where(path + ("event_time",)),
+                **{k: self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
+        failure = None
+        if isinstance(body.get("failure"), dict):
+            f = body["failure"]
+            failure = m.FailureCheck(self.c.where(path + ("failure",)), f.get("error_class"), f.get("exception"),
+                                     f.get("message"))
+            others = [k for k in body if k not in ("failure",)]
+            if others:
+                self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
+                          key=True)
+        batch_count, batches = None, None
+        if isinstance(body.get("batches"), int) and not isinstance(body.get("batches"), bool):
+            batch_count = body["batches"]
+        elif isinstance(body.get("batches"), list):
+            items = []
+            for i, b in enumerate(body["batches"]):
+                bp = path + ("batches", i)
+                items.append(m.BatchCheck(
+                    self.c.where(bp), data=b.get("data"),
+                    rows=self.rows(b["rows"], out_cols, bp + ("rows",), what) if "rows" in b else None,
+                    watermark_before=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
+                    if "watermark_before" in b else None,
+                    watermark_after=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
+                    if "watermark_after" in b else None,
+                    dropped=b.get("dropped"), state_rows=b.get("state_rows")))
+            batches = tuple(items)
+        return m.ExpectStep(
+            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark=wm,
+            watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
+            dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
+            batches=batches, event_time=event_time, failure=failure)
+
+
+def find_scenario_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """Expand files and directories into scenario files; returns (files, paths that do not exist)."""
+    files: list[Path] = []
+    missing: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            files.extend(sorted(f for f in path.rglob("*") if f.is_file() and f.name.endswith(SCENARIO_SUFFIXES)))
+        elif path.is_file():
+            files.append(path)
+        else:
+            missing.append(str(p))
+    return files, missing

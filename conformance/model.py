@@ -1,0 +1,204 @@
+"""The scenario model: what a scenario file says, typed and checked, independent of Spark."""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping
+
+from .contracts import Column, Contract
+from .timeparse import Duration
+
+__all__ = [
+    "Where", "Params", "SourceDef", "Step", "AddStep", "ProcessStep", "AdvanceStep", "StopStep",
+    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck",
+    "Scenario", "Value",
+]
+
+Value = Any  # str | int | float | bool | None; timestamps are epoch microseconds (int)
+
+
+@dataclass(frozen=True)
+class Where:
+    """A place in a scenario file."""
+
+    file: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class Params(Mapping[str, Any]):
+    """A contract's parameters as the scenario sets them, defaults filled in.
+
+    Read them as attributes (`params.watermark_delay.interval`) or as a mapping.
+    """
+
+    def __init__(self, values: Mapping[str, Any]):
+        self._values = dict(values)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no parameter {name!r}; parameters: {', '.join(self._values)}") from None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return "Params(" + ", ".join(f"{k}={v}" for k, v in self._values.items()) + ")"
+
+
+@dataclass(frozen=True)
+class SourceDef:
+    name: str
+    columns: tuple[Column, ...]
+    event_time: str | None
+    where: Where
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+
+@dataclass(frozen=True)
+class Step:
+    where: Where
+
+    kind = "step"
+
+    @property
+    def index(self) -> int:  # set by the loader through object.__setattr__
+        return getattr(self, "_index", 0)
+
+
+@dataclass(frozen=True)
+class AddStep(Step):
+    rows: Mapping[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
+    kind = "add"
+
+
+@dataclass(frozen=True)
+class ProcessStep(Step):
+    kind = "process"
+
+
+@dataclass(frozen=True)
+class AdvanceStep(Step):
+    by: Duration = Duration(0)
+    kind = "advance"
+
+
+@dataclass(frozen=True)
+class StopStep(Step):
+    kind = "stop"
+
+
+@dataclass(frozen=True)
+class StartStep(Step):
+    conf: Mapping[str, str] = field(default_factory=dict)
+    restart: bool = False  # `restart` = stop, then start
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return "restart" if self.restart else "start"
+
+
+@dataclass(frozen=True)
+class RowsCheck:
+    scope: str  # "rows" (since the previous expect) | "output" (whole sink) | "last_batch"
+    rows: tuple[tuple[Value, ...], ...]
+    where: Where
+
+
+@dataclass(frozen=True)
+class BatchCheck:
+    where: Where
+    data: bool | None = None
+    rows: tuple[tuple[Value, ...], ...] | None = None
+    watermark_before: int | None = None
+    watermark_after: int | None = None
+    dropped: int | None = None
+    state_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class EventTimeCheck:
+    where: Where
+    min: int | None = None
+    max: int | None = None
+    avg: int | None = None
+
+
+@dataclass(frozen=True)
+class FailureCheck:
+    where: Where
+    error_class: str | None = None
+    exception: str | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class ExpectStep(Step):
+    rows: tuple[RowsCheck, ...] = ()
+    ordered: bool = False
+    watermark: int | None = None
+    watermark_where: Where | None = None
+    dropped: int | None = None
+    state_rows: int | None = None
+    batch_count: int | None = None
+    batches: tuple[BatchCheck, ...] | None = None
+    event_time: EventTimeCheck | None = None
+    failure: FailureCheck | None = None
+    kind = "expect"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    tags: tuple[str, ...]
+    contract: Contract
+    params: Params
+    sources: Mapping[str, SourceDef]
+    steps: tuple[Step, ...]
+    path: str
+    where: Where
+    requires_spark: str | None = None
+    requires_features: tuple[str, ...] = ()
+    date: _dt.date = _dt.date(2024, 1, 1)
+    timezone: str = "UTC"
+    conf: Mapping[str, str] = field(default_factory=dict)
+    clock_start: int = 0  # epoch microseconds
+    trigger: Duration | None = None
+    lines: tuple[str, ...] = ()  # the file's text, for showing a failing step
+
+    @property
+    def output_columns(self) -> tuple[Column, ...]:
+        return self.contract.output
+
+    def query_conf(self) -> dict[str, str]:
+        """Spark SQL settings for the query: the scenario's `conf` plus conf-backed parameters."""
+        conf = dict(self.conf)
+        for spec in self.contract.params:
+            if spec.conf and spec.name in self.params:
+                conf[spec.conf] = str(self.params[spec.name])
+        return conf
+
+    def step_text(self, step: Step, context: int = 0) -> list[tuple[int, str]]:
+        """The YAML lines of `step` (numbered), for failure output."""
+        start = step.where.line
+        nxt = [s.where.line for s in self.steps if s.where.line > start]
+        end = min(nxt) - 1 if nxt else len(self.lines)
+        while end > start and not self.lines[end - 1].strip():
+            end -= 1
+        return [(n, self.lines[n - 1]) for n in range(max(1, start - context), end + 1)
+                if n - 1 < len(self.lines)]

@@ -1,0 +1,1 @@
+"""Bundled implementations of the contracts (reference pipelines in idiomatic PySpark)."""

@@ -1,0 +1,83 @@
+"""Structured results of running scenarios: per step, what ran, what was checked, and the verdict."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .model import Scenario, Where
+
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "StepResult",
+           "ScenarioResult"]
+
+PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
+
+
+@dataclass
+class CheckFailure:
+    """One expectation that did not hold."""
+
+    check: str  # rows | output | last_batch | watermark | dropped | state_rows | batches | event_time | failure
+    where: Where
+    message: str
+    expected: Any = None
+    actual: Any = None
+    missing: list[tuple] = field(default_factory=list)
+    unexpected: list[tuple] = field(default_factory=list)
+    columns: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "where": str(self.where), "message": self.message,
+                "expected": self.expected, "actual": self.actual,
+                "missing": [list(r) for r in self.missing], "unexpected": [list(r) for r in self.unexpected],
+                "columns": list(self.columns)}
+
+
+@dataclass
+class StepResult:
+    index: int  # 1-based position in the file's step list; 0 = the implicit start
+    kind: str
+    where: Where | None
+    status: str = PASSED  # passed | failed | error | skipped
+    batches: list[Any] = field(default_factory=list)  # harness BatchObservation
+    failures: list[CheckFailure] = field(default_factory=list)
+    message: str | None = None
+    watermark_ms: int | None = None  # global watermark after the step
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "kind": self.kind, "where": str(self.where) if self.where else None,
+                "status": self.status, "message": self.message, "watermark_ms": self.watermark_ms,
+                "seconds": round(self.seconds, 4), "batches": [b.to_dict() for b in self.batches],
+                "failures": [f.to_dict() for f in self.failures]}
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    implementation: str
+    status: str
+    steps: list[StepResult] = field(default_factory=list)
+    reason: str | None = None  # for error / not applicable
+    seconds: float = 0.0
+    spark_version: str | None = None
+    rerun: str | None = None
+    output_columns: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    @property
+    def failed_steps(self) -> list[StepResult]:
+        return [s for s in self.steps if s.status in (FAILED, ERROR)]
+
+    @property
+    def batches(self) -> int:
+        return sum(len(s.batches) for s in self.steps)
+
+    def to_dict(self) -> dict:
+        sc = self.scenario
+        return {"scenario": sc.name, "file": sc.path, "contract": sc.contract.name, "tags": list(sc.tags),
+                "implementation": self.implementation, "status": self.status, "reason": self.reason,
+                "seconds": round(self.seconds, 3), "spark_version": self.spark_version, "rerun": self.rerun,
+                "steps": [s.to_dict() for s in self.steps]}

@@ -1,0 +1,109 @@
+"""Renders results for a terminal: one line per scenario, and a readable account of each failure."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .judge import format_value
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
+from .timeparse import format_time
+
+__all__ = ["summary_line", "describe_failure", "verdict_table", "totals"]
+
+_MARK = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", NOT_APPLICABLE: "N/A"}
+
+
+def summary_line(result: ScenarioResult) -> str:
+    extra = f"{len(result.steps) - 1} steps, {result.batches} batches, {result.seconds:.1f}s"
+    if result.status == NOT_APPLICABLE:
+        extra = result.reason or ""
+    return f"{_MARK.get(result.status, result.status):5} {result.scenario.name}  [{result.implementation}]  ({extra})"
+
+
+def _table(columns: Sequence[str], types: Sequence[str], rows: Iterable[tuple], result: ScenarioResult,
+           indent: str) -> list[str]:
+    cells = [[format_value(v, t, result.scenario) for v, t in zip(row, types)] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    lines = [indent + " | ".join(c.ljust(w) for c, w in zip(columns, widths))]
+    lines += [indent + " | ".join(v.ljust(w) for v, w in zip(r, widths)) for r in cells]
+    return lines
+
+
+def _batch_line(b, result: ScenarioResult) -> str:
+    date = result.scenario.date
+
+    def wm(ms):
+        return "initial" if not ms else format_time(ms * 1000, date=date)
+
+    kind = "data" if b.has_data else "no-data"
+    return (f"batch {b.batch_id} ({kind}, {b.input_rows} in, {len(b.rows)} out, watermark {wm(b.watermark_before_ms)}"
+            f" -> {wm(b.watermark_after_ms)}, dropped {b.dropped}, state {b.state_rows})")
+
+
+def _failure_lines(f: CheckFailure, result: ScenarioResult, indent: str) -> list[str]:
+    lines = [f"{indent}{f.where}: {f.message}"]
+    if f.missing or f.unexpected:
+        types = [c.type for c in result.scenario.contract.output]
+        cols = f.columns or tuple(c.name for c in result.scenario.contract.output)
+        if f.missing:
+            lines.append(f"{indent}  missing (expected, not produced):")
+            lines += _table(cols, types, f.missing, result, indent + "    ")
+        if f.unexpected:
+            lines.append(f"{indent}  unexpected (produced, not expected):")
+            lines += _table(cols, types, f.unexpected, result, indent + "    ")
+    return lines
+
+
+def describe_failure(result: ScenarioResult) -> str:
+    """What went wrong, where in the file, what Spark did around it, and how to re-run it."""
+    sc = result.scenario
+    lines = [f"{_MARK.get(result.status)} {sc.name} ({sc.path}) with {result.implementation}"]
+    if result.reason and not result.failed_steps:
+        lines.append(f"  {result.reason}")
+    since_check: list[StepResult] = []
+    for step in result.steps:
+        if step.status not in (FAILED, ERROR):
+            since_check.append(step)
+            if step.kind == "expect":
+                since_check = []
+            continue
+        lines.append(f"  step {step.index} `{step.kind}` at {step.where}: {step.status}")
+        src = [s for s in sc.steps if s.index == step.index]
+        for n, text in (sc.step_text(src[0]) if src else []):
+            lines.append(f"    {n:>4} | {text}")
+        if step.message:
+            lines.append(f"    {step.message}")
+        for f in step.failures:
+            lines += _failure_lines(f, result, "    ")
+        wm = step.watermark_ms
+        lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
+        batches = [b for s in since_check for b in s.batches] + list(step.batches)
+        if batches:
+            lines.append("    batches since the previous expect:")
+            lines += [f"      {_batch_line(b, result)}" for b in batches]
+        else:
+            lines.append("    no micro-batch ran since the previous expect")
+        since_check = []
+    if result.rerun:
+        lines.append(f"  re-run: {result.rerun}")
+    return "\n".join(lines)
+
+
+def totals(results: Sequence[ScenarioResult]) -> dict[str, int]:
+    out = {PASSED: 0, FAILED: 0, ERROR: 0, NOT_APPLICABLE: 0}
+    for r in results:
+        out[r.status] = out.get(r.status, 0) + 1
+    return out
+
+
+def verdict_table(results: Sequence[ScenarioResult]) -> str:
+    """A scenario x implementation table of verdicts."""
+    impls = sorted({r.implementation for r in results})
+    names = sorted({r.scenario.name for r in results})
+    cell = {(r.scenario.name, r.implementation): _MARK.get(r.status, r.status) for r in results}
+    short = [i.rsplit(":", 1)[-1] for i in impls]
+    width = max([len("scenario")] + [len(n) for n in names])
+    widths = [max(len(s), 5) for s in short]
+    lines = ["scenario".ljust(width) + "  " + "  ".join(s.ljust(w) for s, w in zip(short, widths))]
+    for n in names:
+        lines.append(n.ljust(width) + "  " + "  ".join(cell.get((n, i), "-").ljust(w) for i, w in zip(impls, widths)))
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+"""Reads YAML into plain data while remembering where every key and value stood (file:line:column).
+
+Only PyYAML's composer runs (a safe node tree; no object is ever constructed), and scalars are
+resolved here with a small YAML-1.2-like rule set: `12:00:07` stays the string a person wrote
+(YAML 1.1 would read it as the base-60 integer 43207) and `yes`/`no`/`on`/`off` stay strings.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+try:  # libyaml is faster; both composers build the same node tree
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+__all__ = ["Position", "Located", "YamlSyntaxError", "load_yaml"]
+
+MAX_DEPTH = 64
+MAX_NODES = 200_000
+MAX_BYTES = 20 * 1024 * 1024
+
+Path = tuple  # of str | int
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    line: int  # 1-based
+    column: int  # 1-based
+
+
+class YamlSyntaxError(Exception):
+    """The text is not YAML the kit accepts; carries the position and a plain message."""
+
+    def __init__(self, message: str, position: Position):
+        super().__init__(message)
+        self.message = message
+        self.position = position
+
+
+@dataclass
+class Located:
+    """Plain data (dict/list/str/int/float/bool/None) plus the position of each value and key."""
+
+    data: Any
+    values: dict[Path, Position] = field(default_factory=dict)
+    keys: dict[Path, Position] = field(default_factory=dict)
+
+    def at(self, path: Path) -> Position:
+        """Where the value at `path` starts; falls back to the nearest enclosing value."""
+        path = tuple(path)
+        while path:
+            if path in self.values:
+                return self.values[path]
+            path = path[:-1]
+        return self.values.get((), Position(1, 1))
+
+    def key_at(self, path: Path) -> Position:
+        """Where the key of the entry at `path` stands (or its value, for list items)."""
+        return self.keys.get(tuple(path)) or self.at(path)
+
+
+_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
+_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
+_OCT = re.compile(r"^0o[0-7]+$")
+_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_NULLS = {"", "~", "null", "Null", "NULL"}
+_TRUE = {"true", "True", "TRUE"}
+_FALSE = {"false", "False", "FALSE"}
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    value = node.value
+    if node.style not in (None, "") or node.tag == "tag:yaml.org,2002:str":
+        return value  # quoted, block, `!!str`, or what even YAML 1.1 takes for text
+    if value in _NULLS:
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    if _INT.match(value):
+        if len(value) > 40:
+            return value  # absurdly long digit strings stay text; the validator reports them
+        return int(value)
+    if _HEX.match(value):
+        return int(value, 16)
+    if _OCT.match(value):
+        return int(value[2:], 8)
+    if _FLOAT.match(value) and any(c.isdigit() for c in value):
+        return float(value)
+    if value in (".inf", ".Inf", ".INF", "+.inf"):
+        return float("inf")
+    if value in ("-.inf", "-.Inf", "-.INF"):
+        return float("-inf")
+    if value in (".nan", ".NaN", ".NAN"):
+        return float("nan")
+    return value
+
+
+_CORE_TAGS = {"tag:yaml.org,2002:" + t for t in
+              ("str", "int", "float", "null", "bool", "timestamp", "seq", "map", "value", "merge")}
+
+
+def _pos(mark: Any) -> Position:
+    return Position(mark.line + 1, mark.column + 1)
+
+
+def load_yaml(text: str) -> Located:
+    """Parse one YAML document. Raises YamlSyntaxError with a position for anything unacceptable."""
+    if len(text) > MAX_BYTES:
+        raise YamlSyntaxError(f"file is larger than {MAX_BYTES // (1024 * 1024)} MiB", Position(1, 1))
+    try:
+        nodes = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        pos = _pos(mark) if mark is not None else Position(1, 1)
+        what = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.problem:
+            what = f"{exc.problem} ({exc.context})"
+        raise YamlSyntaxError(f"YAML syntax error: {what}", pos) from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(f"YAML syntax error: {exc}", Position(1, 1)) from None
+    except RecursionError:
+        raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", Position(1, 1)) from None
+    except (UnicodeError, ValueError) as exc:
+        raise YamlSyntaxError(f"cannot read the file as text: {exc}", Position(1, 1)) from None
+    nodes = [n for n in nodes if n is not None]
+    if not nodes:
+        raise YamlSyntaxError("the file is empty; a scenario is a YAML mapping", Position(1, 1))
+    if len(nodes) > 1:
+        raise YamlSyntaxError("one scenario per file: found a second YAML document",
+                              _pos(nodes[1].start_mark))
+    located = Located(data=None)
+    budget = [MAX_NODES]
+    located.data = _convert(nodes[0], (), located, 0, budget, set())
+    return located
+
+
+def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list[int],
+             active: set[int]) -> Any:
+    if depth > MAX_DEPTH:
+        raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", _pos(node.start_mark))
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise YamlSyntaxError(f"the document has more than {MAX_NODES} values (alias expansion?)",
+                              _pos(node.start_mark))
+    out.values[path] = _pos(node.start_mark)
+    if node.tag not in _CORE_TAGS:
+        raise YamlSyntaxError(f"YAML tag {node.tag!r} is not allowed in scenario files",
+                              _pos(node.start_mark))
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node)
+    if id(node) in active:
+        raise YamlSyntaxError("a YAML alias refers to its own ancestor", _pos(node.start_mark))
+    active.add(id(node))
+    try:
+        if isinstance(node, yaml.SequenceNode):
+            return [_convert(item, path + (i,), out, depth + 1, budget, active)
+                    for i, item in enumerate(node.value)]
+        if isinstance(node, yaml.MappingNode):
+            result: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise YamlSyntaxError("YAML merge keys ('<<') are not supported in scenario files",
+                                          _pos(key_node.start_mark))
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise YamlSyntaxError("mapping keys must be plain words", _pos(key_node.start_mark))
+                key = key_node.value
+                if key in result:
+                    raise YamlSyntaxError(f"key {key!r} appears twice in this mapping",
+                                          _pos(key_node.start_mark))
+                out.keys[path + (key,)] = _pos(key_node.start_mark)
+                result[key] = _convert(value_node, path + (key,), out, depth + 1, budget, active)
+            return result
+    finally:
+        active.discard(id(node))
+    raise YamlSyntaxError(f"unsupported YAML node {type(node).__name__}", _pos(node.start_mark))

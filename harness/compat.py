@@ -1,0 +1,216 @@
+"""The one seam where Spark versions differ: found by feature detection on the running JVM, not by version numbers."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+__all__ = ["SparkCompat", "compat_for"]
+
+_MEMORY_STREAM_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1+
+    "org.apache.spark.sql.execution.streaming.MemoryStream",  # 3.4 - 4.0
+)
+_MEMORY_SINK_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.sources.MemorySink",
+)
+
+
+def _jvm_class(jvm: Any, name: str) -> Any | None:
+    """The py4j JavaClass for `name`, or None: a missing class comes back as a JavaPackage."""
+    from py4j.java_gateway import JavaClass
+
+    obj = jvm
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj if isinstance(obj, JavaClass) else None
+
+
+@dataclass
+class SparkCompat:
+    """What this Spark can do and how to reach it from Python; one per SparkSession."""
+
+    spark: Any
+
+    @property
+    def jvm(self) -> Any:
+        return self.spark.sparkContext._jvm
+
+    @property
+    def version(self) -> str:
+        return self.spark.version
+
+    # -- Scala glue ---------------------------------------------------------------------------
+    def some(self, value: Any) -> Any:
+        return self.jvm.scala.Option.apply(value)
+
+    @cached_property
+    def none(self) -> Any:
+        return getattr(getattr(self.jvm.scala, "None$"), "MODULE$")
+
+    @cached_property
+    def empty_map(self) -> Any:
+        return getattr(getattr(self.jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+
+    def to_seq(self, java_list: Any) -> Any:
+        return self.jvm.scala.collection.JavaConverters.asScalaBuffer(java_list)
+
+    def to_java_list(self, seq: Any) -> Any:
+        return self.jvm.scala.collection.JavaConverters.seqAsJavaList(seq)
+
+    # -- MemoryStream -------------------------------------------------------------------------
+    @cached_property
+    def memory_stream_class(self) -> Any:
+        for name in _MEMORY_STREAM_CLASSES:
+            cls = _jvm_class(self.jvm, name)
+            if cls is not None:
+                return cls
+        raise RuntimeError(f"no MemoryStream class in this Spark {self.version} (looked for "
+                           f"{', '.join(_MEMORY_STREAM_CLASSES)})")
+
+    def row_encoder(self, jschema: Any) -> Any:
+        encoders = _jvm_class(self.jvm, "org.apache.spark.sql.Encoders")
+        if encoders is not None and _has_method(encoders, "row"):
+            return encoders.row(jschema)  # 3.5+
+        return self.jvm.org.apache.spark.sql.catalyst.encoders.RowEncoder.apply(jschema)  # 3.4
+
+    def memory_stream(self, jschema: Any, num_partitions: int | None = None) -> Any:
+        encoder = self.row_encoder(jschema)
+        sql_context = self.spark._jsparkSession.sqlContext()
+        if num_partitions:
+            return self.memory_stream_class.apply(num_partitions, encoder, sql_context)
+        return self.memory_stream_class.apply(encoder, sql_context)
+
+    def memory_stream_df(self, stream: Any) -> Any:
+        from pyspark.sql import DataFrame
+
+        return DataFrame(stream.toDF(), self.spark)
+
+    # -- Starting a query with our own trigger clock --------------------------------------------
+    def new_memory_sink(self) -> Any:
+        for name in _MEMORY_SINK_CLASSES:
+            cls = _jvm_class(self.jvm, name)
+            if cls is not None:
+                return cls()
+        raise RuntimeError(f"no MemorySink class in this Spark {self.version}")
+
+    @cached_property
+    def _start_query_arity(self) -> int:
+        manager = self.spark._jsparkSession.sessionState().streamingQueryManager()
+        arities = sorted({m.getParameterCount() for m in manager.getClass().getMethods()
+                          if m.getName() == "startQuery"})
+        for arity in (13, 12):
+            if arity in arities:
+                return arity
+        raise RuntimeError(f"StreamingQueryManager.startQuery has arities {arities}; the harness knows 12 and 13")
+
+    def start_query(self, *, name: str, checkpoint: str, jdf: Any, sink: Any, output_mode: str,
+                    trigger_ms: int, clock: Any) -> Any:
+        """Start a streaming query writing to `sink`, triggered by `clock` (a `org.apache.spark.util.Clock`)."""
+        jvm = self.jvm
+        manager = self.spark._jsparkSession.sessionState().streamingQueryManager()
+        mode = {"append": jvm.org.apache.spark.sql.streaming.OutputMode.Append(),
+                "update": jvm.org.apache.spark.sql.streaming.OutputMode.Update(),
+                "complete": jvm.org.apache.spark.sql.streaming.OutputMode.Complete()}[output_mode]
+        trigger = jvm.org.apache.spark.sql.streaming.Trigger.ProcessingTime(int(trigger_ms))
+        args = [self.some(name), self.some(checkpoint), jdf, self.empty_map, sink, mode,
+                False,  # useTempCheckpointLocation
+                True,  # recoverFromCheckpointLocation
+                trigger, clock, self.none, self.none]
+        if self._start_query_arity == 13:  # 4.2+: an Option[String] sink name comes second
+            args.insert(1, self.none)
+        return manager.startQuery(*args)
+
+    # -- Reading what happened ----------------------------------------------------------------
+    @staticmethod
+    def progress(jquery: Any) -> dict | None:
+        """The last progress as a dict (3.x reports an initial watermark of 1970-01-01, 4.x omits it)."""
+        last = jquery.lastProgress()
+        return json.loads(last.json()) if last is not None else None
+
+    @staticmethod
+    def error_class(exc: BaseException) -> str | None:
+        """The Spark error class (a.k.a. condition) of a Python-side Spark exception, if any."""
+        for getter in ("getCondition", "getErrorClass"):  # 4.x renamed errorClass to condition
+            fn = getattr(exc, getter, None)
+            if callable(fn):
+                try:
+                    value = fn()
+                except Exception:  # noqa: BLE001 - some wrappers raise when no class is set
+                    value = None
+                if value:
+                    return str(value)
+        return None
+
+    def java_error_classes(self, jthrowable: Any) -> list[tuple[str, str | None, str]]:
+        """(class name, error class, message) for each throwable in a Java cause chain."""
+        out = []
+        seen = 0
+        while jthrowable is not None and seen < 20:
+            cls = jthrowable.getClass().getName()
+            err = None
+            for getter in ("getCondition", "getErrorClass"):
+                try:
+                    err = getattr(jthrowable, getter)()
+                    break
+                except Exception:  # noqa: BLE001 - not a SparkThrowable / no such method
+                    continue
+            out.append((cls, err, str(jthrowable.getMessage() or "")))
+            nxt = jthrowable.getCause()
+            if nxt is None or nxt.equals(jthrowable):
+                break
+            jthrowable = nxt
+            seen += 1
+        return out
+
+    # -- Capabilities a scenario may require ------------------------------------------------------
+    @cached_property
+    def features(self) -> frozenset[str]:
+        from pyspark.sql import DataFrame, GroupedData
+
+        found = set()
+        if hasattr(DataFrame, "dropDuplicatesWithinWatermark"):
+            found.add("drop_duplicates_within_watermark")
+        if hasattr(GroupedData, "applyInPandasWithState") and _importable("pandas") and _importable("pyarrow"):
+            found.add("apply_in_pandas_with_state")
+        if hasattr(GroupedData, "transformWithStateInPandas") and _importable("pandas") and _importable("pyarrow"):
+            found.add("transform_with_state")
+        if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
+            found.add("multiple_stateful_operators")
+        from pyspark.sql import functions as F
+
+        if hasattr(F, "session_window"):
+            found.add("session_window_dynamic_gap")
+        return frozenset(found)
+
+    def _has_conf(self, key: str) -> bool:
+        """Whether this Spark registers the SQL setting `key` (an unknown key has no default)."""
+        try:
+            self.spark.conf.get(key)
+            return True
+        except Exception:  # noqa: BLE001 - pyspark raises its own error types per version
+            return False
+
+
+def _has_method(java_class: Any, name: str) -> bool:
+    try:
+        return any(m.getName() == name for m in java_class._java_lang_class.getMethods())
+    except Exception:  # noqa: BLE001 - older py4j without _java_lang_class
+        return True
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+_CACHE: dict[int, SparkCompat] = {}
+
+
+def compat_for(spark: Any) -> SparkCompat:
+    key = id(spark._jsparkSession)
+    if key not in _CACHE:
+        _CACHE[key] = SparkCompat(spark)
+    return _CACHE[key]

@@ -1,0 +1,9 @@
+"""Names of the Spark capabilities a scenario may require (detected at run time by `harness.compat`)."""
+
+FEATURES = {
+    "drop_duplicates_within_watermark": "DataFrame.dropDuplicatesWithinWatermark (Spark 3.5+)",
+    "apply_in_pandas_with_state": "GroupedData.applyInPandasWithState (Spark 3.4+, needs pandas and pyarrow)",
+    "transform_with_state": "transformWithStateInPandas with event-time timers (Spark 4.0+)",
+    "multiple_stateful_operators": "chained stateful operators in append mode (Spark 3.4+)",
+    "session_window_dynamic_gap": "session_window with a per-row gap expression (Spark 3.2+)",
+}

@@ -1,0 +1,353 @@
+"""Drives one streaming query on MemoryStream sources with a stepped clock, and observes each micro-batch."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from .clock import ClockWaitTimeout, SteppedClock
+from .compat import SparkCompat, compat_for
+
+__all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
+           "QueryFailed", "SPARK_TYPES"]
+
+SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "double": "double",
+               "boolean": "boolean", "timestamp": "timestamp"}
+MAX_TRIGGERS_PER_STEP = 1000
+
+
+class HarnessError(Exception):
+    """Something the harness could not do; the message says what and where it waited."""
+
+
+class HarnessTimeout(HarnessError):
+    """A bounded wait on Spark ran out."""
+
+
+class QueryFailed(HarnessError):
+    """The streaming query died. `chain` is (java class, error class, message) from outer to inner."""
+
+    def __init__(self, message: str, *, error_class: str | None = None,
+                 chain: Sequence[tuple[str, str | None, str]] = ()):
+        super().__init__(message)
+        self.error_class = error_class
+        self.chain = list(chain)
+
+
+def _ddl(columns: Sequence[tuple[str, str]], *, timestamps_as_long: bool = False) -> str:
+    parts = []
+    for name, typ in columns:
+        spark_type = SPARK_TYPES[typ]
+        if timestamps_as_long and typ == "timestamp":
+            spark_type = "bigint"
+        parts.append(f"`{name}` {spark_type}")
+    return ", ".join(parts)
+
+
+class MemorySource:
+    """A named MemoryStream of rows; each `add` is one `addData` call, i.e. one offset."""
+
+    def __init__(self, spark: Any, name: str, columns: Sequence[tuple[str, str]],
+                 num_partitions: int | None = None):
+        self.spark = spark
+        self.name = name
+        self.columns = list(columns)
+        self._compat = compat_for(spark)
+        from pyspark.sql.types import _parse_datatype_string
+
+        self._schema = _parse_datatype_string(_ddl(self.columns))
+        self._wire_schema = _parse_datatype_string(_ddl(self.columns, timestamps_as_long=True))
+        jschema = spark._jsparkSession.parseDataType(self._schema.json())
+        self._stream = self._compat.memory_stream(jschema, num_partitions)
+        self._casts = [f"timestamp_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
+                       for n, t in self.columns]
+        self.offsets = 0
+
+    def dataframe(self) -> Any:
+        """A new streaming DataFrame reading this source (one per query start)."""
+        return self._compat.memory_stream_df(self._stream)
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Add rows (timestamps as epoch microseconds) in bulk: one JVM hop, one offset."""
+        rows = [tuple(r) for r in rows]
+        if rows:
+            local = self.spark.createDataFrame(rows, self._wire_schema, verifySchema=False)
+            jrows = local.selectExpr(*self._casts)._jdf.collectAsList()
+        else:
+            jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
+        self._stream.addData(self._compat.to_seq(jrows))
+        self.offsets += 1
+
+
+@dataclass
+class BatchObservation:
+    """What one micro-batch did, as the harness saw it. Times are epoch milliseconds."""
+
+    batch_id: int
+    input_rows: int
+    timestamp_ms: int | None
+    watermark_before_ms: int | None
+    watermark_after_ms: int | None
+    rows: list[tuple] = field(default_factory=list)
+    dropped: int = 0
+    state_rows: int = 0
+    operators: list[dict] = field(default_factory=list)
+    event_time: dict[str, int] = field(default_factory=dict)
+    duration_ms: int | None = None
+    run: int = 0  # which start of the query ran it (0 = first)
+
+    @property
+    def has_data(self) -> bool:
+        return self.input_rows > 0
+
+    def to_dict(self) -> dict:
+        return {
+            "batch_id": self.batch_id, "input_rows": self.input_rows, "data": self.has_data,
+            "timestamp_ms": self.timestamp_ms, "watermark_before_ms": self.watermark_before_ms,
+            "watermark_after_ms": self.watermark_after_ms, "rows": [list(r) for r in self.rows],
+            "dropped": self.dropped, "state_rows": self.state_rows, "operators": self.operators,
+            "event_time": self.event_time, "duration_ms": self.duration_ms, "run": self.run,
+        }
+
+
+def _iso_ms(text: str | None) -> int | None:
+    if not text:
+        return None
+    dt = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(round(dt.timestamp() * 1000))
+
+
+def _read_log(path: str) -> dict | None:
+    """A checkpoint log entry (`v1` line, then JSON lines); the first JSON object is the metadata."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines[1:]:
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    return {}
+
+
+class StreamRun:
+    """One query over its lifetime (start, steps, stop, restart from the same checkpoint).
+
+    `build` returns `(DataFrame, output_mode)` and is called at every start. The stream thread only
+    runs a trigger when the harness grants one, so batches happen exactly where the caller says.
+    Every wait is bounded by `timeout` seconds and names what it waited for.
+    """
+
+    def __init__(self, spark: Any, build: Callable[[], tuple[Any, str]], *, checkpoint: str,
+                 clock_start_ms: int, trigger_ms: int | None = None, timeout: float = 60.0,
+                 name: str | None = None):
+        self.spark = spark
+        self.compat: SparkCompat = compat_for(spark)
+        self._build = build
+        self.checkpoint = checkpoint
+        self.timeout = timeout
+        self.name = name or f"eventtime_{uuid.uuid4().hex[:12]}"
+        self.trigger_ms = trigger_ms
+        self.clock = SteppedClock(clock_start_ms, trigger_ms=trigger_ms)
+        self._query: Any = None
+        self._sink: Any = None
+        self._schema: list[tuple[str, str]] = []
+        self._jschema: Any = None
+        self._select: list[str] = []
+        self.history: dict[int, BatchObservation] = {}
+        self.runs = 0
+        self._next_batch = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._query is not None
+
+    @property
+    def output_columns(self) -> list[tuple[str, str]]:
+        """(name, Spark simple type) of the query's output."""
+        return list(self._schema)
+
+    def start(self, conf: Mapping[str, str] | None = None) -> list[BatchObservation]:
+        """Start (or restart from the checkpoint); returns what the first trigger ran, if anything."""
+        if self._query is not None:
+            raise HarnessError("the query is already running")
+        applied = self._apply_conf(conf or {})
+        try:
+            df, output_mode = self._build()
+            self._sink = self.compat.new_memory_sink()
+            self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+            self._jschema = df._jdf.schema()
+            self._select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
+                            for n, t in self._schema]
+            # A new clock per start: the old one stays freed so its thread can never block again.
+            self.clock = SteppedClock(self.clock.now_ms, trigger_ms=self.trigger_ms)
+            self._next_batch = self._committed_batches()
+            seen = self.clock.parks
+            self._query = self.compat.start_query(
+                name=self.name, checkpoint=self.checkpoint, jdf=df._jdf, sink=self._sink,
+                output_mode=output_mode, trigger_ms=self.trigger_ms or 1000, clock=self.clock)
+        finally:
+            self._restore_conf(applied)
+        self.runs += 1
+        return self._after_trigger(seen, "the first trigger after start")
+
+    def stop(self) -> None:
+        """Stop the query, bounded; the clock is freed first so a parked thread can leave."""
+        query, self._query = self._query, None
+        if query is None:
+            return
+        self.clock.free()
+        done = threading.Event()
+        error: list[BaseException] = []
+
+        def _stop() -> None:
+            try:
+                query.stop()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                error.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=_stop, name=f"{self.name}-stop", daemon=True).start()
+        if not done.wait(self.timeout):
+            raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} to stop")
+
+    def close(self) -> None:
+        """Stop if running; never raises for an already failed query."""
+        try:
+            self.stop()
+        except HarnessError:
+            pass
+
+    # -- steps -----------------------------------------------------------------------------------
+    def process(self) -> list[BatchObservation]:
+        """Run triggers, without moving time, until one runs no batch (data or no-data)."""
+        self._require_running()
+        out: list[BatchObservation] = []
+        for _ in range(MAX_TRIGGERS_PER_STEP):
+            seen = self.clock.grant()
+            batches = self._after_trigger(seen, f"trigger for batch {self._next_batch}")
+            if not batches:
+                return out
+            out.extend(batches)
+        raise HarnessError(f"process ran {MAX_TRIGGERS_PER_STEP} triggers and Spark still had work")
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        """Move processing time; with a processing-time trigger, run the one trigger that became due."""
+        self._require_running()
+        if self.clock.advance(ms):
+            seen = self.clock.grant()
+            return self._after_trigger(seen, "the processing-time trigger that came due")
+        return []
+
+    def advance_stopped(self, ms: int) -> None:
+        """Move processing time while the query is stopped."""
+        self.clock.advance(ms)
+
+    # -- observation -------------------------------------------------------------------------------
+    def _require_running(self) -> None:
+        if self._query is None:
+            raise HarnessError("the query is not running (add a start step)")
+
+    def _after_trigger(self, seen: int, what: str) -> list[BatchObservation]:
+        query = self._query
+        try:
+            self.clock.wait_parked(seen, self.timeout, alive=lambda: bool(query.isActive()), what=what)
+        except ClockWaitTimeout as exc:
+            raise HarnessTimeout(str(exc)) from None
+        if not query.isActive():
+            self._raise_failure(query, what)
+        out = []
+        while os.path.exists(os.path.join(self.checkpoint, "commits", str(self._next_batch))):
+            out.append(self._observe(self._next_batch))
+            self._next_batch += 1
+        return out
+
+    def _raise_failure(self, query: Any, what: str) -> None:
+        self._query = None
+        self.clock.free()
+        jexc = query.exception()
+        if jexc is None:
+            raise QueryFailed(f"the query stopped by itself during {what}")
+        chain = self.compat.java_error_classes(jexc.getCause() if jexc.getCause() is not None else jexc)
+        chain = [(jexc.getClass().getName(), _safe(lambda: jexc.getErrorClass()), str(jexc.getMessage() or ""))] + chain
+        error_class = next((c for _, c, _ in chain[1:] if c), None) or chain[0][1]
+        inner = chain[-1]
+        raise QueryFailed(f"the query failed during {what}: {inner[0].rsplit('.', 1)[-1]}: "
+                          f"{inner[2].splitlines()[0] if inner[2] else ''}".rstrip(": "),
+                          error_class=error_class, chain=chain)
+
+    def _committed_batches(self) -> int:
+        commits = os.path.join(self.checkpoint, "commits")
+        if not os.path.isdir(commits):
+            return 0
+        ids = [int(n) for n in os.listdir(commits) if n.isdigit()]
+        return max(ids) + 1 if ids else 0
+
+    def _observe(self, batch_id: int) -> BatchObservation:
+        offsets = _read_log(os.path.join(self.checkpoint, "offsets", str(batch_id))) or {}
+        commit = _read_log(os.path.join(self.checkpoint, "commits", str(batch_id))) or {}
+        progress = self.compat.progress(self._query) or {}
+        if progress.get("batchId") != batch_id:
+            progress = {}  # the trigger ran this batch but reported nothing about it
+        operators = progress.get("stateOperators") or []
+        event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items()
+                      if k in ("min", "max", "avg")}
+        obs = BatchObservation(
+            batch_id=batch_id,
+            input_rows=int(progress.get("numInputRows") or 0),
+            timestamp_ms=offsets.get("batchTimestampMs"),
+            watermark_before_ms=offsets.get("batchWatermarkMs"),
+            watermark_after_ms=commit.get("nextBatchWatermarkMs"),
+            rows=self._sink_rows(batch_id),
+            dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
+            state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
+            operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
+                                               "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
+                       for o in operators],
+            event_time={k: v for k, v in event_time.items() if v is not None},
+            duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
+            run=self.runs - 1 if self.runs else 0,
+        )
+        self.history[batch_id] = obs  # a batch re-run after a restart replaces its first run
+        return obs
+
+    def _sink_rows(self, batch_id: int) -> list[tuple]:
+        latest = self._sink.latestBatchId()
+        if not latest.isDefined() or int(latest.get()) != batch_id:
+            return []
+        data = self._sink.latestBatchData()
+        if data.isEmpty():
+            return []
+        from pyspark.sql import DataFrame
+
+        jdf = self.spark._jsparkSession.createDataFrame(self.compat.to_java_list(data), self._jschema)
+        return [tuple(r) for r in DataFrame(jdf, self.spark).selectExpr(*self._select).collect()]
+
+    # -- conf ----------------------------------------------------------------------------------------
+    def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:
+        previous: dict[str, str | None] = {}
+        for key, value in conf.items():
+            previous[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+        return previous
+
+    def _restore_conf(self, previous: Mapping[str, str | None]) -> None:
+        for key, value in previous.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+
+
+def _safe(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001
+        return None
