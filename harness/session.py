@@ -1,6 +1,8 @@
 """The SparkSession the harness runs on: one per process, tuned for fast deterministic tests."""
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from typing import Any, Mapping
 
@@ -31,6 +33,9 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     """
     from pyspark.sql import SparkSession
 
+    # Python workers (createDataFrame, UDFs) must run the interpreter that runs the harness, not
+    # whichever `python3` comes first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with _LOCK:
         active = SparkSession.getActiveSession()
         if active is not None:

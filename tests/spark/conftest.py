@@ -1,0 +1,11 @@
+"""Spark-backed tests share one SparkSession per process (per xdist worker)."""
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from harness.session import get_session
+
+    return get_session()

@@ -1,0 +1,128 @@
+"""The harness and runner on real Spark: verdicts for wrong expectations, broken pipelines, bounds."""
+import json
+import textwrap
+
+import pytest
+
+from conformance.loader import load_scenario_text
+from conformance.runner import run_scenario
+from conformance.textreport import describe_failure
+
+pytestmark = pytest.mark.spark
+
+HEAD = """\
+scenario: harness-check
+description: a scenario for the harness tests
+contract: tumbling_count
+params: {window: 10s, watermark_delay: 5s}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+steps:
+"""
+
+
+def scenario(steps: str, path="harness.scenario.yaml"):
+    return load_scenario_text(HEAD + textwrap.indent(textwrap.dedent(steps), "  "), path)
+
+
+BASIC = """\
+- add:
+    events: [[a, "00:00:03"], [a, "00:00:16"]]
+- process
+- expect:
+    rows: [[a, "00:00:00", "00:00:10", 1]]
+    watermark: "00:00:11"
+"""
+
+
+def test_passing_scenario_records_each_batch(spark):
+    result = run_scenario(scenario(BASIC), session=spark)
+    assert result.status == "passed", describe_failure(result)
+    process = result.steps[2]
+    assert process.kind == "process"
+    assert [b.has_data for b in process.batches] == [True, False]
+    assert process.batches[0].watermark_before_ms == 0
+    assert process.batches[0].watermark_after_ms == 1704067211000
+    assert process.batches[1].rows == [("a", 1704067200000000, 1704067210000000, 1)]
+    json.dumps(result.to_dict(), default=str)  # the structured result serialises
+
+
+def test_wrong_expectation_fails_with_a_diff_naming_file_and_line(spark):
+    wrong = BASIC.replace('"00:00:10", 1]]', '"00:00:10", 2]]').replace('"00:00:11"', '"00:00:12"')
+    result = run_scenario(scenario(wrong, "wrong.scenario.yaml"), session=spark, rerun="eventtime run wrong.scenario.yaml")
+    assert result.status == "failed"
+    text = describe_failure(result)
+    assert "wrong.scenario.yaml:14:" in text  # the rows line
+    assert "1 missing, 1 unexpected" in text
+    assert "watermark is 00:00:11, expected 00:00:12" in text
+    assert "re-run: eventtime run wrong.scenario.yaml" in text
+    assert "batch 1 (no-data" in text
+
+
+def test_pipeline_raising_at_definition_is_an_error_verdict(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:raises_at_definition", session=spark)
+    assert result.status == "error"
+    assert "ValueError: this pipeline cannot be built" in result.reason
+    assert all(s.status == "skipped" for s in result.steps[1:] if s.kind == "expect")
+
+
+def test_query_failing_in_a_batch_names_the_step_and_cause(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:fails_in_batch", session=spark)
+    assert result.status == "error"
+    assert result.reason.startswith("step 2 (process)")
+    assert "boom inside a batch" in "\n".join(s.message or "" for s in result.steps)
+
+
+def test_expected_failure_passes(spark):
+    steps = BASIC.split("- expect:")[0] + "- expect:\n    failure: {message: boom inside a batch}\n"
+    result = run_scenario(scenario(steps), "tests.spark.pipelines:fails_in_batch", session=spark)
+    assert result.status == "passed", describe_failure(result)
+
+
+def test_append_without_watermark_is_refused_by_spark_at_start(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:no_watermark", session=spark)
+    assert result.status == "error"
+    assert result.reason.startswith("step 0 (start)")
+    assert "watermark" in result.reason.lower()
+
+
+def test_non_streaming_result_is_reported(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:not_streaming", session=spark)
+    assert result.status == "error"
+    assert "not a streaming DataFrame" in result.reason
+
+
+def test_unknown_pipeline_reference(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:nope", session=spark)
+    assert result.status == "error"
+    assert "has no 'nope'" in result.reason
+
+
+def test_batch_that_never_finishes_hits_the_bound(spark):
+    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:never_finishes", session=spark, timeout=2)
+    assert result.status == "error"
+    assert "timed out after 2s waiting for trigger for batch 0" in result.reason
+
+
+def test_two_sources_in_one_add_land_in_one_batch(spark):
+    text = """\
+scenario: two-sources
+description: both inputs in one micro-batch
+contract: union_tumbling_count
+params: {window: 10s, left_delay: 5s, right_delay: 5s}
+sources:
+  left: {columns: {key: string, ts: timestamp}, event_time: ts}
+  right: {columns: {key: string, ts: timestamp}, event_time: ts}
+steps:
+  - add:
+      left: [[a, "00:00:01"], [a, "00:00:02"]]
+      right: [[b, "00:00:03"]]
+  - process
+  - expect:
+      batches: [{data: true}, {data: false}]
+"""
+    result = run_scenario(load_scenario_text(text, "two.scenario.yaml"), session=spark)
+    assert result.status == "passed", describe_failure(result)
+    assert result.steps[2].batches[0].input_rows == 3

@@ -1,0 +1,22 @@
+"""The bundled scenarios pass against every bundled implementation of their contract."""
+import pytest
+
+from conformance.loader import find_scenario_files, load_scenario
+from conformance.textreport import describe_failure
+from scenarios import SUITE_DIR
+
+pytestmark = pytest.mark.spark
+
+_CASES = []
+for _path in find_scenario_files([SUITE_DIR])[0]:
+    _sc = load_scenario(_path)
+    for _impl in _sc.contract.implementations:
+        _CASES.append(pytest.param(_sc, _impl, id=f"{_sc.name}[{_impl.rsplit(':', 1)[-1]}]"))
+
+
+@pytest.mark.parametrize("scenario, implementation", _CASES)
+def test_bundled_scenario(spark, scenario, implementation):
+    from conformance.runner import run_scenario
+
+    result = run_scenario(scenario, implementation, session=spark)
+    assert result.status in ("passed", "not_applicable"), describe_failure(result)
