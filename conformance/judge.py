@@ -42,10 +42,14 @@ class Observed:
         return [r for b in self.history for r in b.rows]
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return a is b
+        if not (_is_number(a) and _is_number(b)):
+            return False
         if math.isnan(a) and math.isnan(b):
             return True
         return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)

@@ -14,7 +14,7 @@ import jsonschema
 from referencing import Registry, Resource
 
 from . import model as m
-from .contracts import CONTRACTS, Column, Contract
+from .contracts import COLUMN_TYPES, CONTRACTS, Column, Contract
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .yamlsource import Located, Position, YamlSyntaxError, load_yaml
 
@@ -158,6 +158,8 @@ class _Checker:
         elif v == "pattern":
             if path and path[-1] == "scenario":
                 self.at(path, f"scenario name {inst!r} must be lower case letters, digits, '-', '_' or '.'")
+            elif len(path) >= 2 and path[0] == "tags":
+                self.at(path, f"tag {inst!r} must be lower case letters, digits, '-' or '_'")
             else:
                 self.at(path, f"{inst!r} is not a valid name here (letters, digits and '_')")
         elif v == "minimum":
@@ -251,6 +253,7 @@ class _Builder:
         self.text = text
         self.date = DEFAULT_DATE
         self.zone = "UTC"
+        self.bad_sources: set[str] = set()
 
     # -- helpers -------------------------------------------------------------------------------
     def time(self, value: Any, path: tuple, *, allow_initial: bool = False) -> int | None:
@@ -461,7 +464,8 @@ class _Builder:
         trigger = None
         if isinstance(raw, dict):
             if isinstance(raw.get("start"), str):
-                start = self.time(raw["start"], ("clock", "start")) or start
+                given = self.time(raw["start"], ("clock", "start"))
+                start = start if given is None else given
             if isinstance(raw.get("trigger"), str):
                 trigger = self.duration(raw["trigger"], ("clock", "trigger"), positive=True)
         if start < 0:
@@ -476,7 +480,10 @@ class _Builder:
         for name, spec in raw.items():
             if not isinstance(spec, dict) or not isinstance(spec.get("columns"), dict):
                 continue
-            columns = tuple(Column(k, v) for k, v in spec["columns"].items() if isinstance(v, str))
+            if not all(v in COLUMN_TYPES for v in spec["columns"].values()):
+                self.bad_sources.add(name)  # the schema check reported the type; rows cannot be read
+                continue
+            columns = tuple(Column(k, v) for k, v in spec["columns"].items())
             event_time = spec.get("event_time")
             if isinstance(event_time, str):
                 col = next((c for c in columns if c.name == event_time), None)
@@ -600,6 +607,8 @@ class _Builder:
         rows = {}
         for name, raw_rows in body.items():
             src = sources.get(name)
+            if src is None and (name in self.bad_sources or name in (self.doc.get("sources") or {})):
+                continue  # declared, but its declaration has problems of its own (reported there)
             if src is None:
                 self.c.at(path + (name,), f"unknown source {name!r}{did_you_mean(name, sources)} "
                                           f"(sources: {', '.join(sources)})", key=True)

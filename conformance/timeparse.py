@@ -222,7 +222,10 @@ def format_time(micros: int | None, *, date: _dt.date | None = None) -> str:
     """Render epoch microseconds as ISO-8601 UTC, or as `HH:MM:SS[.fff]` when on `date`."""
     if micros is None:
         return "-"
-    dt = _EPOCH + _dt.timedelta(microseconds=micros)
+    try:
+        dt = _EPOCH + _dt.timedelta(microseconds=micros)
+    except OverflowError:
+        return f"{micros}us since 1970-01-01T00:00:00Z"
     frac = dt.microsecond
     clock = dt.strftime("%H:%M:%S")
     if frac:

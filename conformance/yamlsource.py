@@ -12,10 +12,26 @@ from typing import Any
 
 import yaml
 
-try:  # libyaml is faster; both composers build the same node tree
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's pure-Python safe composer with YAML-1.2-core implicit types.
+
+    Not libyaml: its C composer recurses without bound and crashes the interpreter on deeply
+    nested input, where the Python one raises RecursionError, which is reported as an error.
+    """
+
+
+_Loader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
+    ("merge", r"^<<$", ["<"]),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
+    ("float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+     list("-+0123456789.")),
+):
+    _Loader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), _first)
 
 __all__ = ["Position", "Located", "YamlSyntaxError", "load_yaml"]
 
@@ -63,42 +79,52 @@ class Located:
         return self.keys.get(tuple(path)) or self.at(path)
 
 
-_INT = re.compile(r"^[-+]?(0|[1-9][0-9]*)$")
-_HEX = re.compile(r"^0x[0-9a-fA-F]+$")
-_OCT = re.compile(r"^0o[0-7]+$")
-_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _NULLS = {"", "~", "null", "Null", "NULL"}
 _TRUE = {"true", "True", "TRUE"}
 _FALSE = {"false", "False", "FALSE"}
+_MAX_DIGITS = 40
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
-    value = node.value
-    if node.style not in (None, "") or node.tag == "tag:yaml.org,2002:str":
-        return value  # quoted, block, `!!str`, or what even YAML 1.1 takes for text
-    if value in _NULLS:
-        return None
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    if _INT.match(value):
-        if len(value) > 40:
-            return value  # absurdly long digit strings stay text; the validator reports them
-        return int(value)
-    if _HEX.match(value):
-        return int(value, 16)
-    if _OCT.match(value):
-        return int(value[2:], 8)
-    if _FLOAT.match(value) and any(c.isdigit() for c in value):
-        return float(value)
-    if value in (".inf", ".Inf", ".INF", "+.inf"):
-        return float("inf")
-    if value in ("-.inf", "-.Inf", "-.INF"):
-        return float("-inf")
-    if value in (".nan", ".NaN", ".NAN"):
-        return float("nan")
-    return value
+    """Resolve a scalar by its tag: implicit (YAML 1.2 core rules above) or written (`!!int 5`)."""
+    tag, value = node.tag.rsplit(":", 1)[-1], node.value
+    if tag == "str":
+        return value
+    where = _pos(node.start_mark)
+    text = value.strip()
+    if tag == "null":
+        if text in _NULLS:
+            return None
+    elif tag == "bool":
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+    elif tag == "int":
+        digits = text.lstrip("+-")
+        if len(digits) > _MAX_DIGITS:
+            raise YamlSyntaxError(f"the number {text[:20]}... has more than {_MAX_DIGITS} digits", where)
+        try:
+            if digits.startswith("0x"):
+                return int(text.replace("0x", "", 1), 16)
+            if digits.startswith("0o"):
+                return int(text.replace("0o", "", 1), 8)
+            return int(text, 10)
+        except ValueError:
+            pass
+    elif tag == "float":
+        lowered = text.lower()
+        if lowered in (".inf", "+.inf"):
+            return float("inf")
+        if lowered == "-.inf":
+            return float("-inf")
+        if lowered == ".nan":
+            return float("nan")
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    elif tag in ("timestamp", "value", "merge"):
+        return value
+    raise YamlSyntaxError(f"cannot read {value!r} as !!{tag}", where)
 
 
 _CORE_TAGS = {"tag:yaml.org,2002:" + t for t in
@@ -114,6 +140,7 @@ def load_yaml(text: str) -> Located:
     if len(text) > MAX_BYTES:
         raise YamlSyntaxError(f"file is larger than {MAX_BYTES // (1024 * 1024)} MiB", Position(1, 1))
     try:
+        _check_depth(text)
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -122,8 +149,16 @@ def load_yaml(text: str) -> Located:
         if exc.context and exc.problem:
             what = f"{exc.problem} ({exc.context})"
         raise YamlSyntaxError(f"YAML syntax error: {what}", pos) from None
+    except yaml.reader.ReaderError as exc:
+        index = getattr(exc, "position", 0) or 0
+        line = text.count("\n", 0, index) + 1
+        column = index - (text.rfind("\n", 0, index) + 1) + 1
+        char = exc.character if isinstance(exc.character, str) else chr(exc.character or 0)
+        raise YamlSyntaxError(f"character {char!r} (U+{ord(char):04X}) is not allowed in YAML text",
+                              Position(line, column)) from None
     except yaml.YAMLError as exc:
-        raise YamlSyntaxError(f"YAML syntax error: {exc}", Position(1, 1)) from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise YamlSyntaxError(f"YAML syntax error: {first}", Position(1, 1)) from None
     except RecursionError:
         raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", Position(1, 1)) from None
     except (UnicodeError, ValueError) as exc:
@@ -138,6 +173,18 @@ def load_yaml(text: str) -> Located:
     budget = [MAX_NODES]
     located.data = _convert(nodes[0], (), located, 0, budget, set())
     return located
+
+
+def _check_depth(text: str) -> None:
+    """Refuse deep nesting from the event stream (iterative), before the recursive composer runs."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH + 1:  # the document's own mapping is level 0
+                raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", _pos(event.start_mark))
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
 
 
 def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list[int],

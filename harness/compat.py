@@ -70,9 +70,8 @@ class SparkCompat:
                            f"{', '.join(_MEMORY_STREAM_CLASSES)})")
 
     def row_encoder(self, jschema: Any) -> Any:
-        encoders = _jvm_class(self.jvm, "org.apache.spark.sql.Encoders")
-        if encoders is not None and _has_method(encoders, "row"):
-            return encoders.row(jschema)  # 3.5+
+        if _has_method(self.jvm, "org.apache.spark.sql.Encoders", "row"):
+            return self.jvm.org.apache.spark.sql.Encoders.row(jschema)  # 3.5+
         return self.jvm.org.apache.spark.sql.catalyst.encoders.RowEncoder.apply(jschema)  # 3.4
 
     def memory_stream(self, jschema: Any, num_partitions: int | None = None) -> Any:
@@ -193,11 +192,13 @@ class SparkCompat:
             return False
 
 
-def _has_method(java_class: Any, name: str) -> bool:
+def _has_method(jvm: Any, class_name: str, method: str) -> bool:
+    """Whether the JVM class has a public method of that name (plain reflection)."""
     try:
-        return any(m.getName() == name for m in java_class._java_lang_class.getMethods())
-    except Exception:  # noqa: BLE001 - older py4j without _java_lang_class
-        return True
+        cls = jvm.java.lang.Class.forName(class_name)
+    except Exception:  # noqa: BLE001 - py4j raises its own error for a missing class
+        return False
+    return any(m.getName() == method for m in cls.getMethods())
 
 
 def _importable(module: str) -> bool:
