@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -272,16 +273,15 @@ class StreamRun:
     def _raise_failure(self, query: Any, what: str) -> None:
         self._query = None
         self.clock.free()
-        jexc = query.exception()
-        if jexc is None:
+        found = query.exception()  # Scala Option[StreamingQueryException] on the JVM side
+        if found is None or not found.isDefined():
             raise QueryFailed(f"the query stopped by itself during {what}")
-        chain = self.compat.java_error_classes(jexc.getCause() if jexc.getCause() is not None else jexc)
-        chain = [(jexc.getClass().getName(), _safe(lambda: jexc.getErrorClass()), str(jexc.getMessage() or ""))] + chain
-        error_class = next((c for _, c, _ in chain[1:] if c), None) or chain[0][1]
+        chain = self.compat.java_error_classes(found.get())
+        error_class = next((c for _, c, _ in chain if c and c != "STREAM_FAILED"), None) or chain[0][1]
         inner = chain[-1]
-        raise QueryFailed(f"the query failed during {what}: {inner[0].rsplit('.', 1)[-1]}: "
-                          f"{inner[2].splitlines()[0] if inner[2] else ''}".rstrip(": "),
-                          error_class=error_class, chain=chain)
+        message = _headline(inner[2])
+        raise QueryFailed(f"the query failed during {what}: {inner[0].rsplit('.', 1)[-1]}"
+                          + (f": {message}" if message else ""), error_class=error_class, chain=chain)
 
     def _committed_batches(self) -> int:
         commits = os.path.join(self.checkpoint, "commits")
@@ -346,8 +346,16 @@ class StreamRun:
                 self.spark.conf.set(key, value)
 
 
-def _safe(fn: Callable[[], Any]) -> Any:
-    try:
-        return fn()
-    except Exception:  # noqa: BLE001
-        return None
+_PY_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+def _headline(message: str) -> str:
+    """The line of an error message a person needs: for a Python worker error, the exception line."""
+    lines = [line.strip() for line in (message or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if "Traceback (most recent call last)" in message:
+        python_lines = [line for line in lines if _PY_EXC_LINE.match(line)]
+        if python_lines:
+            return python_lines[-1]
+    return lines[0]
