@@ -143,7 +143,7 @@ class _Checker:
                     known = f" (known: {', '.join(allowed)})" if allowed and not hint else ""
                     self.at(path + (key,), f"unknown key {key!r}{hint}{known}", key=True)
         elif v == "required":
-            self.at(path, f"missing required key {e.validator_value[-1] if False else _missing(e)!r}")
+            self.at(path, f"missing required key {_missing(e)!r}")
         elif v == "type":
             want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
             words = " or ".join(_TYPE_WORDS.get(w, w) for w in want)
