@@ -173,7 +173,7 @@ def parse_time(text: object, *, date: _dt.date | None = None, zone: str | None =
             hh, mm, ss = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
             frac = (m.group(4) or "").ljust(6, "0")
             local = _dt.datetime(base.year, base.month, base.day, hh, mm, ss, int(frac or 0))
-            return _micros(_localize(local, tz))
+            return _micros(local.replace(tzinfo=tz))
         m = _ISO.match(s)
         if m:
             year = int(m.group(1))
@@ -190,7 +190,7 @@ def parse_time(text: object, *, date: _dt.date | None = None, zone: str | None =
                 digits = off[1:].replace(":", "")
                 delta = _dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
                 return _micros(local.replace(tzinfo=_dt.timezone(sign * delta)))
-            return _micros(_localize(local, tz))
+            return _micros(local.replace(tzinfo=tz))
     except ValueError as exc:
         if isinstance(exc, TimeFormatError):
             raise
@@ -198,10 +198,6 @@ def parse_time(text: object, *, date: _dt.date | None = None, zone: str | None =
     raise TimeFormatError(
         f"cannot read timestamp {text!r}; write 'HH:MM:SS[.ffffff]' (on the scenario's date) "
         "or ISO-8601 such as '2024-01-01T12:00:07Z'")
-
-
-def _localize(local: _dt.datetime, tz: _dt.tzinfo) -> _dt.datetime:
-    return local.replace(tzinfo=tz)
 
 
 DEFAULT_DATE = _dt.date(2024, 1, 1)

@@ -62,11 +62,6 @@ class SteppedClock:
         with self._cv:
             return self._parks
 
-    @property
-    def parked(self) -> bool:
-        with self._cv:
-            return self._target is not None and self._permits == 0
-
     def advance(self, ms: int) -> bool:
         """Move time forward; True if a processing-time trigger has become due for the parked thread."""
         with self._cv:
