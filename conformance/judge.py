@@ -98,7 +98,17 @@ def _fmt_wm(ms: int | None, scenario: Scenario) -> str:
     return format_time(ms * 1000, date=scenario.date)
 
 
-def judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
+          unjudged: frozenset[str] = frozenset()) -> list[CheckFailure]:
+    """The expectations of `step` that did not hold. Checks named in `unjudged` (`dropped`,
+    `state_rows`: what an implementation declared it cannot be judged on) are not looked at."""
+    failures = _judge(step, observed, scenario)
+    if not unjudged:
+        return failures
+    return [f for f in failures if f.check not in unjudged and f.part not in unjudged]
+
+
+def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     out: list[CheckFailure] = []
     names = tuple(c.name for c in scenario.contract.output)
     if step.failure is not None:
@@ -183,7 +193,7 @@ def _judge_batch(want: BatchCheck, got: Any, label: str, scenario: Scenario, nam
                                          ("state_rows", want.state_rows, got.state_rows)):
         if expected is not None and expected != actual:
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
-                                    expected=expected, actual=actual))
+                                    expected=expected, actual=actual, part=field_name))
     if want.rows is not None:
         missing, unexpected = match_rows(want.rows, got.rows)
         if missing or unexpected:

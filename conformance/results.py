@@ -24,6 +24,7 @@ class CheckFailure:
     missing: list[tuple] = field(default_factory=list)
     unexpected: list[tuple] = field(default_factory=list)
     columns: tuple[str, ...] = ()
+    part: str | None = None  # for a `batches` failure: which field of the batch (rows, dropped, ...)
 
     def to_dict(self) -> dict:
         return {"check": self.check, "where": str(self.where), "message": self.message,
@@ -62,6 +63,7 @@ class ScenarioResult:
     spark_version: str | None = None
     rerun: str | None = None
     output_columns: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. checks the implementation is not judged on
 
     @property
     def passed(self) -> bool:
@@ -80,4 +82,4 @@ class ScenarioResult:
         return {"scenario": sc.name, "file": sc.path, "contract": sc.contract.name, "tags": list(sc.tags),
                 "implementation": self.implementation, "status": self.status, "reason": self.reason,
                 "seconds": round(self.seconds, 3), "spark_version": self.spark_version, "rerun": self.rerun,
-                "steps": [s.to_dict() for s in self.steps]}
+                "notes": list(self.notes), "steps": [s.to_dict() for s in self.steps]}

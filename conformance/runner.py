@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import model as m
+from .contracts import implementation_info
 from .judge import Observed, judge
 from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
 
@@ -62,7 +63,8 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
         version = Version(spark_version.split("-")[0].split("+")[0])
         if version not in SpecifierSet(scenario.requires_spark):
             return f"needs Spark {scenario.requires_spark}, this is {spark_version}"
-    missing = [f for f in scenario.requires_features if f not in features]
+    missing = [f for f in dict.fromkeys(scenario.requires_features + scenario.contract.requires)
+               if f not in features]
     if missing:
         return f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
     return None
@@ -136,6 +138,14 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     except PipelineError as exc:
         result.status, result.reason = ERROR, str(exc)
         return result
+    info = implementation_info(fn)
+    reason = info.not_applicable(scenario.params, compat.features)
+    if reason:
+        result.status, result.reason = NOT_APPLICABLE, reason
+        return result
+    unjudged = frozenset(info.unjudged)
+    if unjudged:
+        result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
     workdir = tempfile.mkdtemp(prefix="eventtime-")
     sources = {name: MemorySource(spark, name, [(c.name, c.type) for c in src.columns])
@@ -162,7 +172,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
                     clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
                     name=None)
-    query_conf = {**dict(conf or {}), **scenario.query_conf()}
+    query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
     window: list[Any] = []
     failure: FailureInfo | None = None
     failure_consumed = False
@@ -211,7 +221,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
                     continue
                 observed = Observed(window, list(run.history.values()), mode_used[0],
                                     [c.name for c in scenario.contract.output], failure)
-                sr.failures = judge(step, observed, scenario)
+                sr.failures = judge(step, observed, scenario, unjudged)
                 sr.status = FAILED if sr.failures else PASSED
                 sr.watermark_ms = observed.watermark_ms
                 if step.failure is not None and failure is not None:
