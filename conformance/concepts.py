@@ -1,0 +1,94 @@
+"""The event-time concepts the standard suite covers, as scenario tags, with where each is documented.
+
+Every bundled scenario carries at least one of these tags; `tests/fast/test_suite_coverage.py` checks
+that every concept has at least one scenario. The Spark guide is the Structured Streaming
+Programming Guide; seed files are the Flink / Dataflow texts the project was conceived from.
+"""
+from __future__ import annotations
+
+__all__ = ["CONCEPTS", "SPARK_GUIDE", "SEEDS"]
+
+SPARK_GUIDE = "Spark Structured Streaming Programming Guide"
+SEEDS = "Flink event-time documentation and the Dataflow model (seed texts)"
+
+# tag -> (what the concept is, where it is documented)
+CONCEPTS: dict[str, tuple[str, str]] = {
+    # -- Spark's watermark ------------------------------------------------------------------------
+    "watermark-formula": ("watermark = max event time seen - delay, computed at the end of a micro-batch "
+                          "and applied from the next one", "Spark guide: Handling Late Data and Watermarking"),
+    "initial-watermark": ("before any data the watermark is 0 (1970-01-01), so nothing is late yet",
+                          "Spark guide: Handling Late Data and Watermarking"),
+    "watermark-monotonic": ("the watermark never moves backwards, whatever arrives later",
+                            "Spark guide: Handling Late Data and Watermarking"),
+    "late-data-dropped": ("rows whose state was already finalised by the watermark are dropped and counted",
+                          "Spark guide: Handling Late Data and Watermarking; numRowsDroppedByWatermark"),
+    "lateness-per-window": ("lateness is judged per window: a row older than the watermark is still accepted "
+                            "while its window is open", "Spark guide: Handling Late Data and Watermarking"),
+    "append-mode": ("append: a result row is emitted once, when it is final",
+                    "Spark guide: Output Modes; Conditions for watermarking to clean aggregation state"),
+    "update-mode": ("update: changed result rows are emitted every batch", "Spark guide: Output Modes"),
+    "complete-mode": ("complete: the whole result table every batch; watermark does not drop state",
+                      "Spark guide: Output Modes; Conditions for watermarking to clean aggregation state"),
+    "no-data-batch": ("a batch without new data runs when the watermark moved, to emit finalised results",
+                      "Spark guide: Handling Late Data and Watermarking; spark.sql.streaming.noDataMicroBatches.enabled"),
+    "no-data-batch-disabled": ("with no-data batches disabled, finalised results wait for the next data",
+                               "spark.sql.streaming.noDataMicroBatches.enabled"),
+    "state-eviction": ("state below the watermark is removed", "Spark guide: Handling Late Data and Watermarking"),
+    "delay-units": ("watermark delays written in different units, seconds to months (a month is 31 days)",
+                    "Spark guide: withWatermark; CalendarInterval"),
+    "far-past-events": ("events far in the past of the watermark", "Spark guide: Handling Late Data and Watermarking"),
+    "future-events": ("events far ahead of the others drag the watermark forward",
+                      "Spark guide: Handling Late Data and Watermarking"),
+    "duplicate-events": ("the same event delivered more than once", "Spark guide: Streaming Deduplication"),
+    "out-of-order-within-batch": ("disorder inside one micro-batch is invisible to the watermark",
+                                  "Spark guide: Handling Late Data and Watermarking"),
+    "out-of-order-across-batches": ("disorder across micro-batches is judged against the watermark",
+                                    "Spark guide: Handling Late Data and Watermarking"),
+    "multiple-watermarks-min": ("several inputs: the global watermark is the minimum (default policy)",
+                                "Spark guide: Policy for handling multiple watermarks"),
+    "multiple-watermarks-max": ("several inputs: the global watermark is the maximum (policy max)",
+                                "Spark guide: Policy for handling multiple watermarks"),
+    "policy-survives-restart": ("the multiple-watermark policy is fixed by the checkpoint, not the restart's conf",
+                                "Spark guide: Recovery Semantics after Changes in a Streaming Query"),
+    "restart-keeps-watermark": ("a restart from the checkpoint restores the watermark and the state",
+                                "Spark guide: Recovering from Failures with Checkpointing"),
+    "session-merge-bridge": ("a late-but-accepted row can bridge two sessions into one",
+                             "Spark guide: Types of time windows (session windows)"),
+    "outer-join-null-delay": ("outer-join rows with nulls appear only once the watermark passes",
+                              "Spark guide: Stream-stream Joins, Outer Joins with Watermarking"),
+    "dedup-state-expiry": ("deduplication state expires with the watermark, so a much later duplicate passes",
+                           "Spark guide: Streaming Deduplication"),
+    "window-bounds": ("window start is inclusive, end exclusive; window_time is end - 1 microsecond",
+                      "Spark guide: Types of time windows; functions.window_time"),
+    # -- Concepts from the seeds, shown as Spark does them -----------------------------------------
+    "bounded-out-of-orderness": ("out-of-order arrival bounded by the delay is handled; beyond it, dropped",
+                                 "seed 001 (bounded out-of-orderness), seed 002"),
+    "partition-runs-ahead": ("one partition/source runs ahead: Flink's per-partition minimum vs Spark's one "
+                             "global watermark from the maximum of a source", "seed 000 (per-partition watermarks), seed 004"),
+    "idle-source": ("an idle input stalls event time under the min policy; Spark has no idleness marker",
+                    "seed 000 (idle sources), seed 002, seed 003"),
+    "periodic-vs-punctuated": ("the watermark moves at micro-batch boundaries, Spark's 'period'; "
+                               "no per-event (punctuated) watermark", "seed 001 (periodic vs punctuated), seed 000"),
+    "completeness-vs-latency": ("a larger delay emits later but drops fewer rows", "seed 002 (trade-off)"),
+    # -- Operators ---------------------------------------------------------------------------------
+    "tumbling-window": ("tumbling event-time window", "Spark guide: Window Operations on Event Time"),
+    "sliding-window": ("sliding event-time window: a row belongs to window/slide windows",
+                       "Spark guide: Window Operations on Event Time"),
+    "session-window": ("session window with a fixed gap", "Spark guide: Types of time windows"),
+    "dynamic-gap": ("session window whose gap comes from each row", "Spark guide: Types of time windows"),
+    "raw-event-time-aggregation": ("aggregation grouped by the event-time column itself",
+                                   "Spark guide: Conditions for watermarking to clean aggregation state"),
+    "deduplication": ("dropDuplicates with the event-time column", "Spark guide: Streaming Deduplication"),
+    "dedup-within-watermark": ("dropDuplicatesWithinWatermark (Spark 3.5+)", "Spark guide: Streaming Deduplication"),
+    "stream-stream-join": ("stream-stream join with watermarks and a time-range condition",
+                           "Spark guide: Stream-stream Joins"),
+    "chained-operators": ("several stateful operators in one query (Spark 3.4+)",
+                          "Spark guide: Support matrix for joins / multiple stateful operators"),
+    "event-time-timeout": ("applyInPandasWithState with GroupStateTimeout.EventTimeTimeout",
+                           "Spark guide: Arbitrary Stateful Operations"),
+    "event-time-timer": ("transformWithState event-time timers (Spark 4.0+)",
+                         "Spark guide: transformWithState"),
+    "processing-time": ("processing time, current_timestamp() and triggers follow the clock",
+                        "Spark guide: Triggers"),
+    "restart": ("stop and start from the same checkpoint", "Spark guide: Recovering from Failures with Checkpointing"),
+}
