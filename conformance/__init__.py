@@ -2,7 +2,7 @@
 
 Import from here; submodules may move. Nothing here imports pyspark until a scenario runs.
 """
-from .contracts import CONTRACTS, Column, Contract, get_contract
+from .contracts import CONTRACTS, Column, Contract, get_contract, implementation
 from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
 from .model import Params, Scenario
 from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
@@ -12,7 +12,7 @@ from .textreport import describe_failure
 __all__ = [
     "CONTRACTS", "Column", "Contract", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
     "PipelineError", "Problem", "Scenario", "ScenarioInvalid", "ScenarioResult", "StepResult",
-    "describe_failure", "find_scenario_files", "get_contract", "load_scenario", "resolve_pipeline",
+    "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_scenario", "resolve_pipeline",
     "run_scenario", "validate_file",
 ]
 

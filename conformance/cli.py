@@ -1,4 +1,4 @@
-"""The `eventtime` command: validate, run and list scenarios (exit 0 ok, 1 failures, 2 usage)."""
+"""The `eventtime` command: validate, run, certify and list (exit 0 ok, 1 failures, 2 usage)."""
 from __future__ import annotations
 
 import argparse
@@ -47,6 +47,22 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
 
+    c = sub.add_parser("certify", help="run every scenario of a contract against an implementation; "
+                                       "print a verdict table and certify or reject it")
+    c.add_argument("--contract", action="append", metavar="NAME",
+                   help="contract to certify (repeatable; default: every contract)")
+    c.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="implementation to certify (needs exactly one --contract; "
+                        "default: the bundled implementations of each contract)")
+    c.add_argument("--scenarios", action="append", metavar="PATH",
+                   help="also run these scenario files or directories (those of the contract)")
+    c.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    c.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
+    c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
+    c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
+
     sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
     return p
 
@@ -58,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate(args.paths)
         if args.command == "run":
             return _run(args)
+        if args.command == "certify":
+            return _certify(args)
         if args.command == "list":
             return _list()
     except KeyboardInterrupt:
@@ -132,11 +150,12 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _execute(scenarios, args, conf, invalid: int) -> int:
+def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     from harness.session import get_session
 
     from .runner import run_scenario
-    from .textreport import describe_failure, summary_line, totals
+    from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
+                             verdict_table)
 
     t0 = time.monotonic()
     spark = get_session(master=args.master)
@@ -147,31 +166,98 @@ def _execute(scenarios, args, conf, invalid: int) -> int:
             rerun = "eventtime run " + shlex.quote(sc.path) + (f" --pipeline {shlex.quote(impl)}")
             result = run_scenario(sc, impl, session=spark, timeout=args.timeout, rerun=rerun, conf=conf)
             results.append(result)
-            if not args.quiet or not result.passed:
+            if not args.quiet or result.status in ("failed", "error"):
                 print(summary_line(result), flush=True)
+    seconds = time.monotonic() - t0
     failures = [r for r in results if r.status in ("failed", "error")]
     for r in failures:
         print()
         print(describe_failure(r))
+    if certify:
+        for contract in dict.fromkeys(r.scenario.contract.name for r in results):
+            print()
+            print(f"contract {contract}:")
+            print(verdict_table([r for r in results if r.scenario.contract.name == contract]))
+        print()
+        for (contract, impl), verdict in certification(results).items():
+            print(f"{verdict:14} {contract}  [{impl}]")
     counts = totals(results)
     print()
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
           f"{counts['not_applicable']} not applicable, {invalid} invalid files "
-          f"on Spark {spark.version} in {time.monotonic() - t0:.1f}s")
+          f"on Spark {spark.version} in {seconds:.1f}s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({"spark_version": spark.version,
                                                "results": [r.to_dict() for r in results]}, indent=2, default=str))
+    if getattr(args, "markdown", None):
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(certification_markdown(results, spark.version, seconds))
     return EXIT_FAILED if failures or invalid else EXIT_OK
+
+
+def _certify(args: argparse.Namespace) -> int:
+    from scenarios import SUITE_DIR
+
+    from .contracts import CONTRACTS
+    from .loader import ScenarioInvalid, find_scenario_files, load_scenario
+    from .runner import PipelineError, resolve_pipeline
+    from .loader import did_you_mean
+
+    if args.timeout <= 0:
+        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    conf = _conf_pairs(args.spark_conf)
+    contracts = args.contract or sorted(CONTRACTS)
+    for name in contracts:
+        if name not in CONTRACTS:
+            print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, CONTRACTS)} "
+                  f"(contracts: {', '.join(sorted(CONTRACTS))})", file=sys.stderr)
+            return EXIT_USAGE
+    if args.pipeline:
+        if len(contracts) != 1 or not args.contract:
+            print("eventtime: error: --pipeline certifies one implementation of one contract: "
+                  "give exactly one --contract", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            resolve_pipeline(args.pipeline)
+        except PipelineError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    files, _ = find_scenario_files([SUITE_DIR])
+    if args.scenarios:
+        extra, missing = find_scenario_files(args.scenarios)
+        for path in missing:
+            print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
+        if missing:
+            return EXIT_USAGE
+        files = list(dict.fromkeys(list(files) + list(extra)))
+    scenarios, invalid = [], 0
+    for f in files:
+        try:
+            sc = load_scenario(f, display_path=_display(f))
+        except ScenarioInvalid as exc:
+            invalid += 1
+            print(exc, file=sys.stderr)
+            continue
+        if sc.contract.name in contracts:
+            scenarios.append(sc)
+    if not scenarios:
+        print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)
+        return EXIT_USAGE
+    scenarios.sort(key=lambda sc: (contracts.index(sc.contract.name), sc.path))
+    return _execute(scenarios, args, conf, invalid, certify=True)
 
 
 def _list() -> int:
     from scenarios import SUITE_DIR
 
+    from .concepts import CONCEPTS
     from .contracts import CONTRACTS
     from .loader import ScenarioInvalid, find_scenario_files, load_scenario
 
     by_contract: dict[str, list[str]] = {}
+    by_concept: dict[str, int] = {}
     files, _ = find_scenario_files([SUITE_DIR])
     for f in files:
         try:
@@ -179,13 +265,25 @@ def _list() -> int:
         except ScenarioInvalid:
             continue
         by_contract.setdefault(sc.contract.name, []).append(f"{sc.name}  [{', '.join(sc.tags)}]")
+        for tag in sc.tags:
+            by_concept[tag] = by_concept.get(tag, 0) + 1
     for name, contract in sorted(CONTRACTS.items()):
         print(f"{name}: {contract.title}")
+        print(f"  sources: {'; '.join(s.name + '(' + ', '.join(c.name + ' ' + c.type for c in s.columns) + ')' for s in contract.sources)}")
         print(f"  params: {', '.join(p.name + ('' if p.required else '=' + str(p.default)) for p in contract.params)}")
         print(f"  output: {', '.join(c.name + ' ' + c.type for c in contract.output)}")
+        if contract.requires:
+            print(f"  requires: {', '.join(contract.requires)}")
         print(f"  implementations: {', '.join(contract.implementations)}")
+        print(f"  scenarios ({len(by_contract.get(name, []))}):")
         for line in by_contract.get(name, []):
             print(f"    - {line}")
+    print()
+    print(f"concepts ({len(CONCEPTS)}), with the number of bundled scenarios tagged with each:")
+    for tag, (what, where) in CONCEPTS.items():
+        print(f"  {tag:28} {by_concept.get(tag, 0):3}  {what} ({where})")
+    print()
+    print(f"{sum(len(v) for v in by_contract.values())} scenarios, {len(CONTRACTS)} contracts")
     return EXIT_OK
 
 

@@ -7,7 +7,8 @@ from .judge import format_value
 from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 
-__all__ = ["summary_line", "describe_failure", "verdict_table", "totals"]
+__all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "short_name", "certification",
+           "certification_markdown"]
 
 _MARK = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", NOT_APPLICABLE: "N/A"}
 
@@ -95,15 +96,81 @@ def totals(results: Sequence[ScenarioResult]) -> dict[str, int]:
     return out
 
 
+def short_name(implementation: str) -> str:
+    """`pkg.module:function` -> `module:function` (enough to tell bundled implementations apart)."""
+    module, sep, fn = implementation.rpartition(":")
+    return f"{module.rsplit('.', 1)[-1]}:{fn}" if sep else implementation
+
+
 def verdict_table(results: Sequence[ScenarioResult]) -> str:
     """A scenario x implementation table of verdicts."""
-    impls = sorted({r.implementation for r in results})
+    impls = list(dict.fromkeys(r.implementation for r in results))
     names = sorted({r.scenario.name for r in results})
     cell = {(r.scenario.name, r.implementation): _MARK.get(r.status, r.status) for r in results}
-    short = [i.rsplit(":", 1)[-1] for i in impls]
+    short = [short_name(i) for i in impls]
     width = max([len("scenario")] + [len(n) for n in names])
     widths = [max(len(s), 5) for s in short]
     lines = ["scenario".ljust(width) + "  " + "  ".join(s.ljust(w) for s, w in zip(short, widths))]
     for n in names:
         lines.append(n.ljust(width) + "  " + "  ".join(cell.get((n, i), "-").ljust(w) for i, w in zip(impls, widths)))
     return "\n".join(lines)
+
+
+def certification(results: Sequence[ScenarioResult]) -> dict[tuple[str, str], str]:
+    """(contract, implementation) -> CERTIFIED | REJECTED | NOT APPLICABLE.
+
+    Certified: every scenario of the contract that applies passed, and at least one applied.
+    """
+    verdicts: dict[tuple[str, str], str] = {}
+    groups: dict[tuple[str, str], list[ScenarioResult]] = {}
+    for r in results:
+        groups.setdefault((r.scenario.contract.name, r.implementation), []).append(r)
+    for key, rs in groups.items():
+        if any(r.status in (FAILED, ERROR) for r in rs):
+            verdicts[key] = "REJECTED"
+        elif any(r.status == PASSED for r in rs):
+            verdicts[key] = "CERTIFIED"
+        else:
+            verdicts[key] = "NOT APPLICABLE"
+    return verdicts
+
+
+def certification_markdown(results: Sequence[ScenarioResult], spark_version: str, seconds: float) -> str:
+    """A Markdown summary of a certification run: verdict per contract and implementation, then
+    the scenario table per contract, then the failures."""
+    lines = [f"# Conformance report: Spark {spark_version}", ""]
+    counts = totals(results)
+    lines.append(f"{counts[PASSED]} passed, {counts[FAILED]} failed, {counts[ERROR]} errors, "
+                 f"{counts[NOT_APPLICABLE]} not applicable; {seconds:.1f}s.")
+    lines += ["", "| contract | implementation | verdict | passed | failed | error | not applicable |",
+              "|---|---|---|---|---|---|---|"]
+    verdicts = certification(results)
+    for (contract, impl), verdict in sorted(verdicts.items()):
+        rs = [r for r in results if r.scenario.contract.name == contract and r.implementation == impl]
+        c = totals(rs)
+        lines.append(f"| {contract} | `{impl}` | **{verdict}** | {c[PASSED]} | {c[FAILED]} | {c[ERROR]} | "
+                     f"{c[NOT_APPLICABLE]} |")
+    for contract in sorted({r.scenario.contract.name for r in results}):
+        rs = [r for r in results if r.scenario.contract.name == contract]
+        impls = list(dict.fromkeys(r.implementation for r in rs))
+        lines += ["", f"## {contract}", "",
+                  "| scenario | tags | " + " | ".join(f"`{short_name(i)}`" for i in impls) + " |",
+                  "|---|---|" + "---|" * len(impls)]
+        for name in sorted({r.scenario.name for r in rs}):
+            row = {r.implementation: r for r in rs if r.scenario.name == name}
+            first = next(iter(row.values()))
+            cells = []
+            for i in impls:
+                r = row.get(i)
+                cells.append("-" if r is None else _MARK.get(r.status, r.status)
+                             + (f" ({r.reason})" if r.status == NOT_APPLICABLE and r.reason else ""))
+            lines.append(f"| {name} | {', '.join(first.scenario.tags)} | " + " | ".join(cells) + " |")
+        notes = sorted({f"`{short_name(r.implementation)}`: {n}" for r in rs for n in r.notes})
+        if notes:
+            lines += [""] + [f"- {n}" for n in notes]
+    failures = [r for r in results if r.status in (FAILED, ERROR)]
+    if failures:
+        lines += ["", "## Failures", ""]
+        for r in failures:
+            lines += ["```", describe_failure(r), "```", ""]
+    return "\n".join(lines) + "\n"

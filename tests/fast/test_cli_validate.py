@@ -156,3 +156,33 @@ def test_validating_needs_no_pyspark(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "CODE 0 IMPORTED []"
+
+
+# -- certify and list: argument errors never start Spark ------------------------------------------
+def test_certify_unknown_contract_is_a_usage_error(capsys):
+    assert main(["certify", "--contract", "tumbling_cout"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "unknown contract 'tumbling_cout'; did you mean 'tumbling_count'?" in err
+
+
+def test_certify_pipeline_needs_exactly_one_contract(capsys):
+    assert main(["certify", "--pipeline", "my.mod:fn"]) == EXIT_USAGE
+    assert "give exactly one --contract" in capsys.readouterr().err
+    assert main(["certify", "--pipeline", "my.mod:fn", "--contract", "dedup", "--contract", "tumbling_count"]) == EXIT_USAGE
+
+
+def test_certify_unresolvable_pipeline_is_a_usage_error(capsys):
+    assert main(["certify", "--contract", "dedup", "--pipeline", "no_such_module_xyz:fn"]) == EXIT_USAGE
+    assert "cannot import module 'no_such_module_xyz'" in capsys.readouterr().err
+
+
+def test_list_shows_every_contract_and_concept(capsys):
+    from conformance.concepts import CONCEPTS
+    from conformance.contracts import CONTRACTS
+
+    assert main(["list"]) == EXIT_OK
+    out = capsys.readouterr().out
+    for name in CONTRACTS:
+        assert f"\n{name}: " in "\n" + out
+    for tag in CONCEPTS:
+        assert f"  {tag} " in out

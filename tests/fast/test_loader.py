@@ -279,7 +279,7 @@ CASES = [
     ("contract not text", "contract: tumbling_count", "contract: [tumbling_count]", 3, 11,
      "'contract' must be text, not a list"),
     ("missing parameter", "  window: 10 seconds\n", "", 5, 3,
-     "contract 'tumbling_count' needs parameter 'window' (tumbling window length)"),
+     "contract 'tumbling_count' needs parameter 'window' (window length)"),
     ("bad duration unit", "10 seconds", "10 parsecs", 5, 11, "unknown unit 'parsecs' in duration '10 parsecs'"),
     ("duration without unit", "10 seconds", "10", 5, 11, "expected a duration with a unit"),
     ("bad choice parameter", "  window: 10 seconds\n", "  window: 10 seconds\n  output_mode: apend\n", 6, 16,

@@ -1,0 +1,52 @@
+"""The standard suite covers what it claims: every concept, every contract, documented rules."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from conformance.concepts import CONCEPTS
+from conformance.contracts import CONTRACTS
+from conformance.loader import find_scenario_files, load_scenario
+from scenarios import SUITE_DIR
+
+SCENARIOS = [load_scenario(p) for p in find_scenario_files([SUITE_DIR])[0]]
+
+
+def test_the_suite_has_at_least_60_scenarios():
+    assert len(SCENARIOS) >= 60, len(SCENARIOS)
+
+
+def test_scenario_names_are_unique():
+    dup = [n for n, c in Counter(s.name for s in SCENARIOS).items() if c > 1]
+    assert not dup
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_every_tag_is_a_known_concept(sc):
+    unknown = [t for t in sc.tags if t not in CONCEPTS]
+    assert not unknown, f"{sc.path}: tags not in conformance/concepts.py: {unknown}"
+
+
+@pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
+def test_every_description_says_where_the_rule_is_documented(sc):
+    assert re.search(r"Spark guide|Programming Guide|seed|Spark SQL reference|Spark configuration|API docs", sc.description), (
+        f"{sc.path}: the description must name where its rule is documented (a Spark guide section or a seed file)")
+
+
+@pytest.mark.parametrize("concept", sorted(CONCEPTS))
+def test_every_concept_has_a_scenario(concept):
+    assert any(concept in sc.tags for sc in SCENARIOS), f"no bundled scenario is tagged {concept!r}"
+
+
+@pytest.mark.parametrize("contract", sorted(CONTRACTS))
+def test_every_contract_has_scenarios(contract):
+    assert any(sc.contract.name == contract for sc in SCENARIOS), f"no bundled scenario for contract {contract!r}"
+
+
+def test_at_least_ten_contracts_with_implementations():
+    assert len(CONTRACTS) >= 10
+    for c in CONTRACTS.values():
+        assert c.reference and ":" in c.reference
+        assert len(set(c.implementations)) == len(c.implementations)

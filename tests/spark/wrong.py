@@ -1,0 +1,158 @@
+"""Deliberately wrong implementations: the standard suite must reject every one of them.
+
+Each is a plausible mistake a data engineer makes, and each is listed in WRONG with the contract it
+claims to implement and what is wrong with it. `tests/spark/test_teeth.py` certifies them against
+the suite and `benchmarks/kill_rate.py` records which scenarios catch each one.
+"""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from conformance import Output
+from conformance.pipelines import reference as ref
+
+
+def _window_count(df, window_col):
+    return (df.groupBy(window_col.alias("w"), "key").count()
+            .select("key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "count"))
+
+
+# -- tumbling_count ----------------------------------------------------------------------------
+def tumbling_no_watermark(sources, params):
+    return _window_count(sources["events"], F.window("ts", params.window.interval))
+
+
+def tumbling_watermark_on_ingest_time(sources, params):
+    events = sources["events"].withColumn("ingested", F.current_timestamp())
+    events = events.withWatermark("ingested", params.watermark_delay.interval)
+    return _window_count(events, F.window("ts", params.window.interval))
+
+
+def tumbling_processing_time_windows(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    return _window_count(events, F.window(F.current_timestamp(), params.window.interval))
+
+
+def tumbling_delay_too_large(sources, params):
+    delay = f"{params.watermark_delay.total_micros * 2 + 1_000_000} microseconds"
+    events = sources["events"].withWatermark("ts", delay)
+    return _window_count(events, F.window("ts", params.window.interval))
+
+
+def tumbling_delay_too_small(sources, params):
+    delay = f"{params.watermark_delay.total_micros // 2} microseconds"
+    events = sources["events"].withWatermark("ts", delay)
+    return _window_count(events, F.window("ts", params.window.interval))
+
+
+def tumbling_update_where_append_promised(sources, params):
+    df = ref.tumbling_count(sources, params)
+    return Output(df, output_mode="update" if params.output_mode == "append" else params.output_mode)
+
+
+def tumbling_windows_offset(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    w = params.window.interval
+    return _window_count(events, F.window("ts", w, w, "1 second"))
+
+
+# -- sliding_count / session_count ----------------------------------------------------------------
+def sliding_ignores_slide(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    return _window_count(events, F.window("ts", params.window.interval))
+
+
+def session_as_tumbling(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    return (events.groupBy(F.window("ts", params.gap.interval).alias("w"), "key").count()
+            .select("key", F.col("w.start").alias("session_start"), F.col("w.end").alias("session_end"), "count"))
+
+
+# -- dedup ----------------------------------------------------------------------------------------
+def dedup_forgets_watermark(sources, params):
+    return sources["events"].dropDuplicates(["id", "ts"])
+
+
+def dedup_on_id_only(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    return events.dropDuplicates(["id"])
+
+
+# -- interval_join --------------------------------------------------------------------------------
+def join_always_inner(sources, params):
+    class Inner:
+        def __getattr__(self, name):
+            return "inner" if name == "join_type" else getattr(params, name)
+
+    return ref.interval_join(sources, Inner())
+
+
+def join_bound_one_sided(sources, params):
+    left = (sources["left"].withWatermark("ts", params.left_delay.interval)
+            .select(F.col("key").alias("lkey"), F.col("ts").alias("left_ts")))
+    right = (sources["right"].withWatermark("ts", params.right_delay.interval)
+             .select(F.col("key").alias("rkey"), F.col("ts").alias("right_ts")))
+    bound = F.expr(f"INTERVAL {params.bound.interval}")
+    cond = ((F.col("lkey") == F.col("rkey")) & (F.col("right_ts") >= F.col("left_ts"))
+            & (F.col("right_ts") <= F.col("left_ts") + bound))
+    joined = left.join(right, cond, params.join_type)
+    return joined.select(F.coalesce("lkey", "rkey").alias("key"), "left_ts", "right_ts")
+
+
+# -- union_tumbling_count -------------------------------------------------------------------------
+def union_one_watermark_after_union(sources, params):
+    delay = min(params.left_delay, params.right_delay, key=lambda d: d.total_micros)
+    events = sources["left"].unionByName(sources["right"]).withWatermark("ts", delay.interval)
+    return _window_count(events, F.window("ts", params.window.interval))
+
+
+# -- chained_window_count -------------------------------------------------------------------------
+def chained_outer_window_on_inner_end(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    per_key = events.groupBy(F.window("ts", params.window.interval).alias("w"), "key").count()
+    outer = F.window(F.col("w.end"), params.outer_window.interval).alias("w")
+    return (per_key.groupBy(outer).agg(F.count(F.lit(1)).alias("groups"), F.sum("count").alias("events"))
+            .select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "groups", "events"))
+
+
+# -- inactivity_timeout ---------------------------------------------------------------------------
+def inactivity_fires_at_equality(sources, params):
+    """Sets the timeout one millisecond early, so it fires when the watermark *equals* last + timeout."""
+    class Early:
+        def __getattr__(self, name):
+            if name == "timeout":
+                from conformance.timeparse import Duration
+
+                return Duration(max(params.timeout.total_micros - 1000, 0))
+            return getattr(params, name)
+
+    from conformance.pipelines.stateful import inactivity_timeout
+
+    return inactivity_timeout(sources, Early())
+
+
+# name -> (contract, function, what is wrong)
+WRONG = {
+    "tumbling_no_watermark": ("tumbling_count", tumbling_no_watermark, "no withWatermark at all"),
+    "tumbling_watermark_on_ingest_time": ("tumbling_count", tumbling_watermark_on_ingest_time,
+                                          "watermark on an ingestion-time column instead of ts"),
+    "tumbling_processing_time_windows": ("tumbling_count", tumbling_processing_time_windows,
+                                         "windows over processing time (current_timestamp) instead of ts"),
+    "tumbling_delay_too_large": ("tumbling_count", tumbling_delay_too_large, "watermark delay 2x + 1 s too large"),
+    "tumbling_delay_too_small": ("tumbling_count", tumbling_delay_too_small, "watermark delay halved"),
+    "tumbling_update_where_append_promised": ("tumbling_count", tumbling_update_where_append_promised,
+                                              "writes in update mode where append is promised"),
+    "tumbling_windows_offset": ("tumbling_count", tumbling_windows_offset, "windows start 1 s off the epoch grid"),
+    "sliding_ignores_slide": ("sliding_count", sliding_ignores_slide, "tumbling windows: the slide is ignored"),
+    "session_as_tumbling": ("session_count", session_as_tumbling, "tumbling windows of the gap length, not sessions"),
+    "dedup_forgets_watermark": ("dedup", dedup_forgets_watermark, "dropDuplicates without a watermark"),
+    "dedup_on_id_only": ("dedup", dedup_on_id_only, "deduplicates on id alone, not (id, ts)"),
+    "join_always_inner": ("interval_join", join_always_inner, "ignores join_type, always an inner join"),
+    "join_bound_one_sided": ("interval_join", join_bound_one_sided, "range condition only on one side of left.ts"),
+    "union_one_watermark_after_union": ("union_tumbling_count", union_one_watermark_after_union,
+                                        "one watermark on the union (smallest delay), policy ignored"),
+    "chained_outer_window_on_inner_end": ("chained_window_count", chained_outer_window_on_inner_end,
+                                          "second window placed by the inner window's end, not window_time"),
+    "inactivity_fires_at_equality": ("inactivity_timeout", inactivity_fires_at_equality,
+                                     "the timeout fires when the watermark equals last_ts + timeout"),
+}
