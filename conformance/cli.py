@@ -63,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
 
-    sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
+    ls = sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
+    ls.add_argument("--markdown", action="store_true",
+                    help="print the contracts as the Markdown reference (docs/contracts.md)")
     return p
 
 
@@ -77,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "certify":
             return _certify(args)
         if args.command == "list":
+            if args.markdown:
+                from .contracts import contracts_markdown
+
+                print(contracts_markdown(), end="")
+                return EXIT_OK
             return _list()
     except KeyboardInterrupt:
         print("eventtime: interrupted", file=sys.stderr)

@@ -50,3 +50,13 @@ def test_at_least_ten_contracts_with_implementations():
     for c in CONTRACTS.values():
         assert c.reference and ":" in c.reference
         assert len(set(c.implementations)) == len(c.implementations)
+
+
+def test_docs_contracts_md_is_generated_from_the_registry():
+    from pathlib import Path
+
+    from conformance.contracts import contracts_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
+    assert doc.read_text() == contracts_markdown(), (
+        "docs/contracts.md is stale: regenerate it with `eventtime list --markdown > docs/contracts.md`")
