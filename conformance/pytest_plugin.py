@@ -156,11 +156,27 @@ class _Settings:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "eventtime: an event-time scenario run on Spark (eventtime-conformance)")
     config.addinivalue_line("markers", "eventtime_suite: a scenario of the bundled standard suite")
-    config._eventtime = _Settings(config)  # type: ignore[attr-defined]
-    config._eventtime_results = []  # type: ignore[attr-defined]
+    settings = _Settings(config)
+    config._eventtime = settings  # type: ignore[attr-defined]
+    if settings.suites:  # collect the bundled suite like any directory given on the command line
+        from scenarios import SUITE_DIR
+
+        if str(SUITE_DIR) not in config.args:
+            config.args.append(str(SUITE_DIR))
 
 
 # -- collection -------------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    settings: _Settings = session.config._eventtime  # type: ignore[attr-defined]
+    for contract in settings.suites:
+        if settings.binding(contract) is None:
+            raise pytest.UsageError(
+                f"--eventtime-suite {contract}: no pipeline is bound to contract {contract!r}; bind one with "
+                f"--eventtime-pipeline {contract}=MODULE:FUNCTION, the ini key eventtime_pipelines, or bind() "
+                "in conftest.py")
+
+
 def pytest_collect_file(file_path: Path, parent: pytest.Collector):
     if file_path.name.endswith(SUFFIXES):
         return ScenarioFile.from_parent(parent, path=file_path)
@@ -190,10 +206,22 @@ class ScenarioFile(pytest.File):
             raise InvalidScenario(str(exc)) from None
         settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
         bound = settings.binding(sc.contract.name)
+        suite = bool(settings.suites) and _in_suite(self.path)
+        if suite:  # --eventtime-suite: only the chosen contracts, only against the bound pipeline
+            if sc.contract.name not in settings.suites:
+                return
+            if bound is None:
+                raise pytest.UsageError(
+                    f"--eventtime-suite {sc.contract.name}: no pipeline is bound to contract {sc.contract.name!r}; "
+                    f"bind one with --eventtime-pipeline {sc.contract.name}=MODULE:FUNCTION, the ini key "
+                    "eventtime_pipelines, or bind() in conftest.py")
         targets = [bound] if bound is not None else list(sc.contract.implementations)
         for target in targets:
-            yield ScenarioItem.from_parent(self, name=f"{sc.name}[{_label(target)}]", scenario=sc, target=target,
-                                           bundled_fallback=bound is None)
+            item = ScenarioItem.from_parent(self, name=f"{sc.name}[{_label(target)}]", scenario=sc, target=target,
+                                            bundled_fallback=bound is None)
+            if suite:
+                item.add_marker("eventtime_suite")
+            yield item
 
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
@@ -202,42 +230,18 @@ class ScenarioFile(pytest.File):
         return super().repr_failure(excinfo)
 
 
+def _in_suite(path: Path) -> bool:
+    from scenarios import SUITE_DIR
+
+    try:
+        path.resolve().relative_to(Path(SUITE_DIR).resolve())
+        return True
+    except ValueError:
+        return False
+
+
 class InvalidScenario(Exception):
     """A scenario file that does not load: shown as its file:line:column problems."""
-
-
-class SuiteCollector(pytest.Collector):
-    """The bundled standard suite of one contract, run against the pipeline bound to it."""
-
-    def __init__(self, *, contract: str, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.contract = contract
-
-    def collect(self) -> Iterator[pytest.Item]:
-        from conformance.loader import find_scenario_files, load_scenario
-        from scenarios import SUITE_DIR
-
-        settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
-        target = settings.binding(self.contract)
-        if target is None:
-            raise pytest.UsageError(
-                f"--eventtime-suite {self.contract}: no pipeline is bound to contract {self.contract!r}; bind one "
-                f"with --eventtime-pipeline {self.contract}=MODULE:FUNCTION, the ini key eventtime_pipelines, "
-                "or bind() in conftest.py")
-        for path in find_scenario_files([SUITE_DIR])[0]:
-            sc = load_scenario(path, display_path=f"<bundled suite>/{path.relative_to(SUITE_DIR)}")
-            if sc.contract.name == self.contract:
-                item = ScenarioItem.from_parent(self, name=f"{sc.name}[{_label(target)}]", scenario=sc,
-                                                target=target, bundled_fallback=False)
-                item.add_marker("eventtime_suite")
-                yield item
-
-
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
-    settings: _Settings = config._eventtime  # type: ignore[attr-defined]
-    for contract in settings.suites:
-        collector = SuiteCollector.from_parent(session, name=f"eventtime-suite[{contract}]", contract=contract)
-        items.extend(collector.collect())
 
 
 # -- running ----------------------------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""The pytest plugin without Spark: options, ini keys, usage errors, collection (pytester)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SCENARIO = textwrap.dedent("""\
+    scenario: mine
+    description: A user's own scenario (Spark guide, Handling Late Data and Watermarking).
+    contract: tumbling_count
+    params: {window: 10s, watermark_delay: 5s}
+    sources:
+      events: {columns: {key: string, ts: timestamp}, event_time: ts}
+    steps:
+      - add: {events: [[a, "00:00:03"]]}
+      - process
+      - expect: {no_output: true}
+    """)
+
+
+def test_help_shows_one_group_and_imports_no_pyspark(pytester):
+    pytester.makeconftest("""
+        import sys
+        def pytest_unconfigure(config):
+            bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))
+            open('imported.txt', 'w').write(' '.join(bad))
+    """)
+    result = pytester.runpytest_subprocess("--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*event-time scenarios on Spark*", "*--eventtime-pipeline=CONTRACT=MODULE:FUNCTION*",
+                                 "*--eventtime-suite=CONTRACT*", "*--eventtime-report-json=PATH*",
+                                 "*eventtime_pipelines (linelist)*"])
+    assert (pytester.path / "imported.txt").read_text() == ""
+
+
+def test_markers_are_registered(pytester):
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.eventtime:*", "@pytest.mark.eventtime_suite:*"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--eventtime-pipeline", "tumbling_count"], "*'tumbling_count' is not CONTRACT=MODULE:FUNCTION*"),
+    (["--eventtime-pipeline", "tumbling_count=jobs.count"], "*is not CONTRACT=MODULE:FUNCTION*"),
+    (["--eventtime-pipeline", "tumbling_cont=jobs:count"],
+     "*unknown contract 'tumbling_cont'; did you mean 'tumbling_count'?*accepted: *tumbling_count*"),
+    (["--eventtime-suite", "nope"], "*unknown contract 'nope'*"),
+    (["--eventtime-timeout", "-3"], "*'-3' is not a positive number of seconds*"),
+])
+def test_bad_values_are_usage_errors(pytester, args, message):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_bad_ini_binding_is_a_usage_error(pytester):
+    pytester.makeini("[pytest]\neventtime_pipelines =\n    tumbling_count = jobs:count\n    dedup jobs:dedup\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini eventtime_pipelines: 'dedup jobs:dedup' is not CONTRACT=MODULE:FUNCTION*"])
+
+
+def test_bind_in_conftest_checks_the_contract(pytester):
+    pytester.makeconftest("from conformance.pytest_plugin import bind\nbind('tumbling_conut', 'jobs:count')\n")
+    result = pytester.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*unknown contract 'tumbling_conut'*"]) if result.stdout.str().strip() else \
+        result.stderr.fnmatch_lines(["*unknown contract 'tumbling_conut'*"])
+
+
+def test_scenario_files_are_collected_one_item_per_bound_pipeline(pytester):
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    result = pytester.runpytest("--collect-only", "-q", "--eventtime-pipeline", "tumbling_count=jobs:count")
+    result.stdout.fnmatch_lines(["mine.scenario.yaml::mine[[]jobs:count[]]", "1 test collected*"])
+
+
+def test_unbound_contract_runs_the_bundled_implementations(pytester):
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]reference:tumbling_count[]]", "*mine[[]sql:tumbling_count[]]",
+                                 "*mine[[]stateful:tumbling_count[]]"])
+
+
+def test_ini_and_conftest_bindings_and_precedence(pytester):
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    pytester.makeconftest("from conformance.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
+    pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = from_ini:fn\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]from_ini:fn[]]"])
+    result = pytester.runpytest("--collect-only", "-q", "--eventtime-pipeline", "tumbling_count=from_cli:fn")
+    result.stdout.fnmatch_lines(["*mine[[]from_cli:fn[]]"])
+
+
+def test_hook_binding(pytester):
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    pytester.makeconftest("def pytest_eventtime_pipelines(config):\n    return {'tumbling_count': 'hooked:fn'}\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]hooked:fn[]]"])
+
+
+def test_invalid_scenario_file_is_a_collection_error_with_its_place(pytester):
+    pytester.makefile(".scenario.yaml", bad=SCENARIO.replace("10s", "10 parsecs"))
+    result = pytester.runpytest("-q")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["bad.scenario.yaml:4:18: unknown unit 'parsecs'*"])
+
+
+def test_bundled_suite_needs_a_binding(pytester):
+    result = pytester.runpytest("--eventtime-suite", "dedup", "--collect-only")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*--eventtime-suite dedup: no pipeline is bound to contract 'dedup'*"])
+
+
+def test_bundled_suite_is_collected_against_the_bound_pipeline(pytester):
+    from conformance.loader import find_scenario_files, load_scenario
+    from scenarios import SUITE_DIR
+
+    n = sum(load_scenario(p).contract.name == "tumbling_count" for p in find_scenario_files([SUITE_DIR])[0])
+    result = pytester.runpytest("--collect-only", "-q", "--eventtime-suite", "tumbling_count",
+                                "--eventtime-pipeline", "tumbling_count=jobs:count")
+    result.stdout.fnmatch_lines([f"{n} tests collected*"])
+    assert "[jobs:count]" in result.stdout.str()
