@@ -1,0 +1,1 @@
+"""Example pipelines of a project that uses eventtime-conformance in its tests."""
