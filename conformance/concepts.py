@@ -56,7 +56,8 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                              "Spark guide: Types of time windows (session windows)"),
     "outer-join-null-delay": ("outer-join rows with nulls appear only once the watermark passes",
                               "Spark guide: Stream-stream Joins, Outer Joins with Watermarking"),
-    "dedup-state-expiry": ("deduplication state expires with the watermark, so a much later duplicate passes",
+    "dedup-state-expiry": ("deduplication state expires with the watermark: a copy with the same (now late) ts "
+                           "is then dropped as late; with dropDuplicatesWithinWatermark a later row passes again",
                            "Spark guide: Streaming Deduplication"),
     "window-bounds": ("window start is inclusive, end exclusive; window_time is end - 1 microsecond",
                       "Spark guide: Types of time windows; functions.window_time"),

@@ -293,7 +293,7 @@ CONTRACTS: Mapping[str, Contract] = {c.name: c for c in (
                 _WINDOW, _APPEND),
         output=_WINDOW_COUNT,
         reference=f"{_REF}:join_then_count",
-        requires=("multiple_stateful_operators",),
+        requires=("multiple_stateful_operators", "join_then_stateful"),
     ),
     Contract(
         name="inactivity_timeout",

@@ -12,6 +12,13 @@ _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1+
     "org.apache.spark.sql.execution.streaming.MemoryStream",  # 3.4 - 4.0
 )
+# Watermark propagation among operators (SPARK-42376): what lets a time-interval stream-stream join
+# feed another stateful operator.
+_WATERMARK_PROPAGATION_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.runtime.PropagateWatermarkSimulator",
+    "org.apache.spark.sql.execution.streaming.PropagateWatermarkSimulator",
+)
+
 _MEMORY_SINK_CLASSES = (
     "org.apache.spark.sql.execution.streaming.sources.MemorySink",
 )
@@ -177,6 +184,8 @@ class SparkCompat:
             found.add("transform_with_state")
         if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
             found.add("multiple_stateful_operators")
+        if any(_jvm_class(self.jvm, name) is not None for name in _WATERMARK_PROPAGATION_CLASSES):
+            found.add("join_then_stateful")
         from pyspark.sql import functions as F
 
         if hasattr(F, "session_window"):

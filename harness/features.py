@@ -5,5 +5,7 @@ FEATURES = {
     "apply_in_pandas_with_state": "GroupedData.applyInPandasWithState (Spark 3.4+, needs pandas and pyarrow)",
     "transform_with_state": "transformWithStateInPandas with event-time timers (Spark 4.0+)",
     "multiple_stateful_operators": "chained stateful operators in append mode (Spark 3.4+)",
+    "join_then_stateful": ("a time-interval stream-stream join followed by another stateful operator "
+                           "(watermark propagation among operators, Spark 3.5+)"),
     "session_window_dynamic_gap": "session_window with a per-row gap expression (Spark 3.2+)",
 }
