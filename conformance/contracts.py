@@ -131,6 +131,8 @@ _OUTPUT_MODE = ParamSpec("output_mode", "choice", "Spark output mode the pipelin
                          required=False, default="append", choices=("append", "update", "complete"))
 _APPEND_UPDATE = ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises",
                            required=False, default="append", choices=("append", "update"))
+_APPEND_COMPLETE = ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises (session windows "
+                             "reject update mode)", required=False, default="append", choices=("append", "complete"))
 _APPEND = ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises",
                     required=False, default="append", choices=("append",))
 _WINDOW = ParamSpec("window", "duration", "window length")
@@ -185,7 +187,7 @@ CONTRACTS: Mapping[str, Contract] = {c.name: c for c in (
         description=("events(key, ts) -> withWatermark(ts, watermark_delay) -> session_window(ts, gap) "
                      "per key: a session ends `gap` after its last event; rows closer than `gap` merge."),
         sources=(SourceSpec("events", _KEY_TS),),
-        params=(ParamSpec("gap", "duration", "session gap"), _DELAY, _APPEND_UPDATE),
+        params=(ParamSpec("gap", "duration", "session gap"), _DELAY, _APPEND_COMPLETE),
         output=(Column("key", "string"), Column("session_start", "timestamp"),
                 Column("session_end", "timestamp"), Column("count", "long")),
         reference=f"{_REF}:session_count",
@@ -197,7 +199,7 @@ CONTRACTS: Mapping[str, Contract] = {c.name: c for c in (
         description=("events(key, ts, gap) where gap is an interval string ('5 seconds') -> "
                      "session_window(ts, gap column) per key: each row extends its session by its own gap."),
         sources=(SourceSpec("events", _KEY_TS + (Column("gap", "string"),)),),
-        params=(_DELAY, _APPEND_UPDATE),
+        params=(_DELAY, _APPEND_COMPLETE),
         output=(Column("key", "string"), Column("session_start", "timestamp"),
                 Column("session_end", "timestamp"), Column("count", "long")),
         reference=f"{_REF}:session_count_dynamic_gap",

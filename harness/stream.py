@@ -6,6 +6,7 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -199,11 +200,16 @@ class StreamRun:
         return self._after_trigger(seen, "the first trigger after start")
 
     def stop(self) -> None:
-        """Stop the query, bounded; the clock is freed first so a parked thread can leave."""
+        """Stop the query, bounded.
+
+        Order matters: `query.stop()` first marks the query terminated (its first action), and only
+        then is the clock freed, so the stream thread parked in `waitTillTime` wakes up to a query
+        that is no longer active and leaves without running another trigger. Freeing the clock
+        first would let it run one more batch while the stop is in progress.
+        """
         query, self._query = self._query, None
         if query is None:
             return
-        self.clock.free()
         done = threading.Event()
         error: list[BaseException] = []
 
@@ -216,7 +222,20 @@ class StreamRun:
                 done.set()
 
         threading.Thread(target=_stop, name=f"{self.name}-stop", daemon=True).start()
-        if not done.wait(self.timeout):
+        deadline = time.monotonic() + self.timeout
+        try:
+            while not done.is_set() and query.isActive():  # the stop marks it inactive at once
+                if time.monotonic() > deadline:
+                    raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} "
+                                         "to be marked stopped")
+                done.wait(0.002)
+        except HarnessTimeout:
+            raise
+        except Exception:  # noqa: BLE001 - the JVM side may already be gone; freeing is all that is left
+            pass
+        finally:
+            self.clock.free()
+        if not done.wait(max(deadline - time.monotonic(), 0.001)):
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} to stop")
 
     def close(self) -> None:
