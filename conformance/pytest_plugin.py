@@ -186,8 +186,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 def _label(target: Any) -> str:
     if callable(target):
         return getattr(target, "__name__", "pipeline")
-    module, _, fn = str(target).rpartition(":")
-    return f"{module.rsplit('.', 1)[-1]}:{fn}"
+    from conformance.textreport import short_name
+
+    return short_name(str(target))
 
 
 class ScenarioFile(pytest.File):
