@@ -23,7 +23,7 @@ def never_finishes(sources, params):
     def slow(x):
         import time
 
-        time.sleep(8)  # the batch outlives the harness's bound on purpose; nothing waits on this sleep
+        time.sleep(40)  # the batch outlives the harness's bound on purpose; nothing waits on this sleep
         return x
 
     return tumbling_count(sources, params).withColumn("count", slow(F.col("count")))
