@@ -76,5 +76,5 @@ def test_a_wrong_expectation_fails_with_the_diff(consumer):
         bad.unlink()
     assert rc == 1, out
     assert "1 missing, 1 unexpected" in out
-    assert "| [bob, \"09:00:00\", \"09:01:00\", 5]" in out  # the failing step's YAML line
+    assert '- [bob, "09:00:00", "09:01:00", 5]' in out  # the failing step's YAML line
     assert "re-run: pytest 'tests/scenarios/wrong.scenario.yaml::wrong-expectation[" in out
