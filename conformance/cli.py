@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import datetime as _dt
 import shlex
 import sys
 import time
@@ -165,6 +165,7 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
                              verdict_table)
 
     t0 = time.monotonic()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     spark = get_session(master=args.master)
     results = []
     for sc in scenarios:
@@ -194,9 +195,12 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
           f"{counts['not_applicable']} not applicable, {invalid} invalid files "
           f"on Spark {spark.version} in {seconds:.1f}s")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"spark_version": spark.version,
-                                               "results": [r.to_dict() for r in results]}, indent=2, default=str))
+        from .resultsfile import build_document, result_record, write_results
+
+        write_results(args.json, build_document(
+            [result_record(r) for r in results], tool="certify" if certify else "run", started_at=started_at,
+            command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]), seconds=seconds,
+            master=spark.sparkContext.master))
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, spark.version, seconds))

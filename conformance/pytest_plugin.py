@@ -280,7 +280,9 @@ class ScenarioItem(pytest.Item):
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         self.result = run_scenario(self.scenario, fn, session=_spark(self.config), timeout=settings.timeout,
                                    implementation=impl, rerun=f"pytest '{self.nodeid}'")
-        self.user_properties.append((_RESULT_KEY, json.dumps(self.result.to_dict(), default=str)))
+        from conformance.resultsfile import result_record
+
+        self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
         if self.result.status == "not_applicable":
             pytest.skip(f"not applicable: {self.result.reason}")
         if self.result.status in ("failed", "error"):
@@ -318,12 +320,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = config._eventtime.report_json  # type: ignore[attr-defined]
     if not path:
         return
-    spark_versions = sorted({r.get("spark_version") for r in _RESULTS if r.get("spark_version")})
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"spark_version": spark_versions[0] if len(spark_versions) == 1 else spark_versions,
-                               "results": sorted(_RESULTS, key=lambda r: (r["scenario"], r["implementation"]))},
-                              indent=2, default=str))
+    from conformance.resultsfile import build_document, write_results
+
+    command = " ".join(["pytest"] + [str(a) for a in config.invocation_params.args])
+    write_results(path, build_document(_RESULTS, tool="pytest", command=command))
 
 
 # -- fixtures ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ class CheckFailure:
         return {"check": self.check, "where": str(self.where), "message": self.message,
                 "expected": self.expected, "actual": self.actual,
                 "missing": [list(r) for r in self.missing], "unexpected": [list(r) for r in self.unexpected],
-                "columns": list(self.columns)}
+                "columns": list(self.columns), "part": self.part}
 
 
 @dataclass
@@ -64,6 +64,7 @@ class ScenarioResult:
     rerun: str | None = None
     output_columns: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. checks the implementation is not judged on
+    runtime: dict[str, str] = field(default_factory=dict)  # Spark / PySpark / Java versions, master
 
     @property
     def passed(self) -> bool:

@@ -117,7 +117,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     query (e.g. from `--spark-conf`); the scenario's own `conf` wins over it.
     """
     from harness.compat import compat_for
-    from harness.session import get_session
+    from harness.session import get_session, runtime_info
     from harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
 
     started = time.monotonic()
@@ -126,7 +126,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         pipeline, "__qualname__", "") if pipeline is not None else scenario.contract.reference)
     spark = session or get_session()
     compat = compat_for(spark)
-    result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun)
+    result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
+                            runtime=runtime_info(spark))
 
     reason = applicability(scenario, spark.version, compat.features)
     if reason:

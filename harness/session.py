@@ -6,7 +6,7 @@ import sys
 import threading
 from typing import Any, Mapping
 
-__all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "prepare_session"]
+__all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "prepare_session", "runtime_info"]
 
 DEFAULT_MASTER = "local[2]"
 
@@ -59,3 +59,23 @@ def prepare_session(spark: Any) -> Any:
     else:
         ensure_callback_server_started(gateway)
     return spark
+
+
+_RUNTIME: dict[int, dict[str, str]] = {}
+
+
+def runtime_info(spark: Any) -> dict[str, str]:
+    """What a session runs on, for run metadata: Spark, PySpark and Java versions, and the master."""
+    key = id(spark.sparkContext)
+    if key not in _RUNTIME:
+        import pyspark
+
+        jvm = spark.sparkContext._jvm
+        _RUNTIME[key] = {
+            "spark_version": spark.version,
+            "pyspark_version": pyspark.__version__,
+            "java_version": str(jvm.java.lang.System.getProperty("java.version")),
+            "java_vendor": str(jvm.java.lang.System.getProperty("java.vendor")),
+            "master": spark.sparkContext.master,
+        }
+    return dict(_RUNTIME[key])

@@ -1,0 +1,239 @@
+"""The results file: a versioned JSON record of one run, read back by `eventtime report`.
+
+The format is documented in docs/results-format.md and checked by
+conformance/schema/results.schema.json. Keys are only ever added within a format version; a reader
+of version N reads every file of version <= N (older files are upgraded on read) and reads a newer
+file as far as it can, saying so.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import model as m
+from .results import ScenarioResult
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "ResultsFileError", "ResultsFile", "scenario_definition",
+           "result_record", "build_document", "write_results", "read_results", "project_version"]
+
+FORMAT = "eventtime-results"
+FORMAT_VERSION = 1
+
+
+class ResultsFileError(Exception):
+    """A results file that cannot be read: names the file and what is wrong."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+def project_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("eventtime-conformance")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def _plain(value: Any) -> Any:
+    """A value JSON can hold without loss of meaning: NaN/inf become strings (JSON has no literal)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _rows(rows: Iterable[Iterable[Any]] | None) -> list[list[Any]] | None:
+    return None if rows is None else [[_plain(v) for v in r] for r in rows]
+
+
+def _ms(micros: int | None) -> int | None:
+    return None if micros is None else micros // 1000
+
+
+def _param(value: Any) -> Any:
+    text = getattr(value, "text", None)  # a Duration keeps the text as written
+    if text:
+        return text
+    return _plain(value)
+
+
+def _step_definition(step: m.Step) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": step.index, "kind": step.kind, "line": step.where.line}
+    if isinstance(step, m.AddStep):
+        out["rows"] = {name: _rows(rows) for name, rows in step.rows.items()}
+    elif isinstance(step, m.AdvanceStep):
+        out["by_ms"] = step.by.total_ms
+    elif isinstance(step, m.StartStep):
+        out["conf"] = dict(step.conf)
+    elif isinstance(step, m.ExpectStep):
+        exp: dict[str, Any] = {}
+        if step.rows:
+            exp["rows"] = [{"scope": c.scope, "line": c.where.line, "rows": _rows(c.rows)} for c in step.rows]
+            exp["ordered"] = step.ordered
+        if step.watermark is not None:
+            exp["watermark_ms"] = _ms(step.watermark)
+        if step.dropped is not None:
+            exp["dropped"] = step.dropped
+        if step.state_rows is not None:
+            exp["state_rows"] = step.state_rows
+        if step.batch_count is not None:
+            exp["batch_count"] = step.batch_count
+        if step.batches is not None:
+            exp["batches"] = [{k: v for k, v in {
+                "line": b.where.line, "data": b.data, "rows": _rows(b.rows),
+                "watermark_before_ms": _ms(b.watermark_before), "watermark_after_ms": _ms(b.watermark_after),
+                "dropped": b.dropped, "state_rows": b.state_rows}.items() if v is not None} for b in step.batches]
+        if step.event_time is not None:
+            et = step.event_time
+            exp["event_time"] = {k: v for k, v in {"min_ms": _ms(et.min), "max_ms": _ms(et.max),
+                                                   "avg_ms": _ms(et.avg)}.items() if v is not None}
+        if step.failure is not None:
+            f = step.failure
+            exp["failure"] = {k: v for k, v in {"error_class": f.error_class, "exception": f.exception,
+                                                "message": f.message}.items() if v is not None}
+        out["expect"] = exp
+    return out
+
+
+def scenario_definition(sc: m.Scenario) -> dict[str, Any]:
+    """What a scenario says, enough to draw it without its file: sources, steps, expectations."""
+    return {
+        "name": sc.name, "file": sc.path, "line": sc.where.line, "contract": sc.contract.name,
+        "description": sc.description, "tags": list(sc.tags),
+        "params": {k: _param(v) for k, v in sc.params.items()},
+        "requires": {"spark": sc.requires_spark, "features": list(sc.requires_features)},
+        "sources": [{"name": s.name, "columns": [[c.name, c.type] for c in s.columns], "event_time": s.event_time}
+                    for s in sc.sources.values()],
+        "output_columns": [[c.name, c.type] for c in sc.output_columns],
+        "conf": dict(sc.conf), "timezone": sc.timezone,
+        "clock_start_ms": sc.clock_start // 1000,
+        "trigger_ms": sc.trigger.total_ms if sc.trigger else None,
+        "steps": [_step_definition(s) for s in sc.steps],
+    }
+
+
+def result_record(result: ScenarioResult) -> dict[str, Any]:
+    """One scenario × implementation verdict, with the scenario's definition attached under `definition`
+    (build_document moves definitions to the file's `scenarios` map, one per scenario)."""
+    record = _plain(result.to_dict())
+    record["runtime"] = _plain(dict(result.runtime))
+    record["definition"] = scenario_definition(result.scenario)
+    return record
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: str | None = None,
+                   started_at: str | None = None, seconds: float | None = None,
+                   master: str | None = None) -> dict[str, Any]:
+    """The whole file: run metadata (gathered from the records' runtime info) and the results."""
+    scenarios: dict[str, Any] = {}
+    results = []
+    for rec in records:
+        rec = dict(rec)
+        definition = rec.pop("definition", None)
+        if definition is not None:
+            scenarios.setdefault(definition["name"], definition)
+        results.append(rec)
+    results.sort(key=lambda r: (r.get("contract", ""), r.get("scenario", ""), r.get("implementation", "")))
+
+    def one(key: str) -> Any:
+        values = sorted({str(r["runtime"][key]) for r in results if (r.get("runtime") or {}).get(key)})
+        return values[0] if len(values) == 1 else (values or None)
+
+    run = {
+        "tool": tool, "command": command, "project_version": project_version(),
+        "spark_version": one("spark_version"), "pyspark_version": one("pyspark_version"),
+        "java_version": one("java_version"), "master": master or one("master"),
+        "python_version": platform.python_version(), "platform": platform.platform(terse=True),
+        "started_at": started_at or _now(), "finished_at": _now(),
+        "seconds": None if seconds is None else round(seconds, 3),
+    }
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": run, "counts": counts,
+            "scenarios": dict(sorted(scenarios.items())), "results": results}
+
+
+def write_results(path: str | Path, document: Mapping[str, Any]) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    return out
+
+
+@dataclass
+class ResultsFile:
+    """A results file read back, upgraded to the current format version."""
+
+    path: str
+    run: dict[str, Any]
+    scenarios: dict[str, Any]
+    results: list[dict[str, Any]]
+    format_version: int
+    warnings: list[str]
+
+    @property
+    def spark_version(self) -> str:
+        v = self.run.get("spark_version")
+        return ", ".join(v) if isinstance(v, list) else (v or "unknown")
+
+
+def _upgrade_v0(doc: dict[str, Any]) -> dict[str, Any]:
+    """Files written before the format was versioned: `{"spark_version": ..., "results": [...]}`
+    with no run metadata and no scenario definitions."""
+    version = doc.get("spark_version")
+    return {"format": FORMAT, "format_version": 0,
+            "run": {"tool": None, "spark_version": version, "project_version": None},
+            "scenarios": {}, "results": [dict(r, runtime={"spark_version": r.get("spark_version") or version})
+                                         for r in doc.get("results", [])]}
+
+
+def read_results(path: str | Path) -> ResultsFile:
+    """Read a results file of any format version; a clear ResultsFileError when it is not one."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsFileError(name, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ResultsFileError(name, "not UTF-8 text; a results file is JSON") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(name, f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise ResultsFileError(name, "not an eventtime results file (no 'results' list)")
+    warnings: list[str] = []
+    if "format_version" not in doc:
+        doc = _upgrade_v0(doc)
+    elif doc.get("format") != FORMAT or not isinstance(doc.get("format_version"), int):
+        raise ResultsFileError(name, f"not an eventtime results file (format {doc.get('format')!r})")
+    elif doc["format_version"] > FORMAT_VERSION:
+        warnings.append(f"{name}: written in results format {doc['format_version']}, newer than this "
+                        f"reader's {FORMAT_VERSION}; fields it does not know are ignored")
+    for i, r in enumerate(doc["results"]):
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("scenario", "implementation",
+                                                                                   "status")):
+            raise ResultsFileError(name, f"result #{i + 1} lacks 'scenario', 'implementation' or 'status'")
+        r.setdefault("runtime", {})
+        r.setdefault("steps", [])
+    return ResultsFile(name, dict(doc.get("run") or {}), dict(doc.get("scenarios") or {}), doc["results"],
+                       int(doc["format_version"]), warnings)
