@@ -66,6 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
     ls.add_argument("--markdown", action="store_true",
                     help="print the contracts as the Markdown reference (docs/contracts.md)")
+
+    from .semantics.commands import add_parsers as add_model_parsers
+
+    add_model_parsers(sub)  # check-model, expect
     return p
 
 
@@ -78,6 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "certify":
             return _certify(args)
+        if args.command in ("check-model", "expect"):
+            from .semantics.commands import run as run_model_command
+
+            return run_model_command(args)
         if args.command == "list":
             if args.markdown:
                 from .contracts import contracts_markdown

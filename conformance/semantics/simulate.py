@@ -1,0 +1,96 @@
+"""Runs a scenario's steps on the model and records what each step observes, in the harness's shape."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from harness.stream import BatchObservation
+
+from .. import model as m
+from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
+from .plans import NotCovered, plan_for
+
+__all__ = ["PROFILES", "StepObservation", "Simulation", "simulate", "NotCovered", "ModelError"]
+
+PROFILES = ("spark",)
+
+
+@dataclass
+class StepObservation:
+    """What one step did on the model: the batches it ran and the global watermark after it.
+
+    `index` 0 with `step` None is the implicit start before the first step (Spark runs one
+    trigger at once at start).
+    """
+
+    index: int
+    kind: str
+    step: m.Step | None
+    batches: list[BatchObservation] = field(default_factory=list)
+    watermark_ms: int = 0
+    running: bool = True
+
+
+@dataclass
+class Simulation:
+    """The model's run of a scenario: one StepObservation per step (plus the implicit start)."""
+
+    scenario: m.Scenario
+    profile: str
+    steps: list[StepObservation]
+
+    @property
+    def history(self) -> list[BatchObservation]:
+        return [b for s in self.steps for b in s.batches]
+
+    def observed_by_expects(self) -> list[tuple[m.ExpectStep, list[BatchObservation], list[BatchObservation]]]:
+        """For each `expect`: (the step, batches since the previous expect, every batch so far)."""
+        out, window, history = [], [], []
+        for s in self.steps:
+            window += s.batches
+            history += s.batches
+            if isinstance(s.step, m.ExpectStep):
+                out.append((s.step, window, list(history)))
+                window = []
+        return out
+
+
+def _uncovered_checks(scenario: m.Scenario) -> list[str]:
+    return [f"{s.where}: the model does not predict failures (`failure` check)"
+            for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None]
+
+
+def simulate(scenario: m.Scenario, profile: str = "spark") -> Simulation:
+    """Run `scenario` on the model; raises NotCovered when the model has no rules for it, and
+    ModelError for a step the query cannot take (as the harness would report an error)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
+    problems = _uncovered_checks(scenario)
+    if problems:
+        raise NotCovered("; ".join(problems))
+    plan = plan_for(scenario)
+    query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start // 1000,
+                            trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
+    columns = {name: src.column_names for name, src in scenario.sources.items()}
+    base_conf = scenario.query_conf()
+    start = StepObservation(0, "start", None)
+    start.batches = query.start(base_conf)
+    start.watermark_ms = query.global_ms
+    steps = [start]
+    for step in scenario.steps:
+        obs = StepObservation(step.index, step.kind, step)
+        if isinstance(step, m.AddStep):
+            for name, rows in step.rows.items():
+                query.add(name, rows_as_dicts(columns[name], rows))
+        elif isinstance(step, m.ProcessStep):
+            obs.batches = query.process()
+        elif isinstance(step, m.AdvanceStep):
+            obs.batches = query.advance(step.by.total_ms)
+        elif isinstance(step, m.StopStep):
+            query.stop()
+        elif isinstance(step, m.StartStep):
+            if step.restart:
+                query.stop()
+            obs.batches = query.start({**base_conf, **step.conf})
+        obs.watermark_ms = query.global_ms
+        obs.running = query.running
+        steps.append(obs)
+    return Simulation(scenario, profile, steps)

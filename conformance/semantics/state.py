@@ -1,0 +1,82 @@
+"""What every stateful operator shares: the two watermarks it runs with, its metrics, the no-data batch question.
+
+Since Spark 3.4 (SPARK-40925, chained stateful operators) a stateful operator runs each
+micro-batch with two watermarks (IncrementalExecution, WatermarkPropagator):
+
+- `late_ms` (eventTimeWatermarkForLateEvents): input rows at or below it are dropped as late and
+  counted in `numRowsDroppedByWatermark`. It is the operator's input watermark of the PREVIOUS
+  batch (0 for batch 0).
+- `evict_ms` (eventTimeWatermarkForEviction): state at or below it is evicted (and, depending on
+  the operator and output mode, emitted). It is the operator's input watermark of this batch.
+
+With no-data batches on, a batch that moved the watermark is followed by a no-data batch, so the
+two are equal again before new data arrives; with no-data batches off, the first data batch after
+a move still judges lateness by the older value (a row between the two passes and its state is
+evicted at once). With `spark.sql.streaming.statefulOperator.allowMultiple=false` Spark uses one
+watermark, the current one, for both.
+
+An operator's input watermark is the global watermark for the first stateful operator, and the
+output watermark of the operator upstream of it for the next one (`output_watermark`): the same
+value for an aggregation or a deduplication, less for a stream-stream join, which may still emit
+rows as old as its state keeps (watermark propagation, SPARK-42376).
+
+After each batch Spark asks every stateful operator whether the new watermark gives it something
+to do (`shouldRunAnotherBatch`); if one says yes and no-data batches are enabled, the next
+trigger runs a batch without input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["OperatorWatermarks", "StatefulOperator", "is_late", "ms_to_micros"]
+
+
+def ms_to_micros(ms: int) -> int:
+    return ms * 1000
+
+
+def is_late(event_time_us: int | None, watermark_ms: int) -> bool:
+    """Spark's watermark predicate `eventTime <= watermark` (inclusive); a null event time is never late."""
+    return event_time_us is not None and event_time_us <= ms_to_micros(watermark_ms)
+
+
+@dataclass(frozen=True)
+class OperatorWatermarks:
+    """The watermarks one operator runs one batch with, in epoch milliseconds."""
+
+    late_ms: int
+    evict_ms: int
+
+
+class StatefulOperator:
+    """Base of the model's stateful operators. Subclasses implement `run` and keep their state."""
+
+    name = "stateful operator"
+
+    def __init__(self) -> None:
+        self.dropped = 0  # numRowsDroppedByWatermark of the last batch
+        self.ran_with: OperatorWatermarks | None = None  # the watermarks of the last batch
+
+    # -- per batch -------------------------------------------------------------------------------
+    def begin(self, wm: OperatorWatermarks) -> None:
+        self.dropped = 0
+        self.ran_with = wm
+
+    @property
+    def state_rows(self) -> int:  # numRowsTotal
+        raise NotImplementedError
+
+    # -- watermark propagation and the no-data batch ----------------------------------------------
+    def output_watermark(self, input_ms: int) -> int:
+        """The watermark of the rows this operator emits, given its input watermark (default: the same)."""
+        return input_ms
+
+    def evicts_by_watermark(self) -> bool:
+        """Whether a watermark move gives this operator work (evictions, timers); see `wants_another_batch`."""
+        return True
+
+    def wants_another_batch(self, new_input_ms: int) -> bool:
+        """shouldRunAnotherBatch: the operator evicts by watermark and its new input watermark is above
+        the one it just evicted with."""
+        return (self.evicts_by_watermark() and self.ran_with is not None
+                and new_input_ms > self.ran_with.evict_ms)

@@ -1,0 +1,118 @@
+"""The global watermark of a micro-batch query: per-input watermarks, the multiple-watermark policy, restarts.
+
+Spark guide, "Handling Late Data and Watermarking" and "Policy for handling multiple watermarks".
+The rules, as Spark's WatermarkTracker applies them at the end of every micro-batch:
+
+- Each watermarked input (`withWatermark(col, delay)`) records the event-time statistics of the
+  rows the batch read from it. Event times are kept in whole milliseconds: a microsecond timestamp
+  is divided by 1000 and truncated toward zero, as a Scala `Long` division does.
+- An input that read rows proposes `max event time - delay`; its watermark takes the proposal
+  only when it is higher than what it had (an input's watermark never decreases).
+- An input that has not read a single row since the query (re)started counts as 0.
+- The global watermark is the minimum (policy `min`, the default) or the maximum (`max`) of the
+  inputs' watermarks, and it too only moves forward. It starts at 0 (1970-01-01T00:00:00Z):
+  a computed value below 0 leaves it at 0.
+- The batch that read the rows never runs with the watermark derived from them: the value is
+  written to the commit log (`nextBatchWatermarkMs`) and the *next* batch runs with it.
+- Only the global watermark is checkpointed. A restart restores it and starts every input afresh
+  (counted as 0 again), so under `min` it cannot move until every input has read new rows.
+- The policy is recorded by the first micro-batch in the offset log; from then on the
+  checkpoint's policy wins over the session's at every start.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable, Mapping, Sequence
+
+__all__ = ["INITIAL_WATERMARK_MS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES"]
+
+INITIAL_WATERMARK_MS = 0
+POLICIES = ("min", "max")
+
+
+def micros_to_ms(micros: int) -> int:
+    """Epoch microseconds -> milliseconds, truncated toward zero (Spark: `eventTime / 1000` on a Long)."""
+    return -((-micros) // 1000) if micros < 0 else micros // 1000
+
+
+@dataclass
+class EventTimeStats:
+    """Event-time statistics of one input in one batch (EventTimeStatsAccum), in milliseconds."""
+
+    count: int = 0
+    max: int | None = None
+    min: int | None = None
+    _sum: int = 0
+
+    def add(self, micros: int | None) -> None:
+        if micros is None:
+            return
+        ms = micros_to_ms(micros)
+        self.count += 1
+        self._sum += ms
+        self.max = ms if self.max is None else max(self.max, ms)
+        self.min = ms if self.min is None else min(self.min, ms)
+
+    @property
+    def avg(self) -> int | None:
+        """The mean, truncated to a whole millisecond as the progress report prints it (`avg.toLong`)."""
+        if not self.count:
+            return None
+        mean = Fraction(self._sum, self.count)
+        return int(mean)  # int() truncates toward zero, like Double.toLong
+
+    def as_progress(self) -> dict[str, int]:
+        """The `eventTime` entries of a query progress (min, max, avg), empty without rows."""
+        if not self.count:
+            return {}
+        return {"min": self.min, "max": self.max, "avg": self.avg}
+
+
+@dataclass
+class WatermarkTracker:
+    """The driver's watermark state for one run of the query (recreated at every start).
+
+    `delays_ms` maps each watermarked input to its delay; `global_ms` is restored from the
+    checkpoint at start (0 for a new query).
+    """
+
+    delays_ms: Mapping[str, int]
+    policy: str = "min"
+    global_ms: int = INITIAL_WATERMARK_MS
+    per_input_ms: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"multipleWatermarkPolicy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+
+    @property
+    def inputs(self) -> Sequence[str]:
+        return tuple(self.delays_ms)
+
+    def update(self, stats: Mapping[str, EventTimeStats]) -> int:
+        """Fold one batch's statistics in (WatermarkTracker.updateWatermark); returns the global watermark."""
+        if not self.delays_ms:
+            return self.global_ms  # no watermarked input: the watermark stays where it is
+        for name, delay in self.delays_ms.items():
+            s = stats.get(name)
+            if s is not None and s.count > 0:
+                proposed = s.max - delay
+                if name not in self.per_input_ms or proposed > self.per_input_ms[name]:
+                    self.per_input_ms[name] = proposed
+            elif name not in self.per_input_ms:
+                self.per_input_ms[name] = INITIAL_WATERMARK_MS  # "0 if we haven't seen any data yet"
+        values = self.per_input_ms.values()
+        chosen = min(values) if self.policy == "min" else max(values)
+        if chosen > self.global_ms:
+            self.global_ms = chosen
+        return self.global_ms
+
+
+def first_stats_with_rows(order: Iterable[str], stats: Mapping[str, EventTimeStats]) -> dict[str, int]:
+    """The `eventTime` progress entries: those of the first watermark operator (in plan order) that read rows."""
+    for name in order:
+        s = stats.get(name)
+        if s is not None and s.count:
+            return s.as_progress()
+    return {}
