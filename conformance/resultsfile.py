@@ -203,7 +203,7 @@ def _upgrade_v0(doc: dict[str, Any]) -> dict[str, Any]:
     return {"format": FORMAT, "format_version": 0,
             "run": {"tool": None, "spark_version": version, "project_version": None},
             "scenarios": {}, "results": [dict(r, runtime={"spark_version": r.get("spark_version") or version})
-                                         for r in doc.get("results", [])]}
+                                         if isinstance(r, dict) else r for r in doc.get("results", [])]}
 
 
 def read_results(path: str | Path) -> ResultsFile:
