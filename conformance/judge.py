@@ -5,7 +5,7 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
-from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, Where
+from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
 from .results import CheckFailure
 from .timeparse import format_time
 

@@ -15,6 +15,9 @@ Options and ini keys share the prefix `eventtime`:
 In `conftest.py`: `from conformance.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
 returning {contract: pipeline}.
+
+Fixtures: `eventtime_spark` (the session), `eventtime_scenario` (a scenario written in Python) and
+`eventtime_record` (put a result you ran yourself into the JSON report).
 """
 from __future__ import annotations
 
@@ -331,6 +334,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def eventtime_spark(pytestconfig: pytest.Config) -> Any:
     """The SparkSession the scenarios run on (one per process, or per xdist worker), tuned for tests."""
     return _spark(pytestconfig)
+
+
+@pytest.fixture
+def eventtime_record(request: pytest.FixtureRequest) -> Callable[[Any], None]:
+    """`eventtime_record(result)` puts a ScenarioResult you ran yourself (e.g. with
+    `conformance.runner.run_scenario`) into the `--eventtime-report-json` file, next to the
+    results of collected scenario files. Works under xdist: the controller writes the file."""
+
+    def record(result: Any) -> None:
+        from conformance.resultsfile import result_record
+
+        request.node.user_properties.append((_RESULT_KEY, json.dumps(result_record(result))))
+
+    return record
 
 
 @pytest.fixture

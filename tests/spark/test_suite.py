@@ -15,8 +15,10 @@ for _path in find_scenario_files([SUITE_DIR])[0]:
 
 
 @pytest.mark.parametrize("scenario, implementation", _CASES)
-def test_bundled_scenario(spark, scenario, implementation):
+def test_bundled_scenario(spark, scenario, implementation, eventtime_record):
     from conformance.runner import run_scenario
 
-    result = run_scenario(scenario, implementation, session=spark)
+    result = run_scenario(scenario, implementation, session=spark, rerun=f"eventtime run {scenario.path} "
+                          f"--pipeline {implementation}")
+    eventtime_record(result)  # into --eventtime-report-json when given (the tox matrix writes reports/)
     assert result.status in ("passed", "not_applicable"), describe_failure(result)
