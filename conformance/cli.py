@@ -1,4 +1,4 @@
-"""The `eventtime` command: validate, run, certify and list (exit 0 ok, 1 failures, 2 usage)."""
+"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage)."""
 from __future__ import annotations
 
 import argparse
@@ -63,6 +63,15 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
 
+    rp = sub.add_parser("report", help="merge results files into an HTML report, a Markdown summary and JUnit XML")
+    rp.add_argument("results", nargs="+", metavar="RESULTS.json", help="results files (--json of run/certify)")
+    rp.add_argument("--html", metavar="PATH", help="write the HTML conformance report here")
+    rp.add_argument("--markdown", metavar="PATH", help="write the Markdown summary (for a pull-request comment)")
+    rp.add_argument("--junit", metavar="PATH", help="write JUnit XML (for CI systems)")
+    rp.add_argument("--baseline", nargs="+", action="extend", metavar="OLD.json", default=[],
+                    help="results to compare against: the summary lists verdicts that changed")
+    rp.add_argument("--title", default=None, help="report title")
+
     ls = sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
     ls.add_argument("--markdown", action="store_true",
                     help="print the contracts as the Markdown reference (docs/contracts.md)")
@@ -86,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .semantics.commands import run as run_model_command
 
             return run_model_command(args)
+        if args.command == "report":
+            from .report.command import report_command
+
+            return report_command(args)
         if args.command == "list":
             if args.markdown:
                 from .contracts import contracts_markdown

@@ -8,9 +8,23 @@ from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, Scenar
 from .timeparse import format_time
 
 __all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "short_name", "certification",
-           "certification_markdown"]
+           "certification_markdown", "verdict_mark", "certification_verdict"]
 
 _MARK = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", NOT_APPLICABLE: "N/A"}
+
+
+def verdict_mark(status: str) -> str:
+    """`passed` -> `PASS`, `failed` -> `FAIL`, `error` -> `ERROR`, `not_applicable` -> `N/A`."""
+    return _MARK.get(status, status)
+
+
+def certification_verdict(statuses: Iterable[str]) -> str:
+    """CERTIFIED when every scenario that applies passed and at least one applied; else REJECTED
+    (something failed or errored) or NOT APPLICABLE (nothing applied)."""
+    statuses = list(statuses)
+    if any(s in (FAILED, ERROR) for s in statuses):
+        return "REJECTED"
+    return "CERTIFIED" if PASSED in statuses else "NOT APPLICABLE"
 
 
 def summary_line(result: ScenarioResult) -> str:
@@ -121,18 +135,10 @@ def certification(results: Sequence[ScenarioResult]) -> dict[tuple[str, str], st
 
     Certified: every scenario of the contract that applies passed, and at least one applied.
     """
-    verdicts: dict[tuple[str, str], str] = {}
     groups: dict[tuple[str, str], list[ScenarioResult]] = {}
     for r in results:
         groups.setdefault((r.scenario.contract.name, r.implementation), []).append(r)
-    for key, rs in groups.items():
-        if any(r.status in (FAILED, ERROR) for r in rs):
-            verdicts[key] = "REJECTED"
-        elif any(r.status == PASSED for r in rs):
-            verdicts[key] = "CERTIFIED"
-        else:
-            verdicts[key] = "NOT APPLICABLE"
-    return verdicts
+    return {key: certification_verdict(r.status for r in rs) for key, rs in groups.items()}
 
 
 def certification_markdown(results: Sequence[ScenarioResult], spark_version: str, seconds: float) -> str:

@@ -1,0 +1,43 @@
+"""`eventtime report`: reads the results files, writes the reports asked for, says what it wrote."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..resultsfile import ResultsFileError
+from . import DEFAULT_HTML, DEFAULT_JUNIT, DEFAULT_MARKDOWN, DEFAULT_TITLE, build_report, write_report
+
+__all__ = ["report_command"]
+
+EXIT_OK, EXIT_USAGE = 0, 2
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Exit 0 when the reports were written (whatever the verdicts: JUnit carries those to CI), 2 when an
+    input file cannot be read or an output cannot be written."""
+    html, markdown, junit = args.html, args.markdown, args.junit
+    if not (html or markdown or junit):
+        html, markdown, junit = DEFAULT_HTML, DEFAULT_MARKDOWN, DEFAULT_JUNIT
+    try:
+        report = build_report(args.results, baseline=args.baseline, title=args.title or DEFAULT_TITLE)
+    except ResultsFileError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in report.matrix.warnings:
+        print(f"eventtime: warning: {warning}", file=sys.stderr)
+    try:
+        written = write_report(report, html=html, markdown=markdown, junit=junit)
+    except OSError as exc:
+        print(f"eventtime: error: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    m = report.matrix
+    cells = sum(len(r.cells) for r in m.rows)
+    failing = sum(1 for r in m.rows for c in r.cells.values() if c.failed)
+    versions = ", ".join(c.key for c in m.columns) or "none"
+    print(f"{len(m.files)} results file{'s' if len(m.files) != 1 else ''}: {len(m.rows)} scenario × implementation "
+          f"rows on Spark {versions}; {cells} verdicts, {failing} failed or errored; "
+          f"{sum(1 for d in report.differences if d.kind != 'feature availability')} behaviour differences "
+          "across versions")
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK

@@ -1,0 +1,392 @@
+"""The timeline picture of one scenario run, as geometry: batches across, event time up.
+
+x is arrival: one column per micro-batch in the order they ran (no-data batches included, restarts
+marked). y is event time. Events added by the scenario sit in the batch that read them; the
+watermark each batch ran with is a step line; output windows (or sessions) are vertical spans at the
+batch that wrote them; for a failed expectation, the missing and unexpected rows are drawn apart.
+The HTML template turns this data into SVG elements; nothing here writes markup.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..timeparse import TimeFormatError, format_time, parse_duration
+from .merge import Cell, Row
+from .values import format_row, format_wm, output_types, scenario_date
+
+__all__ = ["Timeline", "build_timeline"]
+
+COL_MIN, COL_MAX, PLOT_MIN_W, PLOT_H = 40.0, 64.0, 420.0, 240.0
+TOP, BOTTOM, RIGHT = 42.0, 44.0, 70.0
+CHAR_W = 6.4  # average glyph width of the 11px sans-serif used for labels
+
+_NICE_MICROS = [s * 1_000_000 for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200,
+                                         10800, 21600, 43200, 86400, 2 * 86400, 7 * 86400, 14 * 86400,
+                                         31 * 86400, 92 * 86400, 365 * 86400, 3650 * 86400, 36500 * 86400)]
+_SPAN_COLUMNS = (("window_start", "window_end"), ("session_start", "session_end"))
+
+
+@dataclass(frozen=True)
+class Tick:
+    pos: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BatchColumn:
+    left: float
+    width: float
+    center: float
+    label: str
+    data: bool
+    dropped: int
+    title: str
+
+
+@dataclass(frozen=True)
+class Event:
+    x: float
+    y: float
+    source: int
+    late: bool
+    title: str
+
+
+@dataclass(frozen=True)
+class Segment:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    title: str
+
+
+@dataclass(frozen=True)
+class Output:
+    """An output row: a span (window or session) or, without one, a point at its first timestamp."""
+
+    x: float
+    y1: float
+    y2: float
+    kind: str  # output | missing | unexpected
+    title: str
+
+    @property
+    def point(self) -> bool:
+        return self.y1 == self.y2
+
+
+@dataclass(frozen=True)
+class Marker:
+    x: float
+    y: float
+    kind: str  # restart | expect-passed | expect-failed | expect-error
+    label: str
+    title: str
+
+
+@dataclass(frozen=True)
+class LegendItem:
+    x: float
+    y: float
+    kind: str
+    label: str
+    source: int = 0
+
+
+@dataclass
+class Timeline:
+    title: str
+    width: float
+    height: float
+    left: float
+    top: float
+    right: float
+    bottom: float
+    columns: list[BatchColumn] = field(default_factory=list)
+    y_ticks: list[Tick] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    watermark: list[Segment] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
+    legend: list[LegendItem] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    y_title: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def missing(self) -> int:
+        return sum(1 for o in self.outputs if o.kind == "missing")
+
+    @property
+    def unexpected(self) -> int:
+        return sum(1 for o in self.outputs if o.kind == "unexpected")
+
+
+@dataclass
+class _Batch:
+    batch: Mapping[str, Any]
+    step: int
+    events: list[tuple[str, int, str]] = field(default_factory=list)  # (source, event time, row text)
+
+
+def _duration(params: Mapping[str, Any], name: str) -> int | None:
+    value = params.get(name)
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_duration(value).total_micros or None
+    except TimeFormatError:
+        return None
+
+
+def _lateness_bound(definition: Mapping[str, Any]):
+    """The event-time a row is judged by against the watermark: its own time, or the end of the
+    latest window (tumbling or sliding) or of its initial session that could still take it."""
+    params = definition.get("params") or {}
+    window, slide, gap = _duration(params, "window"), _duration(params, "slide"), _duration(params, "gap")
+    if window:
+        step = slide or window
+        return (lambda t: (t // step) * step + window), "window end"
+    if gap:
+        return (lambda t: t + gap), "session end (t + gap)"
+    return (lambda t: t), "event time"
+
+
+def _nice_step(span: int) -> int:
+    for s in _NICE_MICROS:
+        if span / s <= 6:
+            return s
+    return _NICE_MICROS[-1]
+
+
+def _index(step: Mapping[str, Any]) -> int:
+    index = step.get("index")
+    return index if isinstance(index, int) else 0
+
+
+def _projected(row: Sequence[Any], names: Sequence[str], columns: Sequence[str]) -> list[Any]:
+    """`row` (in `names` order) reduced to `columns`, as a failure lists rows."""
+    return [row[names.index(c)] if c in names and names.index(c) < len(row) else None for c in columns]
+
+
+def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
+    """The picture of `row` as run on `column`; None when nothing ran (not applicable, or no steps)."""
+    definition = row.definition or {}
+    date = scenario_date(definition)
+    if not cell.steps or not cell.applicable:
+        return None
+    defs = {d.get("index"): d for d in definition.get("steps") or []}
+    sources = [s.get("name") for s in definition.get("sources") or []]
+    event_col = {s.get("name"): [c[0] for c in s.get("columns") or []].index(s.get("event_time"))
+                 for s in definition.get("sources") or []
+                 if s.get("event_time") in [c[0] for c in s.get("columns") or []]}
+    source_types = {s.get("name"): [c[1] for c in s.get("columns") or []] for s in definition.get("sources") or []}
+    out_names = [c[0] for c in definition.get("output_columns") or []]
+    out_types = output_types(definition)
+
+    # -- walk the steps: batches in order, events into the data batch that read them, markers ----------
+    batches: list[_Batch] = []
+    pending: list[tuple[str, int, str]] = []
+    markers: list[tuple[int, str, str, str]] = []  # (boundary, kind, label, title)
+    expected: list[tuple[int, str, list[Any], list[str]]] = []  # (boundary, kind, row, columns)
+    for step in sorted(cell.steps, key=_index):
+        index, kind = _index(step), step.get("kind")
+        if kind == "add":
+            for source, rows in sorted(((defs.get(index) or {}).get("rows") or {}).items()):
+                pos = event_col.get(source)
+                for r in rows:
+                    if pos is not None and pos < len(r) and isinstance(r[pos], int):
+                        pending.append((source, r[pos], format_row(r, source_types.get(source, []), date)))
+        if kind == "restart" or (kind == "start" and index):
+            markers.append((len(batches), "restart", kind, f"step {index}: {kind} from the checkpoint"))
+        for b in step.get("batches") or []:
+            batches.append(_Batch(b, index))
+            if b.get("data") and pending:
+                batches[-1].events, pending = pending, []
+        if kind == "expect" or step.get("status") == "error":
+            status = step.get("status") or "passed"
+            mark = {"passed": "✓", "failed": "✗", "error": "!"}.get(status, "·")
+            markers.append((len(batches), f"expect-{status}", f"{mark}{index}",
+                            f"step {index} ({kind}): {status}" + (f": {step['message']}" if step.get("message") else "")))
+            for f in step.get("failures") or []:
+                cols = list(f.get("columns") or out_names)
+                for r in f.get("missing") or []:
+                    expected.append((len(batches), "missing", r, cols))
+                for r in f.get("unexpected") or []:
+                    expected.append((len(batches), "unexpected", r, cols))
+    notes = []
+    if pending:
+        batches.append(_Batch({"data": False, "batch_id": None}, -1, pending))
+        notes.append(f"{len(pending)} added row(s) were never read by a batch (last column)")
+    if not batches:
+        notes.append("no micro-batch ran")
+
+    # -- y domain: everything with an event time ------------------------------------------------------
+    bound, bound_label = _lateness_bound(definition)
+
+    def span_of(r: Sequence[Any], cols: Sequence[str]) -> tuple[int, int] | None:
+        """A window's or session's (start, end); else the row's first timestamp twice; else None."""
+        values = dict(zip(cols, r))
+        for start, end in _SPAN_COLUMNS:
+            va, vb = values.get(start), values.get(end)
+            if isinstance(va, int) and isinstance(vb, int):
+                return va, vb
+        for c, t in zip(cols, output_types(definition, cols)):
+            v = values.get(c)
+            if t == "timestamp" and isinstance(v, int) and not isinstance(v, bool):
+                return v, v
+        return None
+
+    values: list[int] = [t for b in batches for _, t, _ in b.events]
+    for b in batches:
+        for r in b.batch.get("rows") or []:
+            s = span_of(r, out_names)
+            if s:
+                values += list(s)
+        for key in ("watermark_before_ms", "watermark_after_ms"):
+            wm = b.batch.get(key)
+            if isinstance(wm, int) and wm:
+                values.append(wm * 1000)
+    for _, _, r, cols in expected:
+        s = span_of(r, cols)
+        if s:
+            values += list(s)
+    lo, hi = (min(values), max(values)) if values else (0, 1_000_000)
+    if hi == lo:
+        lo, hi = lo - 1_000_000, hi + 1_000_000
+    tick = _nice_step(hi - lo)
+    lo, hi = (lo // tick) * tick, -((-hi) // tick) * tick
+    y_labels = [format_time(t, date=date) for t in range(lo, hi + 1, tick)]
+
+    # -- x layout ----------------------------------------------------------------------------------
+    left = max(70.0, max(len(s) for s in y_labels) * CHAR_W + 16)
+    n = max(1, len(batches))
+    col_w = min(COL_MAX, max(COL_MIN, PLOT_MIN_W / n))
+    plot_w = col_w * n
+    top, plot_bottom = TOP, TOP + PLOT_H
+
+    def y(t: int) -> float:
+        t = min(max(t, lo), hi)
+        return round(plot_bottom - (t - lo) / (hi - lo) * PLOT_H, 1)
+
+    def bx(boundary: int) -> float:
+        return round(left + boundary * col_w, 1)
+
+    tl = Timeline(title=f"{row.scenario} [{row.short_impl}] on Spark {column}", width=0, height=0,
+                  left=left, top=top, right=round(left + plot_w, 1), bottom=plot_bottom, sources=sources,
+                  y_title="event time (UTC" + (f", {date.isoformat()}" if y_labels and ":" in y_labels[0]
+                                               and "T" not in y_labels[0] else "") + ")", notes=notes)
+    tl.y_ticks = [Tick(y(t), label) for t, label in zip(range(lo, hi + 1, tick), y_labels)]
+
+    source_index = {s: i for i, s in enumerate(sources)}
+    below = False
+    for i, b in enumerate(batches):
+        raw = b.batch
+        bid = raw.get("batch_id")
+        data = bool(raw.get("data"))
+        wm_before, wm_after = raw.get("watermark_before_ms"), raw.get("watermark_after_ms")
+        dropped = raw.get("dropped") or 0
+        title = ("not read by any batch" if bid is None else
+                 f"batch {bid} ({'data' if data else 'no-data'}, step {b.step}, run {raw.get('run', 0)}): "
+                 f"{raw.get('input_rows', 0)} in, {len(raw.get('rows') or [])} out, watermark "
+                 f"{format_wm(wm_before, date)} -> {format_wm(wm_after, date)}, dropped {dropped}, "
+                 f"state rows {raw.get('state_rows')}")
+        tl.columns.append(BatchColumn(bx(i), col_w, round(bx(i) + col_w / 2, 1),
+                                      "-" if bid is None else str(bid), data, dropped, title))
+        # events: one lane per source in the left half of the column
+        seen: dict[tuple[str, int], int] = {}
+        for source, t, text in b.events:
+            k = seen.get((source, t), 0)
+            seen[(source, t)] = k + 1
+            si = source_index.get(source, 0)
+            late = isinstance(wm_before, int) and bound(t) <= wm_before * 1000 and bid is not None
+            lane = col_w * 0.22 + si * min(7.0, col_w * 0.25 / max(1, len(sources)))
+            tl.events.append(Event(round(bx(i) + lane + 2.5 * k, 1), y(t), si, late,
+                                   f"{source} {text} read by batch {bid}"
+                                   + (f"; late: {bound_label} {format_time(bound(t), date=date)} <= watermark "
+                                      f"{format_wm(wm_before, date)}" if late else "")))
+        # watermark the batch ran with, and the jump to the one it left
+        if isinstance(wm_before, int):
+            below = below or (wm_before * 1000 < lo)
+            tl.watermark.append(Segment(bx(i), y(wm_before * 1000), bx(i + 1), y(wm_before * 1000),
+                                        f"batch {bid} ran with watermark {format_wm(wm_before, date)}"))
+        # output rows, in the right half of the column
+        rows = [r for r in raw.get("rows") or []]
+        spans = [(r, span_of(r, out_names)) for r in rows]
+        for k, (r, s) in enumerate(spans):
+            x = bx(i) + col_w * 0.6 + k * min(5.0, col_w * 0.32 / max(1, len(spans)))
+            y1, y2 = (y(s[1]), y(s[0])) if s else (plot_bottom - 4, plot_bottom - 4)
+            tl.outputs.append(Output(round(x, 1), y1, y2, "output",
+                                     f"batch {bid} wrote {format_row(r, out_types, date)}"))
+    # connect consecutive watermark segments; a stub after the last batch shows the watermark it left
+    joined = []
+    for a, b in zip(tl.watermark, tl.watermark[1:]):
+        joined.append(a)
+        if a.x2 == b.x1 and a.y2 != b.y1:
+            joined.append(Segment(a.x2, a.y2, b.x1, b.y1, "watermark moves at the batch boundary"))
+    if tl.watermark:
+        joined.append(tl.watermark[-1])
+        last = next((b.batch for b in reversed(batches) if isinstance(b.batch.get("watermark_after_ms"), int)), None)
+        if last is not None:
+            after = last["watermark_after_ms"]
+            end = joined[-1]
+            if end.y2 != y(after * 1000):
+                joined.append(Segment(end.x2, end.y2, end.x2, y(after * 1000), "watermark moves at the batch boundary"))
+            joined.append(Segment(end.x2, y(after * 1000), round(end.x2 + 24, 1), y(after * 1000),
+                                  f"watermark left for the next batch: {format_wm(after, date)}"))
+    tl.watermark = joined
+    if below:
+        notes.append("the initial watermark (1970-01-01) is drawn at the bottom edge")
+
+    # -- expected vs actual: missing rows at the point they were expected, unexpected where written ---
+    per_boundary: dict[int, int] = {}
+    for boundary, kind, r, cols in expected:
+        col = max(0, boundary - 1)
+        if kind == "unexpected":
+            for j in range(boundary - 1, -1, -1):
+                if any(_projected(w, out_names, cols) == list(r) for w in batches[j].batch.get("rows") or []):
+                    col = j
+                    break
+        k = per_boundary.get(col, 0)
+        per_boundary[col] = k + 1
+        s = span_of(r, cols)
+        x = bx(col) + col_w * 0.92 - k * 4.0
+        y1, y2 = (y(s[1]), y(s[0])) if s else (top + 6, top + 6)
+        types = output_types(definition, cols)
+        what = "expected, not produced" if kind == "missing" else "produced, not expected"
+        tl.outputs.append(Output(round(max(x, bx(col) + col_w * 0.5), 1), y1, y2, kind,
+                                 f"{kind} ({what}): {format_row(r, types, date)}"))
+
+    # -- markers at batch boundaries ---------------------------------------------------------------
+    stack: dict[int, int] = {}
+    for boundary, kind, label, title in markers:
+        k = stack.get(boundary, 0)
+        stack[boundary] = k + 1
+        tl.markers.append(Marker(bx(boundary), round(top - 8 - 11 * k, 1) if kind != "restart" else top - 4,
+                                 kind, label, title))
+        if kind == "restart":
+            stack[boundary] = k  # the restart line does not take a label row
+
+    # -- legend ------------------------------------------------------------------------------------
+    items = [("source", f"event ({s})", i) for i, s in enumerate(sources)]
+    items += [("late", f"event at/below the watermark ({bound_label})", 0), ("watermark", "watermark", 0),
+              ("output", "output row" if not any(o.point is False for o in tl.outputs) else "output window", 0)]
+    if tl.missing:
+        items.append(("missing", "missing (expected, not produced)", 0))
+    if tl.unexpected:
+        items.append(("unexpected", "unexpected (produced, not expected)", 0))
+    items += [("nodata", "no-data batch", 0)]
+    if any(k == "restart" for _, k, _, _ in markers):
+        items.append(("restart", "restart", 0))
+    width = max(round(left + plot_w + RIGHT, 1), 520.0)
+    lx, ly = 8.0, plot_bottom + BOTTOM
+    for kind, label, si in items:
+        w = 22 + len(label) * CHAR_W + 14
+        if lx + w > width and lx > 8:
+            lx, ly = 8.0, ly + 16
+        tl.legend.append(LegendItem(round(lx, 1), round(ly, 1), kind, label, si))
+        lx += w
+    tl.width, tl.height = width, round(ly + 14, 1)
+    return tl

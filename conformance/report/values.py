@@ -1,0 +1,112 @@
+"""How the values of a results file read in a report: timestamps, watermarks, rows, steps."""
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Mapping, Sequence
+
+from ..timeparse import DEFAULT_DATE, format_time
+
+__all__ = ["scenario_date", "format_ts", "format_wm", "format_value", "format_row", "output_types",
+           "step_summary", "failure_lines"]
+
+
+def scenario_date(definition: Mapping[str, Any] | None) -> _dt.date:
+    """The scenario's date (times on it are shown as HH:MM:SS): the date its clock starts on."""
+    ms = (definition or {}).get("clock_start_ms")
+    if isinstance(ms, int):
+        return (_dt.datetime(1970, 1, 1) + _dt.timedelta(milliseconds=ms)).date()
+    return DEFAULT_DATE
+
+
+def format_ts(micros: Any, date: _dt.date | None) -> str:
+    return format_time(micros, date=date) if isinstance(micros, int) else str(micros)
+
+
+def format_wm(ms: int | None, date: _dt.date | None) -> str:
+    if ms is None:
+        return "-"
+    return "initial" if ms == 0 else format_time(ms * 1000, date=date)
+
+
+def format_value(value: Any, column_type: str | None, date: _dt.date | None) -> str:
+    if value is None:
+        return "null"
+    if column_type == "timestamp" and isinstance(value, int) and not isinstance(value, bool):
+        return format_time(value, date=date)
+    return str(value)
+
+
+def output_types(definition: Mapping[str, Any] | None, columns: Sequence[str] | None = None) -> list[str | None]:
+    """Column types of output rows (of `columns`, by name, when a failure names them)."""
+    declared = [(c[0], c[1]) for c in (definition or {}).get("output_columns") or [] if len(c) >= 2]
+    if columns:
+        types = dict(declared)
+        return [types.get(c) for c in columns]
+    return [t for _, t in declared]
+
+
+def format_row(row: Sequence[Any], types: Sequence[str | None], date: _dt.date | None) -> str:
+    parts = [format_value(v, types[i] if i < len(types) else None, date) for i, v in enumerate(row)]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _source_types(definition: Mapping[str, Any], source: str) -> list[str | None]:
+    for s in definition.get("sources") or []:
+        if s.get("name") == source:
+            return [c[1] for c in s.get("columns") or [] if len(c) >= 2]
+    return []
+
+
+def step_summary(step: Mapping[str, Any], definition: Mapping[str, Any]) -> str:
+    """One line for a scenario step: what is added, advanced, restarted or expected."""
+    date = scenario_date(definition)
+    kind = step.get("kind")
+    if kind == "add":
+        parts = []
+        for source, rows in sorted((step.get("rows") or {}).items()):
+            types = _source_types(definition, source)
+            parts.append(f"{source}: " + " ".join(format_row(r, types, date) for r in rows))
+        return "; ".join(parts)
+    if kind == "advance":
+        ms = step.get("by_ms")
+        return f"by {ms / 1000:g}s" if isinstance(ms, (int, float)) else ""
+    if kind in ("start", "restart"):
+        conf = step.get("conf") or {}
+        return ", ".join(f"{k}={v}" for k, v in sorted(conf.items()))
+    if kind == "expect":
+        exp = step.get("expect") or {}
+        types = output_types(definition)
+        parts = []
+        for check in exp.get("rows") or []:
+            rows = check.get("rows") or []
+            label = {"rows": "rows", "output": "whole output", "last_batch": "last batch"}.get(check.get("scope"),
+                                                                                              check.get("scope"))
+            parts.append(f"{label}: " + (" ".join(format_row(r, types, date) for r in rows) if rows else "none"))
+        if "watermark_ms" in exp:
+            parts.append(f"watermark {format_wm(exp['watermark_ms'], date)}")
+        for key, label in (("dropped", "dropped"), ("state_rows", "state rows"), ("batch_count", "batches")):
+            if key in exp:
+                parts.append(f"{label} {exp[key]}")
+        if "batches" in exp:
+            parts.append(f"{len(exp['batches'])} batch expectation(s)")
+        if "event_time" in exp:
+            parts.append("event-time stats " + ", ".join(f"{k[:-3]} {format_wm(v, date)}"
+                                                         for k, v in sorted(exp["event_time"].items())))
+        if "failure" in exp:
+            parts.append("query fails: " + ", ".join(f"{k} {v}" for k, v in sorted(exp["failure"].items())))
+        return "; ".join(parts)
+    return ""
+
+
+def failure_lines(failure: Mapping[str, Any], definition: Mapping[str, Any] | None) -> list[str]:
+    """A failed expectation as text: where, what, and the missing and unexpected rows."""
+    date = scenario_date(definition)
+    lines = [f"{failure.get('where') or ''}: {failure.get('message') or ''}".strip(": ")]
+    types = output_types(definition, failure.get("columns") or None)
+    cols = failure.get("columns") or [c[0] for c in (definition or {}).get("output_columns") or []]
+    for key, label in (("missing", "missing (expected, not produced)"), ("unexpected", "unexpected (produced, not expected)")):
+        rows = failure.get(key) or []
+        if rows:
+            lines.append(f"  {label}" + (f" [{', '.join(cols)}]" if cols else "") + ":")
+            lines += [f"    {format_row(r, types, date)}" for r in rows]
+    return lines
