@@ -1,0 +1,258 @@
+"""Hypothesis strategies that generate event-time scenarios: disordered, late, duplicated, idle, restarted, split.
+
+    from hypothesis import given
+    from conformance.strategies import scenarios
+
+    @given(scenarios("tumbling_count", out_of_orderness="2s"))
+    def test_nothing_is_dropped_when_the_delay_covers_the_disorder(scenario): ...
+
+A generated scenario is a `conformance.model.Scenario`, written with `ScenarioBuilder` and read by
+the same loader as a scenario file, so whatever runs a file (the model's `simulate`, the
+harness) runs it. It has no `expect` steps: fill them from the model (`eventtime expect`) to
+run it on Spark. What the strategies vary:
+
+- event times: a "true" clock moves forward by random steps; each event lags it by up to the
+  out-of-orderness bound (bounded disorder: no event is more than the bound behind the largest
+  time seen), or by any amount including far-past rows (`out_of_orderness=None`);
+- late rows and duplicate timestamps, duplicate events (the same row delivered again);
+- several sources, with idle spells (a run of batches where one source gets nothing);
+- batch splits (rows of one batch in several `add`s, i.e. input partitions; adds that wait for
+  the next batch), restarts (`restart`, or `stop`, adds while stopped, `start`), no-data batches
+  on or off, processing-time triggers driven by `advance`;
+- the contract's parameters, drawn from values Spark accepts.
+
+Needs the `hypothesis` package (the `test` extra).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from hypothesis import strategies as st
+
+from .contracts import CONTRACTS, Contract
+from .model import Scenario
+from .timeparse import format_time, parse_duration, parse_time
+
+__all__ = ["Event", "event_times", "events", "contract_params", "scenarios", "GENERATED_CONTRACTS", "T0"]
+
+T0 = parse_time("2024-01-01T00:00:00Z")  # epoch microseconds
+MS = 1000
+KEYS = ("a", "b", "c")
+GAPS = ("1 second", "3 seconds", "5 seconds", "10 seconds", "0 seconds")
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
+# Every bundled contract; processing_time_stamp has no watermark but still runs on the model.
+GENERATED_CONTRACTS = tuple(sorted(CONTRACTS))
+
+
+@dataclass(frozen=True)
+class Event:
+    """One input row: which source it goes to and its values by column (timestamps in epoch µs)."""
+
+    source: str
+    values: Mapping[str, Any]
+
+    @property
+    def ts(self) -> int:
+        return self.values["ts"]
+
+
+def _ms(duration: str | int | None) -> int | None:
+    if duration is None or isinstance(duration, int):
+        return duration
+    return parse_duration(duration).total_ms
+
+
+@st.composite
+def event_times(draw: Any, *, min_size: int = 1, max_size: int = 12, out_of_orderness: str | int | None = "5s",
+                max_step: str | int = "6s", resolution: str | int = "1s", start: int = T0,
+                duplicates: bool = True) -> list[int]:
+    """Event times (epoch µs) in arrival order.
+
+    A true clock starts at `start` and moves by 0..`max_step` per event, in multiples of
+    `resolution` (coarse steps make ties with window ends likely). With `out_of_orderness` (a
+    duration) each event lags the clock by up to that bound, so no event is more than the bound
+    behind the largest time seen; with None, an event may lag by anything up to a year (late
+    rows, far-past rows). With `duplicates`, an event may repeat an earlier time that is still
+    within the bound.
+    """
+    unit = _ms(resolution) or 1
+    bound = _ms(out_of_orderness)
+    step_units = max((_ms(max_step) or 0) // unit, 0)
+    n = draw(st.integers(min_size, max_size))
+    clock, seen, out = start, None, []
+    for _ in range(n):
+        clock += draw(st.integers(0, step_units)) * unit * MS
+        if duplicates and out and draw(st.integers(0, 4)) == 0:
+            candidates = [t for t in out if bound is None or seen is None or t >= seen - bound * MS]
+            if candidates:
+                out.append(draw(st.sampled_from(candidates)))
+                continue
+        if bound is None:
+            lag = draw(st.one_of(st.integers(0, 30) .map(lambda u: u * unit * MS),
+                                 st.sampled_from([3_600, 86_400, 365 * 86_400]).map(lambda s: s * 1_000_000)))
+        else:
+            lag = draw(st.integers(0, bound // unit)) * unit * MS
+        ts = clock - lag
+        out.append(ts)
+        seen = ts if seen is None else max(seen, ts)
+    return out
+
+
+def _value(column: str, col_type: str) -> st.SearchStrategy[Any]:
+    if column in ("key", "id"):
+        return st.sampled_from(KEYS)
+    if column == "gap":
+        return st.sampled_from(GAPS)
+    if col_type in ("long", "int"):
+        return st.one_of(st.none(), st.integers(-5, 100))
+    if col_type == "double":
+        return st.one_of(st.none(), st.floats(-100, 100, allow_nan=False))
+    if col_type == "boolean":
+        return st.booleans()
+    return st.sampled_from(KEYS)
+
+
+@st.composite
+def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events: int = 12,
+           out_of_orderness: str | int | None | Mapping[str, Any] = "5s", resolution: str | int = "1s",
+           idle: bool = True) -> list[Event]:
+    """Events for a contract's sources, in arrival order. Two-source contracts get idle spells:
+    runs of consecutive events that all go to one source. `out_of_orderness` may map each
+    source to its own bound."""
+    c = CONTRACTS[contract] if isinstance(contract, str) else contract
+    names = [s.name for s in c.sources]
+    bounds = out_of_orderness if isinstance(out_of_orderness, Mapping) else {n: out_of_orderness for n in names}
+    n = draw(st.integers(1, max_events))
+    # which source each event goes to: runs of one source when `idle`, else any
+    if len(names) == 1:
+        targets = [names[0]] * n
+    elif idle:
+        targets = []
+        while len(targets) < n:
+            targets += [draw(st.sampled_from(names))] * draw(st.integers(1, 4))
+        targets = targets[:n]
+    else:
+        targets = [draw(st.sampled_from(names)) for _ in range(n)]
+    # one true clock shared by the sources, each with its own disorder bound
+    times = {name: iter(draw(event_times(min_size=targets.count(name), max_size=targets.count(name),
+                                         out_of_orderness=bounds[name], resolution=resolution)))
+             for name in names if targets.count(name)}
+    out = []
+    for name in targets:
+        spec = c.source(name)
+        values = {col.name: draw(_value(col.name, col.type)) for col in spec.columns if col.name != "ts"}
+        values["ts"] = next(times[name])
+        out.append(Event(name, values))
+        if draw(st.integers(0, 9)) == 0 and spec is not None:  # the same row delivered again
+            out.append(Event(name, dict(values)))
+    return out
+
+
+_DELAYS = ("0s", "2s", "5s", "10s")
+# Choices a contract lists that Spark refuses at start: complete mode needs an aggregation.
+_RUNNABLE = {("processing_time_stamp", "output_mode"): ("append", "update")}
+
+
+@st.composite
+def contract_params(draw: Any, contract: str | Contract) -> dict[str, Any]:
+    """Parameters for a contract, drawn from values Spark accepts (a slide divides its window, an
+    outer window is a multiple of the inner one, output modes the contract allows)."""
+    c = CONTRACTS[contract] if isinstance(contract, str) else contract
+    p: dict[str, Any] = {}
+    window = draw(st.sampled_from((5, 10, 20)))
+    for spec in c.params:
+        if spec.kind == "choice":
+            p[spec.name] = draw(st.sampled_from(_RUNNABLE.get((c.name, spec.name), spec.choices)))
+        elif spec.name == "window":
+            p[spec.name] = f"{window}s"
+        elif spec.name == "slide":
+            p[spec.name] = f"{draw(st.sampled_from([d for d in (1, 2, 5, 10, 20) if window % d == 0]))}s"
+        elif spec.name == "outer_window":
+            p[spec.name] = f"{window * draw(st.sampled_from((1, 2, 3)))}s"
+        elif spec.name in ("gap", "timeout", "hold"):
+            p[spec.name] = draw(st.sampled_from(("2s", "5s", "10s")))
+        elif spec.name == "bound":
+            p[spec.name] = draw(st.sampled_from(("0s", "2s", "5s")))
+        else:  # watermark delays
+            p[spec.name] = draw(st.sampled_from(_DELAYS))
+    return p
+
+
+def _iso(micros: int) -> str:
+    return format_time(micros)  # ISO-8601 with Z: exact whatever the scenario's date
+
+
+def _row(event: Event, contract: Contract) -> list[Any]:
+    spec = contract.source(event.source)
+    return [_iso(event.values[c.name]) if c.type == "timestamp" else event.values[c.name] for c in spec.columns]
+
+
+@st.composite
+def scenarios(draw: Any, contract: str | None = None, *, params: Mapping[str, Any] | None = None,
+              max_events: int = 12, out_of_orderness: str | int | None | Mapping[str, Any] = "5s",
+              resolution: str | int = "1s", restarts: bool = True, triggers: bool = True,
+              no_data_batches: bool | None = None, idle: bool = True) -> Scenario:
+    """A runnable scenario for `contract` (drawn from every bundled contract when None): its
+    parameters (or `params`), events from `events(...)`, and the steps that deliver them.
+
+    Consecutive events are grouped into `add`s (one input partition each); after an add the
+    batch runs (`process`, or `advance` under a processing-time trigger), or waits to be read
+    with the next adds, or the query restarts (or stops, takes adds while stopped, and starts).
+    `no_data_batches` None draws spark.sql.streaming.noDataMicroBatches.enabled."""
+    from .builder import ScenarioBuilder
+
+    name = contract or draw(st.sampled_from(GENERATED_CONTRACTS))
+    c = CONTRACTS[name]
+    p = dict(params) if params is not None else draw(contract_params(c))
+    stream = draw(events(c, max_events=max_events, out_of_orderness=out_of_orderness, resolution=resolution,
+                         idle=idle))
+    conf = {}
+    enabled = draw(st.booleans()) if no_data_batches is None else no_data_batches
+    if not enabled:
+        conf[NO_DATA_BATCHES] = False
+    trigger = draw(st.sampled_from((None, 5, 10))) if triggers else None
+    clock = {"start": "2024-01-01T00:00:00Z", **({"trigger": f"{trigger}s"} if trigger else {})}
+    b = ScenarioBuilder(name, params=p, conf=conf or None, clock=clock, name=f"generated-{name.replace('_', '-')}")
+    b.doc["description"] = "Generated by conformance.strategies.scenarios."
+    running = True
+
+    def run_batches() -> None:
+        if trigger:
+            b.advance(f"{draw(st.sampled_from((trigger // 2, trigger, 2 * trigger)))}s")
+        else:
+            b.process()
+
+    i = 0
+    while i < len(stream):
+        size = draw(st.integers(1, 4))
+        chunk = stream[i:i + size]
+        i += size
+        by_source: dict[str, list] = {}
+        for e in chunk:
+            by_source.setdefault(e.source, []).append(_row(e, c))
+        b.add(**by_source)
+        action = draw(st.sampled_from(("run", "run", "run", "wait", "restart", "stop")) if restarts
+                      else st.sampled_from(("run", "run", "run", "wait")))
+        if action == "stop" and running:
+            b.stop()
+            running = False
+        elif action == "restart":
+            if running:
+                b.restart()
+            else:
+                b.start()
+                running = True
+        elif action == "run" and running:
+            run_batches()
+    if not running:
+        b.start()
+    b.process()  # drain: everything added is read, and the no-data batch it calls for runs
+    from .loader import load_scenario_text
+
+    return load_scenario_text(b.yaml(), path=f"<generated {name} scenario>")
+
+
+def sources_of(scenario: Scenario) -> Sequence[str]:
+    """The scenario's source names in the contract's order."""
+    return [s.name for s in scenario.contract.sources]
