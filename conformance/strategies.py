@@ -26,7 +26,7 @@ Needs the `hypothesis` package (the `test` extra).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from hypothesis import strategies as st
 
@@ -251,8 +251,3 @@ def scenarios(draw: Any, contract: str | None = None, *, params: Mapping[str, An
     from .loader import load_scenario_text
 
     return load_scenario_text(b.yaml(), path=f"<generated {name} scenario>")
-
-
-def sources_of(scenario: Scenario) -> Sequence[str]:
-    """The scenario's source names in the contract's order."""
-    return [s.name for s in scenario.contract.sources]

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["INITIAL_WATERMARK_MS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES"]
+__all__ = ["INITIAL_WATERMARK_MS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES",
+           "first_stats_with_rows"]
 
 INITIAL_WATERMARK_MS = 0
 POLICIES = ("min", "max")

@@ -135,7 +135,7 @@ def test_deduplication_is_exact_when_the_delay_covers_the_disorder(data):
 def test_join_rows_match_and_outer_rows_wait_for_the_watermark(sc):
     bound = sc.params["bound"].total_micros
     for b in simulate(sc).history:
-        for key, left_ts, right_ts in b.rows:
+        for _key, left_ts, right_ts in b.rows:
             if left_ts is not None and right_ts is not None:
                 assert left_ts - bound <= right_ts <= left_ts + bound
             else:  # a null row: no match can come any more, and Spark waited one more millisecond
