@@ -80,7 +80,9 @@ def event_times(draw: Any, *, min_size: int = 1, max_size: int = 12, out_of_orde
     bound = _ms(out_of_orderness)
     step_units = max((_ms(max_step) or 0) // unit, 0)
     n = draw(st.integers(min_size, max_size))
-    clock, seen, out = start, None, []
+    clock: int = start
+    seen: int | None = None
+    out: list[int] = []
     for _ in range(n):
         clock += draw(st.integers(0, step_units)) * unit * MS
         if duplicates and out and draw(st.integers(0, 4)) == 0:
@@ -141,10 +143,11 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
     out = []
     for name in targets:
         spec = c.source(name)
+        assert spec is not None  # targets come from the contract's sources
         values = {col.name: draw(_value(col.name, col.type)) for col in spec.columns if col.name != "ts"}
         values["ts"] = next(times[name])
         out.append(Event(name, values))
-        if draw(st.integers(0, 9)) == 0 and spec is not None:  # the same row delivered again
+        if draw(st.integers(0, 9)) == 0:  # the same row delivered again
             out.append(Event(name, dict(values)))
     return out
 
@@ -185,6 +188,7 @@ def _iso(micros: int) -> str:
 
 def _row(event: Event, contract: Contract) -> list[Any]:
     spec = contract.source(event.source)
+    assert spec is not None
     return [_iso(event.values[c.name]) if c.type == "timestamp" else event.values[c.name] for c in spec.columns]
 
 
@@ -231,7 +235,7 @@ def scenarios(draw: Any, contract: str | None = None, *, params: Mapping[str, An
         by_source: dict[str, list] = {}
         for e in chunk:
             by_source.setdefault(e.source, []).append(_row(e, c))
-        b.add(**by_source)
+        b.add(**by_source)  # type: ignore[arg-type]  # source names as keywords
         action = draw(st.sampled_from(("run", "run", "run", "wait", "restart", "stop")) if restarts
                       else st.sampled_from(("run", "run", "run", "wait")))
         if action == "stop" and running:

@@ -29,6 +29,8 @@ from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_micros
 
 __all__ = ["AggregateFunction", "CountRows", "Sum", "Aggregates", "StreamingAggregation", "OUTPUT_MODES"]
 
+GroupKey = Any  # a hashable grouping key, e.g. (key, Window) or (key, ts)
+
 OUTPUT_MODES = ("append", "update", "complete")
 
 
@@ -110,7 +112,7 @@ class StreamingAggregation(StatefulOperator):
 
     name = "stateStoreSave"
 
-    def __init__(self, aggregates: Aggregates, event_time_of: Callable[[Hashable], int | None],
+    def __init__(self, aggregates: Aggregates, event_time_of: Callable[[GroupKey], int | None],
                  output_mode: str):
         super().__init__()
         if output_mode not in OUTPUT_MODES:

@@ -9,7 +9,7 @@ expectation), `failed` (a disagreement, located at the expectation's file:line) 
 from __future__ import annotations
 
 from ..judge import Observed, judge
-from ..model import Scenario
+from ..model import ExpectStep, Scenario
 from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
 from .simulate import ModelError, NotCovered, simulate
 
@@ -40,7 +40,7 @@ def check_scenario(scenario: Scenario, profile: str = "spark") -> ScenarioResult
         result.steps.append(sr)
         window += obs.batches
         history += obs.batches
-        if obs.kind == "expect":
+        if isinstance(obs.step, ExpectStep):
             sr.failures = judge(obs.step, Observed(window, history, mode, columns), scenario)
             sr.status = FAILED if sr.failures else PASSED
             window = []

@@ -65,7 +65,7 @@ class EventTimeStats:
 
     def as_progress(self) -> dict[str, int]:
         """The `eventTime` entries of a query progress (min, max, avg), empty without rows."""
-        if not self.count:
+        if not self.count or self.min is None or self.max is None or self.avg is None:
             return {}
         return {"min": self.min, "max": self.max, "avg": self.avg}
 
@@ -97,7 +97,7 @@ class WatermarkTracker:
             return self.global_ms  # no watermarked input: the watermark stays where it is
         for name, delay in self.delays_ms.items():
             s = stats.get(name)
-            if s is not None and s.count > 0:
+            if s is not None and s.max is not None:
                 proposed = s.max - delay
                 if name not in self.per_input_ms or proposed > self.per_input_ms[name]:
                     self.per_input_ms[name] = proposed
