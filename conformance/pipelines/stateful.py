@@ -49,7 +49,7 @@ def tumbling_count(sources, params) -> DataFrame:
     rows = events.select(
         "key",
         F.window("ts", params.window.interval).end.alias("window_end", metadata={"spark.watermarkDelayMs": delay_ms}),
-        F.unix_micros("ts").alias("ts_us"))
+        F.expr("unix_micros(ts)").alias("ts_us"))
 
     def count(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         windows: dict[int, int] = {}
@@ -93,7 +93,7 @@ def inactivity_timeout(sources, params) -> DataFrame:
 
     timeout_ms = params.timeout.total_ms
     events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
-    rows = events.select("key", "ts", F.unix_micros("ts").alias("ts_us"))
+    rows = events.select("key", "ts", F.expr("unix_micros(ts)").alias("ts_us"))
 
     def group(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         if state.hasTimedOut:
@@ -165,7 +165,7 @@ def inactivity_timeout_tws(sources, params) -> DataFrame:
             pass
 
     events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
-    rows = events.select("key", "ts", F.unix_micros("ts").alias("ts_us"))
+    rows = events.select("key", "ts", F.expr("unix_micros(ts)").alias("ts_us"))
     return rows.groupBy("key").transformWithStateInPandas(
         statefulProcessor=Inactivity(),
         outputStructType="key string, first_ts timestamp, last_ts timestamp, count long",
@@ -204,7 +204,7 @@ def hold_timer(sources, params) -> DataFrame:
             pass
 
     events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
-    rows = events.select("key", "ts", F.unix_micros("ts").alias("ts_us"))
+    rows = events.select("key", "ts", F.expr("unix_micros(ts)").alias("ts_us"))
     return rows.groupBy("key").transformWithStateInPandas(
         statefulProcessor=Hold(), outputStructType="key string, first_ts timestamp, count long",
         outputMode="Append", timeMode="EventTime")
