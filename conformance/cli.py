@@ -172,10 +172,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    from scenarios import display_path
+
+    return display_path(path)
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:

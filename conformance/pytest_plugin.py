@@ -200,10 +200,12 @@ class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item]:
         from conformance.loader import ScenarioInvalid, load_scenario
 
+        from scenarios import display_path
+
         try:
             display = self.path.relative_to(self.config.rootpath)
-        except ValueError:
-            display = self.path
+        except ValueError:  # e.g. the bundled suite, installed elsewhere: `scenarios/...`
+            display = display_path(self.path)
         try:
             sc = load_scenario(self.path, display_path=str(display))
         except ScenarioInvalid as exc:

@@ -135,6 +135,15 @@ def result_record(result: ScenarioResult) -> dict[str, Any]:
     return record
 
 
+def _portable(command: str | None) -> str | None:
+    """The command line with paths under the working directory made relative: a report says what
+    was run without naming the machine it ran on."""
+    if not command:
+        return command
+    cwd = str(Path.cwd().resolve())
+    return command.replace(cwd + "/", "").replace(cwd, ".")
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -158,7 +167,7 @@ def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: 
         return values[0] if len(values) == 1 else (values or None)
 
     run = {
-        "tool": tool, "command": command, "project_version": project_version(),
+        "tool": tool, "command": _portable(command), "project_version": project_version(),
         "spark_version": one("spark_version"), "pyspark_version": one("pyspark_version"),
         "java_version": one("java_version"), "master": master or one("master"),
         "python_version": platform.python_version(), "platform": platform.platform(terse=True),

@@ -3,13 +3,13 @@ import pytest
 
 from conformance.loader import find_scenario_files, load_scenario
 from conformance.textreport import describe_failure
-from scenarios import SUITE_DIR
+from scenarios import SUITE_DIR, display_path
 
 pytestmark = pytest.mark.spark
 
 _CASES = []
 for _path in find_scenario_files([SUITE_DIR])[0]:
-    _sc = load_scenario(_path)
+    _sc = load_scenario(_path, display_path=display_path(_path))
     for _impl in _sc.contract.implementations:
         _CASES.append(pytest.param(_sc, _impl, id=f"{_sc.name}[{_impl.rsplit(':', 1)[-1]}]"))
 
