@@ -372,7 +372,8 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
     # -- legend ------------------------------------------------------------------------------------
     items = [("source", f"event ({s})", i) for i, s in enumerate(sources)]
     items += [("late", f"event at/below the watermark ({bound_label})", 0), ("watermark", "watermark", 0),
-              ("output", "output row" if not any(o.point is False for o in tl.outputs) else "output window", 0)]
+              ("output", "output window", 0) if any(not o.point for o in tl.outputs)
+              else ("output-point", "output row (at its first timestamp)", 0)]
     if tl.missing:
         items.append(("missing", "missing (expected, not produced)", 0))
     if tl.unexpected:
