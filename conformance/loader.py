@@ -4,6 +4,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -38,22 +39,42 @@ ALLOWED_CONF = {
 }
 
 
+# Characters a message shows escaped (`\x1b`, `\u202e`): control characters, line breaks and
+# lone surrogates from a file's keys and values would break the one-problem-per-line output, drive
+# the terminal, or fail to print; bidirectional overrides would reorder what the reader sees.
+_UNPRINTABLE_CATEGORIES = ("Cc", "Cs", "Zl", "Zp")
+_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _printable(message: str) -> str:
+    if message.isprintable():
+        return message
+    return "".join(c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   if unicodedata.category(c) in _UNPRINTABLE_CATEGORIES or c in _BIDI_CONTROLS else c
+                   for c in message)
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
+    """One problem at its place; the message is one printable line (odd characters escaped)."""
+
     file: str
     line: int
     column: int
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", _printable(self.message))
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
 
 
 class ScenarioInvalid(Exception):
-    """A scenario file has problems; `problems` lists each with its place."""
+    """A scenario file has problems; `problems` lists each with its place, once (aliases repeat them)."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = sorted(problems)
+        self.problems = sorted(set(problems))
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
@@ -69,11 +90,37 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     registry = Registry().with_resource(root["$id"], Resource.from_contents(root))
     top = json.loads(json.dumps(root))
     top["properties"]["steps"] = {"type": "array", "minItems": 1}
-    cls = jsonschema.Draft202012Validator
+    cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
              for name in ("add", "expect", "duration", "conf_change")}
     return top_validator, parts
+
+
+def _unique_items(validator: Any, unique: bool, instance: Any, schema: dict) -> Iterable[Any]:
+    """`uniqueItems` in linear time (jsonschema compares all pairs of a list it cannot sort)."""
+    if not unique or not isinstance(instance, list):
+        return
+    seen: set = set()
+    for item in instance:
+        key = _hashable(item)
+        if key in seen:
+            yield jsonschema.ValidationError(f"{instance!r} has non-unique elements")
+            return
+        seen.add(key)
+
+
+def _hashable(value: Any) -> Any:
+    """A key equal for values JSON Schema calls equal (1 == 1.0, but true != 1)."""
+    if isinstance(value, bool) or value is None:
+        return ("literal", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    if isinstance(value, list):
+        return ("list", tuple(_hashable(v) for v in value))
+    if isinstance(value, dict):
+        return ("map", frozenset((k, _hashable(v)) for k, v in value.items()))
+    return ("text", value)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -426,7 +473,8 @@ class _Builder:
                 self.c.at(("requires", "spark"), f"{spec!r} is not a version specifier; write e.g. '>=3.5' or '>=3.5,<4.2'")
                 spec = None
         features = []
-        for i, f in enumerate(raw.get("features") or ()):
+        listed = raw.get("features")
+        for i, f in enumerate(listed if isinstance(listed, list) else ()):  # another type: a schema error
             if isinstance(f, str) and f not in FEATURES:
                 self.c.at(("requires", "features", i), f"unknown Spark feature {f!r}{did_you_mean(f, FEATURES)} "
                                                        f"(known: {', '.join(sorted(FEATURES))})")
@@ -480,7 +528,7 @@ class _Builder:
         for name, spec in raw.items():
             if not isinstance(spec, dict) or not isinstance(spec.get("columns"), dict):
                 continue
-            if not all(v in COLUMN_TYPES for v in spec["columns"].values()):
+            if not all(isinstance(v, str) and v in COLUMN_TYPES for v in spec["columns"].values()):
                 self.bad_sources.add(name)  # the schema check reported the type; rows cannot be read
                 continue
             columns = tuple(Column(k, v) for k, v in spec["columns"].items())

@@ -141,7 +141,7 @@ def _zone(name: str | None) -> _dt.tzinfo:
 
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a folder such as 'America', a long name
         raise TimeFormatError(f"unknown time zone {name!r}; use an IANA name such as 'Europe/Paris' or 'UTC'") from exc
 
 

@@ -18,8 +18,22 @@ class _Loader(yaml.SafeLoader):
     """PyYAML's pure-Python safe composer with YAML-1.2-core implicit types.
 
     Not libyaml: its C composer recurses without bound and crashes the interpreter on deeply
-    nested input, where the Python one raises RecursionError, which is reported as an error.
+    nested input. This one counts the collections it is inside and refuses to go deeper than
+    MAX_DEPTH, so it never recurses far (and the text is parsed once, not checked first).
     """
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if not self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent):
+            return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH + 1:  # the document's own mapping is level 0
+                raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", _pos(self.peek_event().start_mark))
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {}
@@ -37,6 +51,9 @@ __all__ = ["Position", "Located", "YamlSyntaxError", "load_yaml"]
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
+# Aliases let a few lines stand for millions of values ("billion laughs"); each alias use counts
+# its values again, and all alias uses together may add at most this many.
+MAX_ALIAS_VALUES = 5_000
 MAX_BYTES = 20 * 1024 * 1024
 
 Path = tuple  # of str | int
@@ -140,7 +157,6 @@ def load_yaml(text: str) -> Located:
     if len(text) > MAX_BYTES:
         raise YamlSyntaxError(f"file is larger than {MAX_BYTES // (1024 * 1024)} MiB", Position(1, 1))
     try:
-        _check_depth(text)
         nodes = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -170,31 +186,28 @@ def load_yaml(text: str) -> Located:
         raise YamlSyntaxError("one scenario per file: found a second YAML document",
                               _pos(nodes[1].start_mark))
     located = Located(data=None)
-    budget = [MAX_NODES]
-    located.data = _convert(nodes[0], (), located, 0, budget, set())
+    budget = [MAX_NODES, MAX_ALIAS_VALUES]
+    located.data = _convert(nodes[0], (), located, 0, budget, set(), set(), None)
     return located
 
 
-def _check_depth(text: str) -> None:
-    """Refuse deep nesting from the event stream (iterative), before the recursive composer runs."""
-    depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            depth += 1
-            if depth > MAX_DEPTH + 1:  # the document's own mapping is level 0
-                raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", _pos(event.start_mark))
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            depth -= 1
-
-
 def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list[int],
-             active: set[int]) -> Any:
+             active: set[int], seen: set[int], aliased: Position | None) -> Any:
+    """Plain data of `node`; `aliased` is where the aliased node starts, inside an alias use."""
     if depth > MAX_DEPTH:
         raise YamlSyntaxError(f"nesting is deeper than {MAX_DEPTH} levels", _pos(node.start_mark))
     budget[0] -= 1
     if budget[0] < 0:
         raise YamlSyntaxError(f"the document has more than {MAX_NODES} values (alias expansion?)",
                               _pos(node.start_mark))
+    if aliased is None and id(node) in seen:
+        aliased = _pos(node.start_mark)
+    seen.add(id(node))
+    if aliased is not None:
+        budget[1] -= 1
+        if budget[1] < 0:
+            raise YamlSyntaxError(f"YAML aliases expand to more than {MAX_ALIAS_VALUES} values (an alias "
+                                  "bomb?); this is the aliased value that went over", aliased)
     out.values[path] = _pos(node.start_mark)
     if node.tag not in _CORE_TAGS:
         raise YamlSyntaxError(f"YAML tag {node.tag!r} is not allowed in scenario files",
@@ -206,7 +219,7 @@ def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list
     active.add(id(node))
     try:
         if isinstance(node, yaml.SequenceNode):
-            return [_convert(item, path + (i,), out, depth + 1, budget, active)
+            return [_convert(item, path + (i,), out, depth + 1, budget, active, seen, aliased)
                     for i, item in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
             result: dict[str, Any] = {}
@@ -221,7 +234,7 @@ def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list
                     raise YamlSyntaxError(f"key {key!r} appears twice in this mapping",
                                           _pos(key_node.start_mark))
                 out.keys[path + (key,)] = _pos(key_node.start_mark)
-                result[key] = _convert(value_node, path + (key,), out, depth + 1, budget, active)
+                result[key] = _convert(value_node, path + (key,), out, depth + 1, budget, active, seen, aliased)
             return result
     finally:
         active.discard(id(node))

@@ -240,8 +240,24 @@ def test_alias_expansion_is_bounded():
     for i in range(1, 9):
         lines.append(f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]")
     err = error_of("\n".join(lines) + "\n")
-    assert f"more than {yamlsource.MAX_NODES} values" in err.message
-    assert err.position.line >= 1
+    assert f"YAML aliases expand to more than {yamlsource.MAX_ALIAS_VALUES} values" in err.message
+    assert err.position == Position(3, 5)  # &l2: l3 goes over the budget through its aliases of l2
+
+
+def test_aliases_within_the_budget_expand():
+    per_use = 3  # the list and its two values
+    uses = yamlsource.MAX_ALIAS_VALUES // per_use
+    data = load_yaml("a: &a [1, 2]\nb: [" + ", ".join(["*a"] * uses) + "]\n").data
+    assert data["b"] == [[1, 2]] * uses
+    err = error_of("a: &a [1, 2]\nb: [" + ", ".join(["*a"] * (uses + 1)) + "]\n")
+    assert "YAML aliases expand to more than" in err.message and err.position == Position(1, 4)  # &a
+
+
+def test_written_out_values_are_bounded_too(monkeypatch):
+    monkeypatch.setattr(yamlsource, "MAX_NODES", 10)
+    assert load_yaml("a: [1, 2, 3, 4, 5, 6, 7, 8]\n").data == {"a": [1, 2, 3, 4, 5, 6, 7, 8]}
+    err = error_of("a: [1, 2, 3, 4, 5, 6, 7, 8, 9]\n")
+    assert "the document has more than 10 values" in err.message and err.position == Position(1, 29)
 
 
 def test_oversized_text_is_refused_before_parsing():

@@ -1,0 +1,108 @@
+"""Mutated scenario files never crash the loader: a scenario or problems at file:line, within a second each.
+
+The fuzzer is `tests/fuzz_scenarios.py`; here it runs FUZZ_INPUTS inputs with a fixed derandomized
+seed and no example database, so every CI run tries the same inputs. `benchmarks/fuzz_loader.py`
+runs it long (figures in BENCHMARKS.md). Below it, the inputs it found that crashed the loader or
+took too long, each reduced to a minimal file.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from conformance import yamlsource
+from conformance.loader import ScenarioInvalid, _validators, load_scenario_text
+from tests.fuzz_scenarios import REACHES, TIME_LIMIT, Tally, fuzzed_files, judge
+
+FUZZ_INPUTS = 2000  # inputs per CI run (the documented long run: 100,000)
+CLI_EVERY = 8  # one input in 8 also goes through `eventtime validate`
+
+
+def test_fuzzed_scenario_files_load_or_fail_with_a_place(tmp_path):
+    tally = Tally()
+    path = tmp_path / "fuzzed.scenario.yaml"
+
+    @settings(max_examples=FUZZ_INPUTS, derandomize=True, database=None, deadline=None,
+              phases=[Phase.explicit, Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))
+    @given(data=fuzzed_files())
+    def one(data: bytes) -> None:
+        via_cli = tally.tried % CLI_EVERY == 0
+        verdict = judge(path, data, via_cli=via_cli)
+        tally.record(data, verdict, via_cli=via_cli)
+        assert not verdict.faults, "\n\n".join(verdict.faults)
+
+    one()
+    print(f"fuzz: {tally.tried} inputs ({tally.via_cli} through eventtime validate), {tally.valid} valid, "
+          f"{tally.invalid} invalid, slowest {tally.slowest:.3f} s")
+    assert tally.tried >= FUZZ_INPUTS
+    assert tally.via_cli >= FUZZ_INPUTS // CLI_EVERY
+    # the inputs are mostly bad, but not all: a fuzzer that only wrote empty files would pass the rules too
+    assert tally.invalid > FUZZ_INPUTS // 2 and tally.valid > 0
+    assert sorted(set(REACHES) - tally.reached) == [], "the fuzzer no longer produces these kinds of bad input"
+    assert tally.slowest <= TIME_LIMIT
+
+
+# -- what the fuzzer found, minimal -------------------------------------------------------------------
+
+def problems_of(text: str) -> list[str]:
+    with pytest.raises(ScenarioInvalid) as info:
+        load_scenario_text(text, "s.yaml")
+    return [str(p) for p in info.value.problems]
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    # TypeError: 'int' object is not iterable
+    ("contract:", "requires: {features: 5}\ncontract:", "s.yaml:3:22: 'features' must be a list, not an integer"),
+    # TypeError: unhashable type: 'list'
+    ("ts: timestamp}", "ts: [timestamp]}", "s.yaml:9:32: ['timestamp'] is not allowed here"),
+    # IsADirectoryError: a folder of the time zone database
+    ("contract:", "timezone: America\ncontract:", "s.yaml:3:11: unknown time zone 'America'"),
+    ("contract:", "conf: {spark.sql.session.timeZone: Europe}\ncontract:", "s.yaml:3:36: unknown time zone 'Europe'"),
+    # OSError: File name too long
+    ("contract:", f"timezone: {'z' * 300}\ncontract:", "s.yaml:3:11: unknown time zone 'zzz"),
+], ids=["features-not-a-list", "column-type-a-list", "zone-a-folder", "conf-zone-a-folder", "zone-name-too-long"])
+def test_crashes_found_by_the_fuzzer(base_scenario, old, new, expected):
+    found = problems_of(base_scenario.replace(old, new, 1))
+    assert len(found) == 1 and found[0].startswith(expected), found
+
+
+def test_a_message_is_one_printable_line_whatever_the_file_holds(base_scenario):
+    text = base_scenario.replace("  - process\n", '  - process\n  - {"a\\x1b[2J\\nb\\u202e\\ud800": 1, add: {}}\n')
+    found = problems_of(text)
+    assert found == ["s.yaml:16:5: a step has exactly one kind, found 2 keys (a\\x1b[2J\\nb\\u202e\\ud800, add); "
+                     "write one `- kind: ...` item per step"]
+    assert all(p.isprintable() for p in found)
+
+
+def test_a_problem_repeated_through_aliases_is_reported_once(base_scenario):
+    found = problems_of(base_scenario.replace('        - [a, "00:00:03"]\n',
+                                              '        - &r [a, 1]\n        - *r\n        - *r\n'))
+    assert found == ["s.yaml:14:18: expected a timestamp such as '12:00:07' or '2024-01-01T12:00:07Z', got 1"]
+
+
+def test_rows_repeated_through_aliases_are_refused_quickly(base_scenario, tmp_path):
+    """Was 8 s for a 10 KB file: 250 add steps, each an alias of 250 aliased rows, all loaded and checked."""
+    rows = "[" + ", ".join(['&r [a, "00:00:03"]'] + ["*r"] * 249) + "]"
+    text = base_scenario.replace('      events:\n        - [a, "00:00:03"]\n',
+                                 f"      events: &rows {rows}\n" + "  - add: {events: *rows}\n" * 250)
+    assert len(text) < 10_000
+    verdict = judge(tmp_path / "bomb.scenario.yaml", text.encode(), via_cli=True)
+    assert verdict.outcome == "invalid" and not verdict.faults, verdict.faults
+    found = problems_of(text)
+    assert found == [f"s.yaml:13:15: YAML aliases expand to more than {yamlsource.MAX_ALIAS_VALUES} values "
+                     "(an alias bomb?); this is the aliased value that went over"]
+
+
+def test_unique_items_is_checked_in_linear_time():
+    """jsonschema compares every pair of a list it cannot sort: 20,000 mixed tags took minutes."""
+    doc = {"tags": [x for i in range(10_000) for x in (i, f"t{i}")]}
+    top, _ = _validators()
+    started = time.perf_counter()
+    errors = [e for e in top.iter_errors(doc) if e.validator == "uniqueItems"]
+    assert time.perf_counter() - started < 5 and errors == []
+    dup = {"tags": [1, "1", 2.0, [1], {"a": 1}, 2]}  # 2.0 == 2 in JSON Schema; "1" != 1
+    assert [e.validator for e in top.iter_errors(dup) if e.validator == "uniqueItems"] == ["uniqueItems"]
+    distinct = {"tags": [1, "1", True, [1], [True], {"a": 1}, {"a": "1"}, None, 0, False]}
+    assert [e for e in top.iter_errors(distinct) if e.validator == "uniqueItems"] == []
