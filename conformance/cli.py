@@ -7,7 +7,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 __all__ = ["main"]
 
@@ -15,7 +15,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default exit code is 2 as well; keep the text short
+    def error(self, message: str) -> NoReturn:  # argparse's default exit code is 2 as well; keep the text short
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 

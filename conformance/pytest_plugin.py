@@ -203,7 +203,7 @@ class ScenarioFile(pytest.File):
         from scenarios import display_path
 
         try:
-            display = self.path.relative_to(self.config.rootpath)
+            display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:  # e.g. the bundled suite, installed elsewhere: `scenarios/...`
             display = display_path(self.path)
         try:
@@ -230,7 +230,7 @@ class ScenarioFile(pytest.File):
             yield item
 
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, InvalidScenario):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
@@ -293,7 +293,7 @@ class ScenarioItem(pytest.Item):
         if self.result.status in ("failed", "error"):
             raise ScenarioFailed(self.result)
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):
             from conformance.textreport import describe_failure
 

@@ -44,7 +44,7 @@ def resolve_pipeline(ref: str) -> Pipeline:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc}") from None
-    fn = module
+    fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
@@ -232,23 +232,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
             if failure is not None:
                 sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
                 continue
-            if isinstance(step, m.AddStep):
-                execute(sr, lambda s=step: _add(sources, s))
-            elif isinstance(step, m.ProcessStep):
-                execute(sr, run.process)
-            elif isinstance(step, m.AdvanceStep):
-                if run.running:
-                    execute(sr, lambda s=step: run.advance(s.by.total_ms))
-                else:
-                    execute(sr, lambda s=step: (run.advance_stopped(s.by.total_ms), [])[1])
-            elif isinstance(step, m.StopStep):
-                execute(sr, lambda: (run.stop(), [])[1])
-            elif isinstance(step, m.StartStep):
-                step_conf = {**query_conf, **step.conf}
-                if step.restart:
-                    execute(sr, lambda c=step_conf: (run.stop(), run.start(c))[1])
-                else:
-                    execute(sr, lambda c=step_conf: run.start(c))
+            execute(sr, _action(step, run, sources, query_conf))
     finally:
         run.close()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -268,10 +252,42 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     return result
 
 
-def _add(sources: Mapping[str, Any], step: m.AddStep) -> list[Any]:
-    for name, rows in step.rows.items():
-        sources[name].add(rows)
-    return []
+def _action(step: m.Step, run: Any, sources: Mapping[str, Any],
+            query_conf: Mapping[str, str]) -> Callable[[], list[Any]]:
+    """What the harness does for one non-expect step; the action returns the batches it ran."""
+    if isinstance(step, m.AddStep):
+        rows = step.rows
+
+        def add() -> list[Any]:
+            for name, batch in rows.items():
+                sources[name].add(batch)
+            return []
+        return add
+    if isinstance(step, m.AdvanceStep):
+        ms = step.by.total_ms
+
+        def advance() -> list[Any]:
+            if run.running:
+                return list(run.advance(ms))
+            run.advance_stopped(ms)
+            return []
+        return advance
+    if isinstance(step, m.StartStep):
+        conf, restart = {**query_conf, **step.conf}, step.restart
+
+        def start() -> list[Any]:
+            if restart:
+                run.stop()
+            return list(run.start(conf))
+        return start
+    if isinstance(step, m.StopStep):
+        def stop() -> list[Any]:
+            run.stop()
+            return []
+        return stop
+    if isinstance(step, m.ProcessStep):
+        return lambda: list(run.process())
+    raise TypeError(f"no action for step kind {step.kind!r}")
 
 
 def _current_watermark(run: Any) -> int | None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import uuid
 
+from typing import Any
+
 from pyspark.sql import DataFrame
 
 
-def _views(sources, delays: dict[str, str]) -> tuple[object, dict[str, str]]:
+def _views(sources, delays: dict[str, str]) -> tuple[Any, dict[str, str]]:
     """Register each watermarked source as a fresh temp view; returns (spark, name -> view)."""
     names = {}
     spark = None

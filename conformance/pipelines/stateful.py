@@ -133,7 +133,7 @@ def inactivity_timeout_tws(sources, params) -> DataFrame:
     state_schema = StructType([StructField("first", LongType()), StructField("last", LongType()),
                                StructField("n", LongType()), StructField("timer", LongType())])
 
-    class Inactivity(_tws_processor_base()):
+    class Inactivity(_tws_processor_base()):  # type: ignore[misc]
         def init(self, handle) -> None:
             self.handle = handle
             self.group = handle.getValueState("group", state_schema)
@@ -147,7 +147,7 @@ def inactivity_timeout_tws(sources, params) -> DataFrame:
                     last = us if last is None else max(last, us)
                     n += 1
             # fire once the watermark is strictly past last + timeout, as the GroupState timeout does
-            new_timer = last // _US_PER_MS + timeout_ms + 1
+            new_timer = int(last or 0) // _US_PER_MS + timeout_ms + 1  # last is set: rows is never empty
             if timer is not None and timer != new_timer:
                 self.handle.deleteTimer(timer)
             if timer != new_timer:
@@ -181,7 +181,7 @@ def hold_timer(sources, params) -> DataFrame:
     hold_ms = params.hold.total_ms
     state_schema = StructType([StructField("first", LongType()), StructField("n", LongType())])
 
-    class Hold(_tws_processor_base()):
+    class Hold(_tws_processor_base()):  # type: ignore[misc]
         def init(self, handle) -> None:
             self.handle = handle
             self.group = handle.getValueState("group", state_schema)
