@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -193,7 +192,7 @@ class _Checker:
             self.at(path, f"missing required key {_missing(e)!r}")
         elif v == "type":
             want = e.validator_value if isinstance(e.validator_value, list) else [e.validator_value]
-            words = " or ".join(_TYPE_WORDS.get(w, w) for w in want)
+            words = " or ".join(_TYPE_WORDS.get(str(w), str(w)) for w in want)
             self.at(path, f"{name} must be {words}, not {_json_type(inst)}")
         elif v == "enum":
             hint = did_you_mean(inst, [str(x) for x in e.validator_value])
@@ -610,7 +609,7 @@ class _Builder:
             step: m.Step | None = None
             if kind == "add":
                 if self.c.schema_errors(parts["add"], body, bpath):
-                    step = self.add_step(body, sources, bpath, where)
+                    step = self.add_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
             elif kind == "process":
                 if body is not None:
                     self.c.at(bpath, "`process` takes no value")
@@ -641,7 +640,7 @@ class _Builder:
                 step = m.StartStep(where, conf=conf, restart=kind == "restart")
             elif kind == "expect":
                 if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
-                    step = self.expect_step(body, contract, bpath, where)
+                    step = self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping
             if step is not None:
                 object.__setattr__(step, "_index", i + 1)
                 out.append(step)

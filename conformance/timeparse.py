@@ -21,7 +21,7 @@ class TimeFormatError(ValueError):
 
 
 _UNITS: dict[str, tuple[str, int]] = {}
-for _names, _canon, _micros in (
+for _names, _canon, _unit_micros in (
     (("us", "µs", "microsecond", "microseconds"), "microsecond", 1),
     (("ms", "milli", "millis", "millisecond", "milliseconds"), "millisecond", MICROS_PER_MS),
     (("s", "sec", "secs", "second", "seconds"), "second", MICROS_PER_SECOND),
@@ -32,7 +32,7 @@ for _names, _canon, _micros in (
     (("mo", "month", "months"), "month", 0),
 ):
     for _n in _names:
-        _UNITS[_n] = (_canon, _micros)
+        _UNITS[_n] = (_canon, _unit_micros)
 
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*,?", re.IGNORECASE)
 _ORDER = ["month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond"]
