@@ -8,10 +8,12 @@ expectation), `failed` (a disagreement, located at the expectation's file:line) 
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..judge import Observed, judge
 from ..model import ExpectStep, Scenario
-from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
-from .simulate import ModelError, NotCovered, simulate
+from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
+from .simulate import ModelError, NotCovered, PredictedFailure, simulate
 
 __all__ = ["check_scenario", "MODEL_IMPLEMENTATION"]
 
@@ -34,16 +36,45 @@ def check_scenario(scenario: Scenario, profile: str = "spark") -> ScenarioResult
     columns = [c.name for c in scenario.contract.output]
     window: list = []
     history: list = []
+    failed = _failure_info(sim.failure)
+    consumed = False
     for obs in sim.steps:
         sr = StepResult(obs.index, obs.kind, obs.step.where if obs.step else scenario.where,
                         batches=list(obs.batches), watermark_ms=obs.watermark_ms)
         result.steps.append(sr)
         window += obs.batches
         history += obs.batches
+        # as the runner does: after a failure only `failure` checks are judged, other steps are skipped
+        failure_now = failed if sim.failure is not None and obs.index >= sim.failure.index else None
         if isinstance(obs.step, ExpectStep):
-            sr.failures = judge(obs.step, Observed(window, history, mode, columns), scenario)
+            if failure_now is not None and obs.step.failure is None:
+                sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
+                continue
+            sr.failures = judge(obs.step, Observed(window, history, mode, columns, failure_now), scenario)
             sr.status = FAILED if sr.failures else PASSED
+            consumed = consumed or (obs.step.failure is not None and failure_now is not None)
             window = []
-    if any(s.status == FAILED for s in result.steps):
+        elif sim.failure is not None and obs.index == sim.failure.index:
+            sr.status, sr.message = ERROR, f"the model predicts the query fails here: {sim.failure.message}"
+        elif not obs.ran:
+            sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
+    if consumed:
+        for sr in result.steps:  # the failure was expected: the step that hit it did its job
+            if sr.status == ERROR:
+                sr.status = PASSED
+    if any(s.status == ERROR for s in result.steps):
+        result.status = ERROR
+        first = next(s for s in result.steps if s.status == ERROR)
+        result.reason = f"step {first.index} ({first.kind}): {first.message}"
+    elif any(s.status == FAILED for s in result.steps):
         result.status = FAILED
     return result
+
+
+def _failure_info(failure: PredictedFailure | None) -> Any:
+    """The predicted failure in the shape the judge reads for `failure` checks (the runner's FailureInfo)."""
+    if failure is None:
+        return None
+    from ..runner import FailureInfo
+
+    return FailureInfo(failure.message, [failure.error_class], [], failure.message, failure.index)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -26,12 +25,15 @@ def add_parsers(sub: Any) -> None:
     e = sub.add_parser("expect", help="print what the model computes for each expect step of a scenario")
     e.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
     e.add_argument("--profile", choices=PROFILES, default="spark", help="the model's profile (default spark)")
+    e.add_argument("--write", action="store_true",
+                   help="write the model's values into the file's expect steps in place (comments and "
+                        "formatting elsewhere are kept); the result must agree with check-model")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "check-model":
         return _check_model(args.paths, args.profile, args.quiet)
-    return _expect(args.scenario, args.profile)
+    return _expect(args.scenario, args.profile, args.write)
 
 
 def _display(path: Path) -> str:
@@ -86,7 +88,7 @@ def _check_model(paths: Sequence[str], profile: str, quiet: bool) -> int:
     return EXIT_FAILED if bad or invalid else EXIT_OK
 
 
-def _expect(path: str, profile: str) -> int:
+def _expect(path: str, profile: str, write: bool = False) -> int:
     from ..loader import ScenarioInvalid, load_scenario
     from .simulate import ModelError, NotCovered, simulate
 
@@ -103,76 +105,61 @@ def _expect(path: str, profile: str) -> int:
     except (NotCovered, ModelError) as exc:
         print(f"eventtime: the model cannot compute {sc.path}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    if write:
+        return _write(Path(path), sim)
     print(expectations_yaml(sim), end="")
+    return EXIT_OK
+
+
+def _write(path: Path, sim: Any) -> int:
+    """`expect --write`: the file's expect steps get the model's values; the new text must load and
+    agree with the model before it replaces the file."""
+    from ..loader import ScenarioInvalid, load_scenario_text
+    from ..textreport import describe_failure
+    from .check import check_scenario
+    from .fill import WriteError, write_expectations
+
+    with open(path, encoding="utf-8", newline="") as fh:
+        old = fh.read()
+    try:
+        new = write_expectations(sim, old)
+    except WriteError as exc:
+        print(f"eventtime: cannot write the expectations of {sim.scenario.path}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        written = load_scenario_text(new, path=sim.scenario.path)
+    except ScenarioInvalid as exc:  # a bug of the writer, never a file half-written
+        print(f"eventtime: the expectations written into {sim.scenario.path} would not load; file left unchanged:\n"
+              f"{exc}", file=sys.stderr)
+        return EXIT_FAILED
+    check = check_scenario(written, sim.profile)
+    if check.status != "passed":
+        print(f"eventtime: the expectations written into {sim.scenario.path} do not agree with the model; file left "
+              f"unchanged:\n{describe_failure(check)}", file=sys.stderr)
+        return EXIT_FAILED
+    if new == old:
+        print(f"{sim.scenario.path}: the expectations already agree with the model ({sim.profile} profile)")
+        return EXIT_OK
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(new)
+    changed = sum(a != b for a, b in zip(old.splitlines(), new.splitlines())) + abs(
+        len(new.splitlines()) - len(old.splitlines()))
+    print(f"{sim.scenario.path}: expectations written from the model ({sim.profile} profile), "
+          f"{changed} line(s) changed or added")
     return EXIT_OK
 
 
 # -- rendering the model's observations as scenario `expect` steps --------------------------------------
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial"}
-
-
-def _scalar(value: Any, column_type: str | None, scenario: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if column_type == "timestamp" and isinstance(value, int):
-        return _time(value, scenario)
-    if isinstance(value, str):
-        if _PLAIN.match(value) and value.lower() not in _RESERVED:
-            return value
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _time(micros: int, scenario: Any) -> str:
-    from ..timeparse import format_time
-
-    on_date = scenario.date if scenario.timezone in ("UTC", "Z", "") else None  # else exact, with Z
-    return '"' + format_time(micros, date=on_date) + '"'
-
-
-def _watermark(ms: int | None, scenario: Any) -> str:
-    return "initial" if not ms else _time(ms * 1000, scenario)
-
-
-def _rows(rows: Sequence[tuple], scenario: Any) -> str:
-    types = [c.type for c in scenario.contract.output]
-    return "[" + ", ".join("[" + ", ".join(_scalar(v, t, scenario) for v, t in zip(r, types)) + "]"
-                           for r in rows) + "]"
-
-
 def expectations_yaml(sim: Any) -> str:
     """Every `expect` step of the simulated scenario, filled with what the model observed there:
     rows (or the whole table in complete mode), watermark, dropped, state rows, event-time
     statistics and the batches, one YAML block per step, headed by its file:line."""
+    from .fill import checks_block, model_checks
+
     sc = sim.scenario
-    complete = sc.params.get("output_mode", "append") == "complete"
     out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
     for step, window, history in sim.observed_by_expects():
-        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"]
-        if complete:
-            lines.append(f"      output: {_rows(history[-1].rows if history else [], sc)}")
-        else:
-            lines.append(f"      rows: {_rows([r for b in window for r in b.rows], sc)}")
-        wm = history[-1].watermark_after_ms if history else 0
-        lines.append(f"      watermark: {_watermark(wm, sc)}")
-        lines.append(f"      dropped: {sum(b.dropped for b in window)}")
-        lines.append(f"      state_rows: {history[-1].state_rows if history else 0}")
-        stats = next((b.event_time for b in reversed(window) if b.event_time), None)
-        if stats:
-            lines.append("      event_time: {" + ", ".join(f"{k}: {_time(stats[k] * 1000, sc)}"
-                                                       for k in ("min", "max", "avg")) + "}")
-        if not window:
-            lines.append("      batches: 0")
-        else:
-            lines.append("      batches:")
-            for b in window:
-                lines.append(f"        - {{data: {'true' if b.has_data else 'false'}, "
-                             f"watermark_before: {_watermark(b.watermark_before_ms, sc)}, "
-                             f"watermark_after: {_watermark(b.watermark_after_ms, sc)}, "
-                             f"dropped: {b.dropped}, state_rows: {b.state_rows}, rows: {_rows(b.rows, sc)}}}")
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, window, history), 6)
         out += lines + [""]
     return "\n".join(out)

@@ -7,8 +7,9 @@ from harness.stream import BatchObservation
 from .. import model as m
 from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
 from .plans import NotCovered, plan_for
+from .state import QueryFailure
 
-__all__ = ["PROFILES", "StepObservation", "Simulation", "simulate", "NotCovered", "ModelError"]
+__all__ = ["PROFILES", "StepObservation", "Simulation", "PredictedFailure", "simulate", "NotCovered", "ModelError"]
 
 PROFILES = ("spark",)
 
@@ -27,6 +28,16 @@ class StepObservation:
     batches: list[BatchObservation] = field(default_factory=list)
     watermark_ms: int = 0
     running: bool = True
+    ran: bool = True  # False for a step after the query failed (the harness does not run it)
+
+
+@dataclass(frozen=True)
+class PredictedFailure:
+    """The model predicts that the query fails at step `index` with Spark's `error_class`."""
+
+    index: int
+    error_class: str
+    message: str
 
 
 @dataclass
@@ -36,6 +47,7 @@ class Simulation:
     scenario: m.Scenario
     profile: str
     steps: list[StepObservation]
+    failure: PredictedFailure | None = None
 
     @property
     def history(self) -> list[BatchObservation]:
@@ -54,7 +66,8 @@ class Simulation:
 
 
 def _uncovered_checks(scenario: m.Scenario) -> list[str]:
-    return [f"{s.where}: the model does not predict failures (`failure` check)"
+    return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
+            "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None]
 
 
@@ -63,9 +76,6 @@ def simulate(scenario: m.Scenario, profile: str = "spark") -> Simulation:
     ModelError for a step the query cannot take (as the harness would report an error)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
-    problems = _uncovered_checks(scenario)
-    if problems:
-        raise NotCovered("; ".join(problems))
     plan = plan_for(scenario)
     query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
@@ -75,22 +85,40 @@ def simulate(scenario: m.Scenario, profile: str = "spark") -> Simulation:
     start.batches = query.start(base_conf)
     start.watermark_ms = query.global_ms
     steps = [start]
+    failure: PredictedFailure | None = None
     for step in scenario.steps:
         obs = StepObservation(step.index, step.kind, step)
-        if isinstance(step, m.AddStep):
-            for name, rows in step.rows.items():
-                query.add(name, rows_as_dicts(columns[name], rows))
-        elif isinstance(step, m.ProcessStep):
-            obs.batches = query.process()
-        elif isinstance(step, m.AdvanceStep):
-            obs.batches = query.advance(step.by.total_ms)
-        elif isinstance(step, m.StopStep):
+        if failure is not None:  # the harness runs nothing after a failure (expects only look)
+            obs.watermark_ms, obs.running, obs.ran = query.global_ms, False, isinstance(step, m.ExpectStep)
+            steps.append(obs)
+            continue
+        try:
+            _run_step(query, step, obs, columns, base_conf)
+        except QueryFailure as exc:
+            failure = PredictedFailure(step.index, exc.error_class, str(exc))
             query.stop()
-        elif isinstance(step, m.StartStep):
-            if step.restart:
-                query.stop()
-            obs.batches = query.start({**base_conf, **step.conf})
+            obs.batches = []  # the step raised: the batches it ran are not reported
         obs.watermark_ms = query.global_ms
         obs.running = query.running
         steps.append(obs)
-    return Simulation(scenario, profile, steps)
+    if failure is None:
+        problems = _uncovered_checks(scenario)
+        if problems:
+            raise NotCovered("; ".join(problems))
+    return Simulation(scenario, profile, steps, failure)
+
+
+def _run_step(query: MicroBatchQuery, step: m.Step, obs: StepObservation, columns: dict, base_conf: dict) -> None:
+    if isinstance(step, m.AddStep):
+        for name, rows in step.rows.items():
+            query.add(name, rows_as_dicts(columns[name], rows))
+    elif isinstance(step, m.ProcessStep):
+        obs.batches = query.process()
+    elif isinstance(step, m.AdvanceStep):
+        obs.batches = query.advance(step.by.total_ms)
+    elif isinstance(step, m.StopStep):
+        query.stop()
+    elif isinstance(step, m.StartStep):
+        if step.restart:
+            query.stop()
+        obs.batches = query.start({**base_conf, **step.conf})

@@ -28,7 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["OperatorWatermarks", "StatefulOperator", "is_late", "ms_to_micros"]
+__all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_micros"]
+
+
+class QueryFailure(Exception):
+    """A batch on which Spark fails the query (the model predicts the failure, e.g. an error a
+    state API raises); `error_class` is Spark's error class, the message its text."""
+
+    def __init__(self, error_class: str, message: str):
+        self.error_class = error_class
+        super().__init__(f"[{error_class}] {message}")
 
 
 def ms_to_micros(ms: int) -> int:

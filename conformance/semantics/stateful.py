@@ -13,6 +13,11 @@ Both run per key a user function; the model runs the function of the contract. P
 - transformWithState event-time timer: it fires when the eviction watermark REACHES it
   (`timer <= watermark`), inclusive.
 - Both want a no-data batch whenever the watermark moved, to fire what the move expired.
+- GroupState refuses a timeout timestamp below the eviction watermark (`setTimeoutTimestamp`
+  raises INVALID_TIMEOUT_TIMESTAMP, documented on GroupState: "less than the current
+  watermark"): the batch fails and the query with it. Rows between the two watermarks reach the
+  function when the late filter lags the eviction watermark (no-data batches off, or the first
+  batch after a restart), so a group whose last row is old enough sets such a timeout.
 
 The contracts' functions compute their timeouts in whole milliseconds as the bundled pipelines
 do (`micros // 1000`). `state_rows` is one row per key with state, as GroupState keeps it; the
@@ -24,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable
 
-from .state import OperatorWatermarks, StatefulOperator, is_late
+from .state import OperatorWatermarks, QueryFailure, StatefulOperator, is_late
 
 __all__ = ["InactivityTimeout", "HoldTimer"]
 
@@ -74,7 +79,11 @@ class InactivityTimeout(StatefulOperator):
             first = min(times + ([g.first] if g else []))
             last = max(times + ([g.last] if g else []))
             count = len(times) + (g.count if g else 0)
-            self.groups[key] = _Activity(first, last, count, last // 1000 + self.timeout_ms)
+            timeout = last // 1000 + self.timeout_ms
+            if timeout < wm.evict_ms:  # GroupState.setTimeoutTimestamp
+                raise QueryFailure("INVALID_TIMEOUT_TIMESTAMP", f"Timeout timestamp ({timeout}) cannot be earlier "
+                                                                f"than the current watermark ({wm.evict_ms}).")
+            self.groups[key] = _Activity(first, last, count, timeout)
         expired = [(k, g) for k, g in self.groups.items() if g.timeout_ms < wm.evict_ms]
         for k, _ in expired:
             del self.groups[k]

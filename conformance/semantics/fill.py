@@ -1,0 +1,326 @@
+"""The model's observations written as scenario `expect` checks: rendered, inserted into a scenario, or filled in place.
+
+Three users: `eventtime expect` prints the checks per expect step; `eventtime expect --write`
+replaces the values of a file's expect steps in place (every other byte of the file, comments
+included, stays as it was); the Spark differential test inserts an `expect` after every step
+that may run batches of a generated scenario, so the file it writes reproduces a disagreement
+with `eventtime run`.
+
+Checks are rendered as YAML flow text (`[[a, "00:00:00", "00:00:10", 2]]`, `"00:00:11"`, `0`);
+`batches` is a list of flow mappings, one per batch. Time values are written as time-of-day on
+the scenario's `date` when its zone is UTC, else as exact instants.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from .. import model as m
+
+__all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned"]
+
+# Steps after which the differential inserts an `expect`: the ones that can run batches.
+BATCH_STEPS = ("process", "advance", "start", "restart")
+# Contracts whose state size the model does not predict: transformWithState counts its state
+# variables and timers its own way (see conformance.semantics.stateful).
+_STATE_ROWS_UNPINNED = frozenset({"hold_timer"})
+
+# What a predicted failure's message contains on every Spark line (the error class is not in the
+# message on all of them).
+FAILURE_TEXT = {"INVALID_TIMEOUT_TIMESTAMP": '"cannot be earlier than the current watermark"'}
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~"}
+
+
+class WriteError(Exception):
+    """The model's checks cannot be written into this scenario text (its layout is not one we edit)."""
+
+
+def state_rows_pinned(scenario: m.Scenario) -> bool:
+    """Whether the model predicts `state_rows` for this scenario's contract."""
+    return scenario.contract.name not in _STATE_ROWS_UNPINNED
+
+
+# -- rendering values ----------------------------------------------------------------------------------
+def _time(micros: int, scenario: m.Scenario) -> str:
+    from ..timeparse import format_time
+
+    on_date = scenario.date if scenario.timezone in ("UTC", "Z", "") else None  # else exact, with Z
+    return '"' + format_time(micros, date=on_date) + '"'
+
+
+def _scalar(value: Any, column_type: str | None, scenario: m.Scenario) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if column_type == "timestamp" and isinstance(value, int):
+        return _time(value, scenario)
+    if isinstance(value, str):
+        if _PLAIN.match(value) and value.lower() not in _RESERVED:
+            return value
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def watermark_text(ms: int | None, scenario: m.Scenario) -> str:
+    return "initial" if not ms else _time(ms * 1000, scenario)
+
+
+def row_text(row: Sequence[Any], scenario: m.Scenario) -> str:
+    types = [c.type for c in scenario.contract.output]
+    return "[" + ", ".join(_scalar(v, t, scenario) for v, t in zip(row, types)) + "]"
+
+
+def rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario) -> str:
+    return "[" + ", ".join(row_text(r, scenario) for r in rows) + "]"
+
+
+def model_checks(scenario: m.Scenario, window: Sequence[Any], history: Sequence[Any], *,
+                 batches: bool = True) -> dict[str, Any]:
+    """What the model observed at one expect step, as checks: key -> flow text (`batches` as a
+    list of flow mappings). `window` holds the batches since the previous expect, `history`
+    every batch so far. Complete mode gets `output` (the latest table) instead of `rows`."""
+    checks: dict[str, Any] = {}
+    if scenario.params.get("output_mode", "append") == "complete":
+        checks["output"] = rows_text(history[-1].rows if history else [], scenario)
+    else:
+        checks["rows"] = rows_text([r for b in window for r in b.rows], scenario)
+    checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
+    checks["dropped"] = str(sum(b.dropped for b in window))
+    if state_rows_pinned(scenario):
+        checks["state_rows"] = str(history[-1].state_rows if history else 0)
+    stats = next((b.event_time for b in reversed(window) if b.event_time), None)
+    if stats:
+        checks["event_time"] = "{" + ", ".join(f"{k}: {_time(stats[k] * 1000, scenario)}"
+                                               for k in ("min", "max", "avg")) + "}"
+    if batches:
+        pinned = state_rows_pinned(scenario)
+        checks["batches"] = [
+            f"{{data: {'true' if b.has_data else 'false'}, "
+            f"watermark_before: {watermark_text(b.watermark_before_ms, scenario)}, "
+            f"watermark_after: {watermark_text(b.watermark_after_ms, scenario)}, dropped: {b.dropped}, "
+            + (f"state_rows: {b.state_rows}, " if pinned else "")
+            + f"rows: {rows_text(b.rows, scenario)}}}"
+            for b in window] or "0"
+    return checks
+
+
+def checks_block(checks: Mapping[str, Any], indent: int) -> list[str]:
+    """Checks as block-mapping lines at `indent` spaces (lists one item per line, two deeper)."""
+    pad = " " * indent
+    lines = []
+    for key, value in checks.items():
+        if isinstance(value, list):
+            lines.append(f"{pad}{key}:")
+            lines += [f"{pad}  - {item}" for item in value]
+        else:
+            lines.append(f"{pad}{key}: {value}")
+    return lines
+
+
+# -- inserting expect steps (generated scenarios) --------------------------------------------------------
+def insert_expectations(sim: Any) -> str:
+    """The simulated scenario's text with an `expect` holding the model's checks after every step that
+    can run batches (process, advance, start, restart) and at the end; existing expects are kept.
+    Where the model predicts that the query fails, a `failure` check follows that step instead,
+    and nothing more is inserted."""
+    sc: m.Scenario = sim.scenario
+    lines = list(sc.lines)
+    inserts: list[tuple[int, list[str]]] = []  # (after line number, lines)
+    window: list[Any] = []
+    history: list[Any] = []
+    last = sim.steps[-1].step if sim.steps else None
+    failure = sim.failure
+    for obs in sim.steps:
+        window += obs.batches
+        history += obs.batches
+        if isinstance(obs.step, m.ExpectStep):
+            window = []
+            continue
+        failing = failure is not None and obs.index == failure.index
+        if obs.step is None or (obs.kind not in BATCH_STEPS and obs.step is not last and not failing):
+            continue
+        text = sc.lines[obs.step.where.line - 1]
+        dash = len(text) - len(text.lstrip())
+        if not text.lstrip().startswith("-"):
+            raise WriteError(f"{obs.step.where}: a step whose list dash is not on its first line")
+        end = sc.step_text(obs.step)[-1][0]
+        if failing:  # the query fails here; nothing after it runs
+            assert failure is not None
+            inserts.append((end, [" " * dash + "- expect:",
+                                  " " * (dash + 4) + f"failure: {{message: {FAILURE_TEXT[failure.error_class]}}}"]))
+            break
+        block = [" " * dash + "- expect:"] + checks_block(model_checks(sc, window, history), dash + 4)
+        inserts.append((end, block))
+        window = []
+    for after, block in reversed(inserts):
+        lines[after:after] = block
+    return "\n".join(lines) + "\n"
+
+
+# -- filling expect steps in place -----------------------------------------------------------------------
+def _end(node: yaml.Node) -> int:
+    """Where a node's text ends: a block collection ends with its last value (not at the next token)."""
+    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
+        return _end(node.value[-1])
+    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
+        return _end(node.value[-1][1])
+    return node.end_mark.index
+
+
+def _expect_nodes(text: str) -> list[yaml.MappingNode]:
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    steps = next((v for k, v in root.value if k.value == "steps"), None)
+    out = []
+    for item in steps.value if isinstance(steps, yaml.SequenceNode) else []:
+        if isinstance(item, yaml.MappingNode) and item.value and item.value[0][0].value == "expect":
+            body = item.value[0][1]
+            if not isinstance(body, yaml.MappingNode):
+                raise WriteError(f"line {body.start_mark.line + 1}: an expect step whose checks are not a mapping")
+            out.append(body)
+    return out
+
+
+def _value_text(value: Any, key_column: int, block: bool) -> str:
+    """`: value` for a key at `key_column`; a list is written as block items (two deeper) when
+    `block`, else as one flow sequence."""
+    if isinstance(value, list):
+        if block and value:
+            return ":" + "".join(f"\n{' ' * (key_column + 2)}- {item}" for item in value)
+        return ": [" + ", ".join(value) + "]"
+    return ": " + value
+
+
+def _same_rows(expected: Sequence[tuple], actual: Sequence[tuple], ordered: bool) -> bool:
+    """Whether a file's rows already say what the model wrote (as a multiset unless `ordered`)."""
+    if ordered:
+        return list(map(tuple, expected)) == list(map(tuple, actual))
+    return Counter(map(tuple, expected)) == Counter(map(tuple, actual))
+
+
+def _batch_field_edits(seq: yaml.SequenceNode, window: Sequence[Any], expected: Sequence[m.BatchCheck],
+                       sc: m.Scenario) -> list[tuple[int, int, str]]:
+    """Edits that set each field a `batches` entry has to the model's batch, leaving the fields the
+    author chose (and the comments after the entries) alone; values that already agree keep their text."""
+    edits = []
+    for item, b, want in zip(seq.value, window, expected):
+        if not isinstance(item, yaml.MappingNode):
+            raise WriteError(f"line {item.start_mark.line + 1}: a `batches` entry that is not a mapping")
+        model = {
+            "data": ("true" if b.has_data else "false", want.data == b.has_data),
+            "rows": (rows_text(b.rows, sc), want.rows is not None and _same_rows(want.rows, b.rows, False)),
+            "watermark_before": (watermark_text(b.watermark_before_ms, sc),
+                                 want.watermark_before is not None and want.watermark_before // 1000 == b.watermark_before_ms),
+            "watermark_after": (watermark_text(b.watermark_after_ms, sc),
+                                want.watermark_after is not None and want.watermark_after // 1000 == b.watermark_after_ms),
+            "dropped": (str(b.dropped), want.dropped == b.dropped),
+            "state_rows": (str(b.state_rows), want.state_rows == b.state_rows or not state_rows_pinned(sc)),
+        }
+        for k, v in item.value:
+            text, agrees = model.get(k.value, ("", True))
+            if not agrees:
+                edits.append((k.end_mark.index, _end(v), ": " + text))
+    return edits
+
+
+def _is_block_list(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.SequenceNode) and not node.flow_style
+
+
+def write_expectations(sim: Any, text: str | None = None) -> str:
+    """The scenario's text with every expect step's checks set to what the model observed there.
+
+    Checks the step has are replaced (`no_output: true` becomes `rows` when the model writes
+    rows; `batches: N` stays a count; a list written one item per line stays so); `rows` (or
+    `output` in complete mode), `watermark`, `dropped` and `state_rows` are appended when
+    missing, at the indentation of the step's other checks. Nothing else changes: not the other
+    lines, not the comments after the values replaced. `ordered` and `failure` are left alone,
+    and so is a check the model has no value for (`event_time` where no batch read rows,
+    `state_rows` of a contract whose state size it does not predict). `text` is the file's text
+    (default: the lines the scenario was loaded from)."""
+    sc: m.Scenario = sim.scenario
+    if text is None:
+        text = "\n".join(sc.lines) + ("\n" if sc.lines else "")
+    observed = sim.observed_by_expects()
+    nodes = _expect_nodes(text)
+    if len(nodes) != len(observed):
+        raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), by character index
+    complete = sc.params.get("output_mode", "append") == "complete"
+    for node, (step, window, history) in zip(nodes, observed):
+        if step.failure is not None:
+            continue
+        checks: dict[str, Any] = model_checks(sc, window, history)
+        row_lists = {
+            "rows": [row_text(r, sc) for b in window for r in b.rows],
+            "last_batch": [row_text(r, sc) for r in (history[-1].rows if history else [])],
+            "output": [row_text(r, sc) for r in (history[-1].rows if history else [])] if complete
+            else [row_text(r, sc) for b in history for r in b.rows],
+        }
+        block = not node.flow_style
+        present = {k.value: (k, v) for k, v in node.value}
+        model_rows = {
+            "rows": [r for b in window for r in b.rows],
+            "last_batch": list(history[-1].rows) if history else [],
+            "output": (list(history[-1].rows) if history else []) if complete else [r for b in history for r in b.rows],
+        }
+        already = {c.scope for c in step.rows if _same_rows(c.rows, model_rows[c.scope], step.ordered)}
+        if step.watermark is not None and step.watermark // 1000 == (history[-1].watermark_after_ms if history else 0):
+            already.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
+        for key, (k, v) in present.items():
+            column = k.start_mark.column
+            if key in already:
+                continue
+            if key == "no_output":
+                if row_lists["rows"]:  # the model writes rows here: `no_output: true` becomes `rows`
+                    edits.append((k.start_mark.index, _end(v), "rows" + _value_text(row_lists["rows"], column, False)))
+                continue
+            if key in row_lists:
+                new: Any = row_lists[key]
+                as_block = block and _is_block_list(v)
+            elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(window):
+                edits += _batch_field_edits(v, window, step.batches or (), sc)  # same batches: field by field
+                continue
+            elif key == "batches" and isinstance(v, yaml.ScalarNode):
+                if step.batch_count == len(window):
+                    continue
+                new, as_block = str(len(window)), False
+            elif key == "batches":
+                new, as_block = (checks["batches"] if window else []), block
+            elif key == "event_time" and isinstance(v, yaml.MappingNode) and "event_time" in checks:
+                stats = next(b.event_time for b in reversed(window) if b.event_time)
+                for fk, fv in v.value:  # only the statistics the author checks
+                    if fk.value in stats and getattr(step.event_time, fk.value, None) != stats[fk.value] * 1000:
+                        edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))
+                continue
+            elif key in checks:
+                new, as_block = checks[key], False
+            else:
+                continue  # ordered, failure, or a check the model has no value for
+            edits.append((k.end_mark.index, _end(v), _value_text(new, column, as_block)))
+        wanted = ["output" if complete else "rows", "watermark", "dropped", "state_rows"]
+        missing = [c for c in wanted if c not in present and not (c == "rows" and "no_output" in present)
+                   and (c in row_lists or c in checks)]
+        if not missing:
+            continue
+        if block:
+            column = node.value[0][0].start_mark.column
+            added = "".join(f"\n{' ' * column}{c}" + _value_text(row_lists[c] if c in row_lists else checks[c],
+                                                                column, False) for c in missing)
+            end = max(_end(v) for _, v in node.value)
+            eol = text.find("\n", end)  # after a trailing comment on the last value's line
+            at = len(text.rstrip("\n")) if eol < 0 else eol
+            edits.append((at, at, added))
+        else:
+            close = text.rindex("}", 0, node.end_mark.index)
+            edits.append((close, close, "".join(
+                f", {c}" + _value_text(row_lists[c] if c in row_lists else checks[c], 0, False) for c in missing)))
+    out = text
+    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
+        out = out[:start] + replacement + out[end:]
+    return out
