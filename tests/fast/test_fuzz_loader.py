@@ -106,3 +106,15 @@ def test_unique_items_is_checked_in_linear_time():
     assert [e.validator for e in top.iter_errors(dup) if e.validator == "uniqueItems"] == ["uniqueItems"]
     distinct = {"tags": [1, "1", True, [1], [True], {"a": 1}, {"a": "1"}, None, 0, False]}
     assert [e for e in top.iter_errors(distinct) if e.validator == "uniqueItems"] == []
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 20_000 + "]" * 20_000 + "\n", "{a: " * 5_000 + "\n"],
+                         ids=["brackets", "braces"])
+def test_deep_flow_nesting_is_refused_without_scanning_ahead(text):
+    """Was 0.3 s of CPU: PyYAML's scanner looks 1,024 characters ahead and compares every open level at each."""
+    started = time.process_time()
+    with pytest.raises(yamlsource.YamlSyntaxError) as info:
+        yamlsource.load_yaml(text)
+    assert time.process_time() - started < 0.1
+    assert info.value.message == f"nesting is deeper than {yamlsource.MAX_DEPTH} levels"
+    assert info.value.position.line == 1
