@@ -6,10 +6,12 @@ Every input must load into a scenario or fail with problems at file:line in the 
 anything else, and take at most 1 s (see tests/fuzz_scenarios.py). Inputs come from Hypothesis,
 in chunks with seeds derived from --seed, so a run is repeatable. Exit status 1 if any input broke
 the rules; --save DIR keeps those inputs (and the slowest one) as files with what went wrong.
+Ctrl-C or SIGTERM ends a run early and still prints its figures.
 """
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -30,7 +32,7 @@ def fuzz(inputs: int, base_seed: int, cli_every: int, workdir: Path, progress: b
     path = workdir / "fuzzed.scenario.yaml"
     started = time.perf_counter()
     chunk = first_chunk
-    while tally.tried < inputs:
+    while tally.tried < inputs and not tally.interrupted:
         @settings(max_examples=min(CHUNK, inputs - tally.tried), database=None, deadline=None,
                   phases=[Phase.generate], suppress_health_check=list(HealthCheck))
         @seed(base_seed * 1_000_000 + chunk)
@@ -45,13 +47,21 @@ def fuzz(inputs: int, base_seed: int, cli_every: int, workdir: Path, progress: b
                     (keep / f"{name}.scenario.yaml").write_bytes(data)
                     (keep / f"{name}.txt").write_text("\n\n".join(verdict.faults) + "\n", encoding="utf-8")
 
-        one()
+        try:
+            one()
+        except KeyboardInterrupt:  # Ctrl-C ends the run early; what was tried is still reported
+            tally.interrupted = True
         chunk += 1
         if progress:
             wall = time.perf_counter() - started
-            print(f"  {tally.tried} inputs, {tally.crashes} broke the rules, slowest {tally.slowest:.3f} s, "
-                  f"{tally.tried / wall:.1f} inputs/s", file=sys.stderr, flush=True)
+            print(f"  {tally.tried} inputs ({tally.valid} valid, {tally.invalid} invalid), {tally.crashes} broke the "
+                  f"rules, slowest {tally.slowest:.3f} s, {wall:.0f} s, {tally.tried / wall:.1f} inputs/s",
+                  file=sys.stderr, flush=True)
     return tally
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,11 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--inputs and --cli-every must be at least 1")
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # either ends the run early, with its figures
+        signal.signal(signum, _stop)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fuzz-loader-") as work:
         tally = fuzz(args.inputs, args.seed, args.cli_every, Path(work), not args.quiet, args.save, args.first_chunk)
     wall = time.perf_counter() - started
-    print(f"inputs tried:  {tally.tried} (seed {args.seed}; {tally.via_cli} also through `eventtime validate`)")
+    stopped = " (interrupted)" if tally.interrupted else ""
+    print(f"inputs tried:  {tally.tried}{stopped} (seed {args.seed}; {tally.via_cli} also through `eventtime validate`)")
     print(f"valid:         {tally.valid}")
     print(f"invalid:       {tally.invalid} (each with problems at file:line)")
     print(f"broke a rule:  {tally.crashes} (another exception, a problem without a place, or slower than {TIME_LIMIT:g} s)")

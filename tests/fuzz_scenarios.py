@@ -632,6 +632,7 @@ class Tally:
     slowest_input: bytes = b""
     failures: list[tuple[bytes, Verdict]] = field(default_factory=list)
     reached: set[str] = field(default_factory=set)
+    interrupted: bool = False
 
     def record(self, data: bytes, verdict: Verdict, *, via_cli: bool, keep: int = 20) -> None:
         self.tried += 1
