@@ -71,6 +71,10 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     "periodic-vs-punctuated": ("the watermark moves at micro-batch boundaries, Spark's 'period'; "
                                "no per-event (punctuated) watermark", "seed 001 (periodic vs punctuated), seed 000"),
     "completeness-vs-latency": ("a larger delay emits later but drops fewer rows", "seed 002 (trade-off)"),
+    "allowed-lateness": ("a fired window accepts late elements for `allowed lateness` and fires again with "
+                         "each (dataflow profile)", "seed 000 (allowed lateness)"),
+    "late-side-output": ("elements past a window's allowed lateness go to a side output instead of vanishing "
+                         "(dataflow profile)", "seed 000 (getting late data as a side output)"),
     # -- Operators ---------------------------------------------------------------------------------
     "tumbling-window": ("tumbling event-time window", "Spark guide: Window Operations on Event Time"),
     "sliding-window": ("sliding event-time window: a row belongs to window/slide windows",

@@ -312,6 +312,24 @@ CONTRACTS: Mapping[str, Contract] = {c.name: c for c in (
         requires=("apply_in_pandas_with_state",),
     ),
     Contract(
+        name="lateness_count",
+        title="Flink-style tumbling count: allowed lateness, late firings, a late side output (dataflow profile)",
+        description=("events(key, ts) -> per key and tumbling `window`, Flink's WindowOperator with "
+                     "EventTimeTrigger: watermark = max ts - bound - 1 ms; a window fires (firing `on_time`) "
+                     "when the watermark reaches its end - 1 ms; an element for a fired window within "
+                     "`allowed_lateness` fires it again at once with the new count (`late`); an element for "
+                     "a window whose end - 1 ms + allowed_lateness is <= the watermark goes to the late side "
+                     "output (`dropped`, count 1, result_ts its own ts). result_ts of a firing is end - 1 ms. "
+                     "Built with applyInPandasWithState; its scenarios state dataflow-profile expectations."),
+        sources=(SourceSpec("events", _KEY_TS),),
+        params=(ParamSpec("bound", "duration", "bounded out-of-orderness of the watermark generator"),
+                ParamSpec("allowed_lateness", "duration", "how long after its on-time firing a window still "
+                          "accepts late elements"), _WINDOW, _APPEND),
+        output=_WINDOW_COUNT + (Column("firing", "string"), Column("result_ts", "timestamp")),
+        reference="conformance.pipelines.dataflow:lateness_count",
+        requires=("apply_in_pandas_with_state",),
+    ),
+    Contract(
         name="hold_timer",
         title="Per-key event-time timer set by the first event (transformWithState)",
         description=("events(key, ts) -> withWatermark -> per key: the first event registers an event-time "

@@ -413,7 +413,7 @@ class _Builder:
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
             where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
             timezone=self.zone, conf=conf, clock_start=clock_start, trigger=trigger,
-            lines=tuple(self.text.splitlines()))
+            lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"))
 
     def contract(self) -> Contract | None:
         name = self.doc.get("contract")

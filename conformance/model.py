@@ -180,6 +180,7 @@ class Scenario:
     clock_start: int = 0  # epoch microseconds
     trigger: Duration | None = None
     lines: tuple[str, ...] = ()  # the file's text, for showing a failing step
+    profile: str = "spark"  # the semantics its expectations state: "spark" or "dataflow"
 
     @property
     def output_columns(self) -> tuple[Column, ...]:

@@ -20,8 +20,10 @@ __all__ = ["check_scenario", "MODEL_IMPLEMENTATION"]
 MODEL_IMPLEMENTATION = "model (spark profile)"
 
 
-def check_scenario(scenario: Scenario, profile: str = "spark") -> ScenarioResult:
-    """Judge the model's observations against every `expect` of `scenario`."""
+def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioResult:
+    """Judge the model's observations against every `expect` of `scenario`, under `profile` (default:
+    the scenario's own, `spark` unless it states `profile: dataflow`)."""
+    profile = profile or scenario.profile
     impl = f"model ({profile} profile)"
     result = ScenarioResult(scenario, impl, PASSED, rerun=f"eventtime check-model {scenario.path}")
     try:

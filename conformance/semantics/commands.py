@@ -19,12 +19,14 @@ def add_parsers(sub: Any) -> None:
     c = sub.add_parser("check-model", help="check the scenarios' expectations against the executable model "
                                            "of event-time semantics (no Spark needed)")
     c.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
-    c.add_argument("--profile", choices=PROFILES, default="spark", help="the model's profile (default spark)")
+    c.add_argument("--profile", choices=PROFILES, default=None,
+                   help="the model's profile (default: each scenario's own `profile`, spark unless it says)")
     c.add_argument("-q", "--quiet", action="store_true", help="print disagreements and the totals only")
 
     e = sub.add_parser("expect", help="print what the model computes for each expect step of a scenario")
     e.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
-    e.add_argument("--profile", choices=PROFILES, default="spark", help="the model's profile (default spark)")
+    e.add_argument("--profile", choices=PROFILES, default=None,
+                   help="the model's profile (default: the scenario's own `profile`, spark unless it says)")
     e.add_argument("--write", action="store_true",
                    help="write the model's values into the file's expect steps in place (comments and "
                         "formatting elsewhere are kept); the result must agree with check-model")
@@ -43,7 +45,7 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def _check_model(paths: Sequence[str], profile: str, quiet: bool) -> int:
+def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
     from ..loader import ScenarioInvalid, find_scenario_files, load_scenario
     from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED
     from ..textreport import describe_failure
@@ -63,6 +65,7 @@ def _check_model(paths: Sequence[str], profile: str, quiet: bool) -> int:
         print("eventtime: error: no scenario files (*.scenario.yaml) under the given paths", file=sys.stderr)
         return EXIT_USAGE
     results, invalid = [], 0
+    used: set[str] = set()
     label = {PASSED: "agree", FAILED: "DISAGREE", NOT_APPLICABLE: "NOT COVERED", ERROR: "ERROR"}
     for f in files:
         try:
@@ -71,7 +74,8 @@ def _check_model(paths: Sequence[str], profile: str, quiet: bool) -> int:
             invalid += 1
             print(exc, file=sys.stderr)
             continue
-        r = check_scenario(sc, profile)
+        r = check_scenario(sc, profile or sc.profile)
+        used.add(profile or sc.profile)
         results.append(r)
         if not quiet or r.status != PASSED:
             extra = f"  ({r.reason})" if r.reason else ""
@@ -82,13 +86,14 @@ def _check_model(paths: Sequence[str], profile: str, quiet: bool) -> int:
         print(describe_failure(r))
     count = {s: sum(r.status == s for r in results) for s in label}
     print()
-    print(f"{len(results)} scenarios: {count[PASSED]} agree with the model ({profile} profile), "
+    profiles = " and ".join(sorted(used)) + (" profiles" if len(used) > 1 else " profile") if used else "spark profile"
+    print(f"{len(results)} scenarios: {count[PASSED]} agree with the model ({profiles}), "
           f"{count[FAILED]} disagree, {count[NOT_APPLICABLE]} not covered, {count[ERROR]} errors, "
           f"{invalid} invalid files")
     return EXIT_FAILED if bad or invalid else EXIT_OK
 
 
-def _expect(path: str, profile: str, write: bool = False) -> int:
+def _expect(path: str, profile: str | None, write: bool = False) -> int:
     from ..loader import ScenarioInvalid, load_scenario
     from .simulate import ModelError, NotCovered, simulate
 
@@ -101,7 +106,7 @@ def _expect(path: str, profile: str, write: bool = False) -> int:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
     try:
-        sim = simulate(sc, profile)
+        sim = simulate(sc, profile or sc.profile)
     except (NotCovered, ModelError) as exc:
         print(f"eventtime: the model cannot compute {sc.path}: {exc}", file=sys.stderr)
         return EXIT_FAILED

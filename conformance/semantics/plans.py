@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..model import Scenario
 from .aggregation import Aggregates, CountRows, StreamingAggregation, Sum
+from .dataflow import LatenessWindows
 from .dedup import Deduplicate, DeduplicateWithinWatermark
 from .joins import IntervalJoin
 from .sessions import SESSION_OUTPUT_MODES, SessionAggregation
@@ -189,6 +190,49 @@ class Hold(Plan):
         return [(key, g.first, g.count) for key, g in self.op.run(_all_rows(inputs, "events"), wms[0])]
 
 
+class FlinkWindows(StatefulOperator):
+    """The lateness_count pipeline's applyInPandasWithState function, as Spark runs it: Flink's window
+    operator (`dataflow.LatenessWindows`) driven by Spark's global watermark, whose delay the
+    pipeline sets to bound + 1 ms so that it equals Flink's bounded-out-of-orderness watermark.
+
+    The operator's input has no event-time column Spark could filter by, so Spark drops nothing:
+    every row reaches the function, which judges lateness itself against the batch's watermark
+    (GroupState.getCurrentWatermarkMs, the eviction watermark). Per batch it first fires and
+    purges what the watermark passed (the EventTimeTimeout set at the next due time), then takes
+    the rows. GroupState keeps one state row per key."""
+
+    name = "flatMapGroupsWithState"
+
+    def __init__(self, length_us: int, lateness_ms: int):
+        super().__init__()
+        self.windows = LatenessWindows(length_us, lateness_ms)
+
+    @property
+    def state_rows(self) -> int:
+        return self.windows.keys_with_state
+
+    def run(self, rows: Sequence[dict], wm: OperatorWatermarks) -> list:
+        self.begin(wm)
+        out = self.windows.on_watermark(wm.evict_ms)
+        for row in rows:
+            if row["ts"] is not None:
+                out += self.windows.on_element(row["key"], row["ts"], wm.evict_ms)
+        return out
+
+
+class LatenessCount(Plan):
+    """lateness_count on Spark: Flink-style tumbling count with allowed lateness and a late side output."""
+
+    def __init__(self, bound_ms: int, length_us: int, lateness_ms: int):
+        super().__init__({"events": bound_ms + 1})
+        self.op = FlinkWindows(length_us, lateness_ms)
+        self.operators = [self.op]
+
+    def execute(self, inputs, wms, batch_time_us):
+        return [(f.key, f.start, f.end, f.count, f.kind, f.result_ts)
+                for f in self.op.run(_all_rows(inputs, "events"), wms[0])]
+
+
 class ProcessingTimeStamp(Plan):
     """processing_time_stamp: each row with current_timestamp(), fixed per batch from the trigger clock."""
 
@@ -260,6 +304,8 @@ PLANS: Mapping[str, Callable[[Scenario], Plan]] = {
     "inactivity_timeout": lambda sc: Inactivity(_one_input(sc), sc.params["timeout"].total_ms),
     "hold_timer": lambda sc: Hold(_one_input(sc), sc.params["hold"].total_ms),
     "processing_time_stamp": _processing_time_stamp,
+    "lateness_count": lambda sc: LatenessCount(sc.params["bound"].total_ms, sc.params["window"].total_micros,
+                                               sc.params["allowed_lateness"].total_ms),
 }
 
 

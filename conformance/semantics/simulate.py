@@ -11,7 +11,7 @@ from .state import QueryFailure
 
 __all__ = ["PROFILES", "StepObservation", "Simulation", "PredictedFailure", "simulate", "NotCovered", "ModelError"]
 
-PROFILES = ("spark",)
+PROFILES = ("spark", "dataflow")
 
 
 @dataclass
@@ -71,11 +71,15 @@ def _uncovered_checks(scenario: m.Scenario) -> list[str]:
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None]
 
 
-def simulate(scenario: m.Scenario, profile: str = "spark") -> Simulation:
-    """Run `scenario` on the model; raises NotCovered when the model has no rules for it, and
+def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
+    """Run `scenario` on the model under `profile` (default: the scenario's own, `spark` unless it
+    states `profile: dataflow`); raises NotCovered when the model has no rules for it, and
     ModelError for a step the query cannot take (as the harness would report an error)."""
+    profile = profile or scenario.profile
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
+    if profile == "dataflow":
+        return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
     query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
@@ -122,3 +126,23 @@ def _run_step(query: MicroBatchQuery, step: m.Step, obs: StepObservation, column
         if step.restart:
             query.stop()
         obs.batches = query.start({**base_conf, **step.conf})
+
+
+def _simulate_dataflow(scenario: m.Scenario) -> Simulation:
+    """The dataflow profile (`dataflow`): Flink's event-time rules on the scenario's micro-batches."""
+    from .dataflow import dataflow_steps
+
+    problems = _uncovered_checks(scenario)
+    if problems:
+        raise NotCovered("; ".join(problems))
+    query, ran = dataflow_steps(scenario)
+    steps = []
+    for step, batches in ran:
+        obs = StepObservation(step.index if step else 0, step.kind if step else "start", step, list(batches))
+        steps.append(obs)
+    wm = 0
+    for obs in steps:  # the watermark after each step: what the last batch so far left
+        if obs.batches:
+            wm = obs.batches[-1].watermark_after_ms or 0
+        obs.watermark_ms = wm
+    return Simulation(scenario, "dataflow", steps)

@@ -227,7 +227,7 @@ TEXT_SLOTS = {
     "/$defs/expect/properties/failure/properties/exception": "text to find in the error",
     "/$defs/expect/properties/failure/properties/message": "text to find in the error",
 }
-PATH_LIKE = re.compile(r"path|dir|file|folder|location|checkpoint|output_to|jar|url|uri|warehouse|log", re.I)
+PATH_LIKE = re.compile(r"path|dir|(?<!pro)file|folder|location|checkpoint|output_to|jar|url|uri|warehouse|log", re.I)
 
 
 def _property_names(node, out=None) -> set[str]:

@@ -45,7 +45,7 @@ def test_model_covers_the_whole_standard_suite():
 def test_check_model_cli_on_the_suite(capsys):
     assert main(["check-model", "-q"]) == 0
     out = capsys.readouterr().out
-    assert re.search(rf"^{len(SUITE)} scenarios: {len(SUITE)} agree with the model \(spark profile\), 0 disagree, "
+    assert re.search(rf"^{len(SUITE)} scenarios: {len(SUITE)} agree with the model \(dataflow and spark profiles\), 0 disagree, "
                      r"0 not covered, 0 errors, 0 invalid files$", out, re.M), out
 
 

@@ -1,0 +1,94 @@
+"""Spark pipelines that implement Flink-style (Dataflow model) event-time semantics, certified under the dataflow profile."""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from conformance.contracts import implementation
+
+_US_PER_MS = 1000
+_NEVER_LATE = "2200-01-01 00:00:00"  # far ahead of any watermark, inside pandas' nanosecond range
+
+
+def _ts(pd, micros: int):
+    return pd.Timestamp(int(micros), unit="us")
+
+
+@implementation(requires=("apply_in_pandas_with_state",))
+def lateness_count(sources, params) -> DataFrame:
+    """Reference of `lateness_count`: Flink's WindowOperator (tumbling windows, EventTimeTrigger, allowed
+    lateness, late side output) written with applyInPandasWithState.
+
+    - The watermark: withWatermark(ts, bound + 1 ms) makes Spark's `max - delay` equal to Flink's
+      bounded-out-of-orderness `max - bound - 1 ms`.
+    - Every row must reach the function, late ones included (they go to the side output). Spark
+      drops rows whose event-time column is at or below the watermark before the function sees
+      them; the operator's only column with the watermark metadata is a constant far in the
+      future, so it drops none. The rows' own times travel as plain microseconds.
+    - The function judges lateness with GroupState.getCurrentWatermarkMs() (the watermark the
+      batch runs with): first the timers the watermark passed (on-time firings at end - 1 ms, state
+      purged at end - 1 ms + allowed lateness), then the rows in arrival order.
+    - The event-time timeout is set 1 ms before the next due time: GroupState times out when the
+      watermark is strictly above it, a Flink timer fires when the watermark reaches it.
+    """
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    window_us = params.window.total_micros
+    lateness_ms = params.allowed_lateness.total_ms
+    delay_ms = params.bound.total_ms + 1
+    events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
+    rows = events.select(
+        "key",
+        F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
+        F.expr("unix_micros(ts)").alias("ts_us"))
+
+    def max_ts_ms(start_us: int) -> int:
+        return (start_us + window_us) // _US_PER_MS - 1
+
+    def windows(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        # {window start (µs): [count, fired]}, as JSON: array-typed state trips some pyspark versions
+        open_ = {int(s): v for s, v in json.loads(state.get[0]).items()} if state.exists else {}
+        watermark = state.getCurrentWatermarkMs()
+        out: list[tuple] = []  # (start µs, count, firing, result_ts µs)
+        for start in sorted(open_):  # timers the watermark reached: on-time firings
+            if not open_[start][1] and max_ts_ms(start) <= watermark:
+                open_[start][1] = True
+                out.append((start, open_[start][0], "on_time", max_ts_ms(start) * _US_PER_MS))
+        for start in [s for s in open_ if max_ts_ms(s) + lateness_ms <= watermark]:  # cleanup timers
+            del open_[start]
+        if not state.hasTimedOut:
+            for frame in frames:
+                for us in frame["ts_us"]:
+                    us = int(us)
+                    start = us - us % window_us
+                    if max_ts_ms(start) + lateness_ms <= watermark:  # the late side output
+                        out.append((start, 1, "dropped", us))
+                        continue
+                    w = open_.setdefault(start, [0, False])
+                    w[0] += 1
+                    if max_ts_ms(start) <= watermark:  # a late firing, at once
+                        w[1] = True
+                        out.append((start, w[0], "late", max_ts_ms(start) * _US_PER_MS))
+        if out:
+            yield pd.DataFrame({
+                "key": [key[0]] * len(out),
+                "window_start": [_ts(pd, s) for s, _, _, _ in out],
+                "window_end": [_ts(pd, s + window_us) for s, _, _, _ in out],
+                "count": [n for _, n, _, _ in out],
+                "firing": [f for _, _, f, _ in out],
+                "result_ts": [_ts(pd, t) for _, _, _, t in out]})
+        if not open_:
+            state.remove()
+            return
+        state.update((json.dumps({str(s): v for s, v in open_.items()}),))
+        due = min(max_ts_ms(s) + (lateness_ms if fired else 0) for s, (_, fired) in open_.items())
+        state.setTimeoutTimestamp(due - 1)
+
+    return rows.groupBy("key").applyInPandasWithState(
+        windows, "key string, window_start timestamp, window_end timestamp, count long, firing string, "
+                 "result_ts timestamp",
+        "windows string", "append", GroupStateTimeout.EventTimeTimeout)

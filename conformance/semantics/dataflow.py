@@ -1,0 +1,299 @@
+"""The dataflow profile: event time as Flink and the Dataflow model define it (the seed texts), run on micro-batches.
+
+Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.md, "Profiles"):
+000 "Event-time details" and 001 "Generating watermarks" (Flink), 002 (course transcript), 003.
+
+- Watermark generation, per input (per source here; Flink: per source partition): bounded
+  out-of-orderness emits `max event time - bound - 1 ms` ("no more elements with timestamp
+  <= t"); before any element it is the minimum long (Long.MIN_VALUE). A periodic generator emits
+  it at each micro-batch boundary (Flink: every auto-watermark interval); a punctuated one after
+  every element. A generator's watermark never goes back.
+- The operator's watermark is the minimum over its active inputs. An input that received no
+  element for `idle_timeout` of processing time is idle and left out of the minimum until it
+  receives an element again (WatermarkStrategy.withIdleness); with every input idle the
+  watermark stays where it is.
+- Event-time windows with EventTimeTrigger and allowed lateness L (WindowOperator): a window
+  [start, end) has maxTimestamp end - 1 ms. An element whose window has maxTimestamp + L <=
+  watermark is late: it goes to the late side output and not into any window. Otherwise it is
+  added; if maxTimestamp <= watermark the window fires at once with its new count (a late
+  firing), else it fires when the watermark reaches maxTimestamp (the on-time firing). The
+  window's state is purged when the watermark reaches maxTimestamp + L. A firing's result
+  timestamp is maxTimestamp (end - 1 ms).
+- Elements of a micro-batch are judged against the watermark emitted after the previous batch;
+  the batch's own watermark is emitted when it ends and fires the timers it passes right away
+  (no separate no-data batch). Watermarks are not checkpointed: after a restart every
+  generator, and the operator's watermark, start again from Long.MIN_VALUE; window state survives.
+
+Observations are in the harness's shape; a watermark of Long.MIN_VALUE is reported as 0, what a
+scenario calls `initial`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Mapping, Sequence
+
+from harness.stream import BatchObservation
+
+from .. import model as m
+from .watermark import micros_to_ms
+
+__all__ = ["MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
+           "DataflowQuery", "dataflow_steps", "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS"]
+
+MIN_WATERMARK = -(2 ** 63)  # Long.MIN_VALUE
+ON_TIME, LATE, DROPPED = "on_time", "late", "dropped"
+
+
+@dataclass
+class BoundedOutOfOrderness:
+    """One input's watermark generator (BoundedOutOfOrdernessWatermarks), in epoch milliseconds."""
+
+    bound_ms: int
+    punctuated: bool = False
+    max_ts: int | None = None
+    emitted: int = MIN_WATERMARK
+
+    def on_event(self, ts_ms: int) -> None:
+        self.max_ts = ts_ms if self.max_ts is None else max(self.max_ts, ts_ms)
+        if self.punctuated:
+            self.on_periodic_emit()
+
+    def on_periodic_emit(self) -> int:
+        if self.max_ts is not None:
+            self.emitted = max(self.emitted, self.max_ts - self.bound_ms - 1)
+        return self.emitted
+
+
+@dataclass
+class CombinedWatermark:
+    """The minimum over an operator's active inputs, with idleness by processing time."""
+
+    generators: Mapping[str, BoundedOutOfOrderness]
+    idle_timeout_ms: int | None = None
+    current: int = MIN_WATERMARK
+    last_event_at: dict[str, int] = field(default_factory=dict)  # processing time of each input's last element
+
+    def mark_active(self, name: str, now_ms: int) -> None:
+        self.last_event_at[name] = now_ms
+
+    def idle(self, name: str, now_ms: int) -> bool:
+        if self.idle_timeout_ms is None:
+            return False
+        since = self.last_event_at.get(name)
+        return since is not None and now_ms - since >= self.idle_timeout_ms
+
+    def update(self, now_ms: int) -> int:
+        active = [g.emitted for n, g in self.generators.items() if not self.idle(n, now_ms)]
+        if active:
+            self.current = max(self.current, min(active))
+        return self.current
+
+
+@dataclass(frozen=True)
+class Firing:
+    """One output row of the window operator: a firing of a window, or a late element sent to the side output."""
+
+    key: Hashable
+    start: int  # µs
+    end: int  # µs
+    count: int
+    kind: str  # ON_TIME, LATE or DROPPED
+    result_ts: int  # µs: window end - 1 ms for a firing, the element's own timestamp for the side output
+
+
+@dataclass
+class _Window:
+    count: int = 0
+    fired: bool = False
+
+
+class LatenessWindows:
+    """Tumbling event-time count windows per key with EventTimeTrigger, allowed lateness and a late side output."""
+
+    def __init__(self, length_us: int, allowed_lateness_ms: int):
+        self.length_us = length_us
+        self.lateness_ms = allowed_lateness_ms
+        self.windows: dict[tuple[Hashable, int], _Window] = {}  # (key, start µs)
+        self.side_output = 0
+
+    def _max_ts_ms(self, start_us: int) -> int:
+        return micros_to_ms(start_us + self.length_us) - 1
+
+    def on_element(self, key: Hashable, ts_us: int, watermark_ms: int) -> list[Firing]:
+        start = ts_us - ts_us % self.length_us
+        max_ts = self._max_ts_ms(start)
+        if max_ts + self.lateness_ms <= watermark_ms:  # isWindowLate: the side output
+            self.side_output += 1
+            return [Firing(key, start, start + self.length_us, 1, DROPPED, ts_us)]
+        w = self.windows.setdefault((key, start), _Window())
+        w.count += 1
+        if max_ts <= watermark_ms:  # EventTimeTrigger.onElement: FIRE at once
+            w.fired = True
+            return [Firing(key, start, start + self.length_us, w.count, LATE, max_ts * 1000)]
+        return []
+
+    def on_watermark(self, watermark_ms: int) -> list[Firing]:
+        """Timers up to the watermark: on-time firings at maxTimestamp, then purges at maxTimestamp + L."""
+        out = []
+        for (key, start), w in sorted(self.windows.items(), key=lambda kv: (kv[0][1], str(kv[0][0]))):
+            max_ts = self._max_ts_ms(start)
+            if not w.fired and max_ts <= watermark_ms:
+                w.fired = True
+                out.append(Firing(key, start, start + self.length_us, w.count, ON_TIME, max_ts * 1000))
+        for (key, start) in [k for k in self.windows if self._max_ts_ms(k[1]) + self.lateness_ms <= watermark_ms]:
+            del self.windows[(key, start)]
+        return out
+
+    @property
+    def keys_with_state(self) -> int:
+        return len({key for key, _ in self.windows})
+
+
+def _reported(ms: int) -> int:
+    return 0 if ms == MIN_WATERMARK else ms
+
+
+class DataflowQuery:
+    """A lateness_count query under the dataflow profile, driven by the scenario's steps."""
+
+    def __init__(self, sources: Sequence[str], bound_ms: int, length_us: int, lateness_ms: int, *,
+                 clock_start_ms: int, trigger_ms: int | None, idle_timeout_ms: int | None = None,
+                 punctuated: bool = False):
+        self.sources = tuple(sources)
+        self.bound_ms, self.punctuated, self.idle_timeout_ms = bound_ms, punctuated, idle_timeout_ms
+        self.windows = LatenessWindows(length_us, lateness_ms)
+        self.now_ms = clock_start_ms
+        self.trigger_ms = trigger_ms
+        self.history: list[BatchObservation] = []
+        self.running = False
+        self.runs = 0
+        self._pending: dict[str, list[dict]] = {n: [] for n in self.sources}
+        self._due_ms: int | None = None
+        self._new_watermark()
+
+    def _new_watermark(self) -> None:
+        gens = {n: BoundedOutOfOrderness(self.bound_ms, self.punctuated) for n in self.sources}
+        self.watermark = CombinedWatermark(gens, self.idle_timeout_ms)
+
+    # -- steps ---------------------------------------------------------------------------------------
+    def add(self, source: str, rows: Sequence[dict]) -> None:
+        self._pending[source] += rows
+
+    def start(self) -> list[BatchObservation]:
+        if self.running:
+            from .microbatch import ModelError
+
+            raise ModelError("the query is already running")
+        self.running = True
+        self.runs += 1
+        self._new_watermark()  # watermarks are not part of a checkpoint
+        return self._trigger()
+
+    def stop(self) -> None:
+        self.running = False
+        self._due_ms = None
+
+    def process(self) -> list[BatchObservation]:
+        if not self.running:
+            from .microbatch import ModelError
+
+            raise ModelError("`process` while the query is stopped: the query is not running (add a start step)")
+        out: list[BatchObservation] = []
+        while True:
+            batches = self._trigger()
+            if not batches:
+                return out
+            out += batches
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        self.now_ms += ms
+        if self.running and self.trigger_ms and self._due_ms is not None and self._due_ms <= self.now_ms:
+            return self._trigger()
+        if self.running and self.idle_timeout_ms is not None:  # idleness is noticed on processing time
+            return self._idle_check()
+        return []
+
+    # -- batches -------------------------------------------------------------------------------------
+    def _trigger(self) -> list[BatchObservation]:
+        if self.trigger_ms:
+            self._due_ms = (self.now_ms // self.trigger_ms + 1) * self.trigger_ms
+        if any(self._pending.values()):
+            taken, self._pending = self._pending, {n: [] for n in self.sources}
+            return [self._batch(taken)]
+        return self._idle_check() if self.idle_timeout_ms is not None else []
+
+    def _idle_check(self) -> list[BatchObservation]:
+        before = self.watermark.current
+        if self.watermark.update(self.now_ms) == before:
+            return []
+        return [self._observe(0, before, self.windows.on_watermark(self.watermark.current))]
+
+    def _batch(self, inputs: Mapping[str, list[dict]]) -> BatchObservation:
+        before = self.watermark.current
+        out: list[Firing] = []
+        for name in self.sources:
+            rows = inputs.get(name, [])
+            if rows:
+                self.watermark.mark_active(name, self.now_ms)
+            for row in rows:
+                if row["ts"] is None:
+                    continue
+                out += self.windows.on_element(row["key"], row["ts"], self.watermark.current)
+                self.watermark.generators[name].on_event(micros_to_ms(row["ts"]))
+                if self.punctuated:
+                    self.watermark.update(self.now_ms)
+                    out += self.windows.on_watermark(self.watermark.current)
+        for g in self.watermark.generators.values():
+            g.on_periodic_emit()
+        self.watermark.update(self.now_ms)
+        out += self.windows.on_watermark(self.watermark.current)
+        return self._observe(sum(len(r) for r in inputs.values()), before, out)
+
+    def _observe(self, input_rows: int, before: int, firings: Iterable[Firing]) -> BatchObservation:
+        rows = [(f.key, f.start, f.end, f.count, f.kind, f.result_ts) for f in firings]
+        obs = BatchObservation(
+            batch_id=len(self.history), input_rows=input_rows, timestamp_ms=self.now_ms,
+            watermark_before_ms=_reported(before), watermark_after_ms=_reported(self.watermark.current),
+            rows=rows, dropped=0, state_rows=self.windows.keys_with_state,
+            operators=[{"operatorName": "windowOperator", "numRowsTotal": self.windows.keys_with_state,
+                        "numLateRecordsDropped": self.windows.side_output}],
+            run=self.runs - 1)
+        self.history.append(obs)
+        return obs
+
+
+DATAFLOW_CONTRACTS = ("lateness_count",)
+
+
+def dataflow_steps(scenario: m.Scenario) -> tuple[DataflowQuery, list[tuple[m.Step | None, list[BatchObservation]]]]:
+    """Run the scenario's steps under the dataflow profile: (the query, each step with the batches it ran;
+    the first entry is the implicit start)."""
+    from .microbatch import rows_as_dicts
+    from .plans import NotCovered
+
+    if scenario.contract.name not in DATAFLOW_CONTRACTS:
+        raise NotCovered(f"the dataflow profile has no model of contract {scenario.contract.name!r} "
+                         f"(it covers {', '.join(DATAFLOW_CONTRACTS)})")
+    p = scenario.params
+    query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_micros,
+                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start // 1000,
+                          trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
+    columns = {name: src.column_names for name, src in scenario.sources.items()}
+    out: list[tuple[m.Step | None, list[BatchObservation]]] = [(None, query.start())]
+    for step in scenario.steps:
+        batches: list[BatchObservation] = []
+        if isinstance(step, m.AddStep):
+            for name, rows in step.rows.items():
+                query.add(name, rows_as_dicts(columns[name], rows))
+        elif isinstance(step, m.ProcessStep):
+            batches = query.process()
+        elif isinstance(step, m.AdvanceStep):
+            batches = query.advance(step.by.total_ms)
+        elif isinstance(step, m.StopStep):
+            query.stop()
+        elif isinstance(step, m.StartStep):
+            if step.restart:
+                query.stop()
+            batches = query.start()
+        out.append((step, batches))
+    return query, out
