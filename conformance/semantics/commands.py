@@ -147,8 +147,9 @@ def _write(path: Path, sim: Any) -> int:
         return EXIT_OK
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(new)
-    changed = sum(a != b for a, b in zip(old.splitlines(), new.splitlines())) + abs(
-        len(new.splitlines()) - len(old.splitlines()))
+    import difflib
+
+    changed = sum(1 for line in difflib.ndiff(old.splitlines(), new.splitlines()) if line.startswith("+ "))
     print(f"{sim.scenario.path}: expectations written from the model ({sim.profile} profile), "
           f"{changed} line(s) changed or added")
     return EXIT_OK

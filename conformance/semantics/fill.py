@@ -237,8 +237,8 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
 
     Checks the step has are replaced (`no_output: true` becomes `rows` when the model writes
     rows; `batches: N` stays a count; a list written one item per line stays so); `rows` (or
-    `output` in complete mode), `watermark`, `dropped` and `state_rows` are appended when
-    missing, at the indentation of the step's other checks. Nothing else changes: not the other
+    `output` in complete mode), `watermark`, and under the spark profile `dropped` and
+    `state_rows`, are appended when missing, at the indentation of the step's other checks. Nothing else changes: not the other
     lines, not the comments after the values replaced. `ordered` and `failure` are left alone,
     and so is a check the model has no value for (`event_time` where no batch read rows,
     `state_rows` of a contract whose state size it does not predict). `text` is the file's text
@@ -303,7 +303,9 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
             else:
                 continue  # ordered, failure, or a check the model has no value for
             edits.append((k.end_mark.index, _end(v), _value_text(new, column, as_block)))
-        wanted = ["output" if complete else "rows", "watermark", "dropped", "state_rows"]
+        wanted = ["output" if complete else "rows", "watermark"]
+        if sim.profile == "spark":  # the dataflow profile's metrics are not what a Spark run reports
+            wanted += ["dropped", "state_rows"]
         missing = [c for c in wanted if c not in present and not (c == "rows" and "no_output" in present)
                    and (c in row_lists or c in checks)]
         if not missing:

@@ -160,3 +160,14 @@ def test_the_model_predicts_a_timeout_below_the_watermark_failing_the_query():
     with_no_data = TIMEOUT_BELOW_WATERMARK.replace("enabled: false", "enabled: true")
     result = check_scenario(load_scenario_text(with_no_data, "t.scenario.yaml"))
     assert result.status == "not_applicable"  # no failure predicted: the late row is dropped instead
+
+
+def test_write_under_the_dataflow_profile_adds_only_what_a_spark_run_shows(tmp_path, capsys):
+    good = (SUITE_DIR / "dataflow" / "late-side-output-after-allowed-lateness.scenario.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "df.scenario.yaml"
+    path.write_text(good.replace('2, late, "00:00:09.999"', '9, late, "00:00:09.999"'), encoding="utf-8")
+    assert main(["expect", "--write", str(path)]) == 0
+    assert "(dataflow profile), 3 line(s) changed or added" in capsys.readouterr().out
+    new = path.read_text(encoding="utf-8")
+    assert '2, late, "00:00:09.999"' in new and "dropped:" not in new and "state_rows:" not in new
+    assert _subsequence(good.splitlines(), new.splitlines())
