@@ -652,9 +652,11 @@ class _Builder:
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}
+        declared = self.doc.get("sources")
+        declared = declared if isinstance(declared, dict) else {}  # another type: a schema error
         for name, raw_rows in body.items():
             src = sources.get(name)
-            if src is None and (name in self.bad_sources or name in (self.doc.get("sources") or {})):
+            if src is None and (name in self.bad_sources or name in declared):
                 continue  # declared, but its declaration has problems of its own (reported there)
             if src is None:
                 self.c.at(path + (name,), f"unknown source {name!r}{did_you_mean(name, sources)} "

@@ -68,6 +68,14 @@ def test_crashes_found_by_the_fuzzer(base_scenario, old, new, expected):
     assert len(found) == 1 and found[0].startswith(expected), found
 
 
+def test_sources_of_the_wrong_type_with_an_add_step(base_scenario):
+    """Found by the long run: TypeError: argument of type 'int' is not iterable (an `add` naming a source)."""
+    text = base_scenario.replace("sources:\n  events:\n    columns: {key: string, ts: timestamp}\n"
+                                 "    event_time: ts\n", "sources: 5\n")
+    assert problems_of(text) == ["s.yaml:7:10: 'sources' must be a mapping, not an integer",
+                                 "s.yaml:10:7: unknown source 'events' (sources: )"]
+
+
 def test_a_message_is_one_printable_line_whatever_the_file_holds(base_scenario):
     text = base_scenario.replace("  - process\n", '  - process\n  - {"a\\x1b[2J\\nb\\u202e\\ud800": 1, add: {}}\n')
     found = problems_of(text)
