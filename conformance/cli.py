@@ -7,7 +7,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 __all__ = ["main"]
 
@@ -133,26 +133,32 @@ def _validate(paths: Sequence[str]) -> int:
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
-    from .loader import ScenarioInvalid, find_scenario_files, load_scenario
+def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
+                   allow_empty: bool = False) -> list[Path] | None:
+    """The scenario files under `paths` (the bundled suite when there are none); None once a usage
+    error (a missing path; no files, unless `allow_empty`) has been printed."""
+    from .loader import find_scenario_files
 
-    if args.timeout <= 0:
-        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
-    conf = _conf_pairs(args.spark_conf)
-    if args.paths:
-        files, missing = find_scenario_files(args.paths)
+    if paths:
+        files, missing = find_scenario_files(paths)
         for path in missing:
             print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
         if missing:
-            return EXIT_USAGE
+            return None
     else:
         from scenarios import SUITE_DIR
 
         files, _ = find_scenario_files([SUITE_DIR])
-    if not files:
-        print("eventtime: error: no scenario files (*.scenario.yaml) to run", file=sys.stderr)
-        return EXIT_USAGE
+    if not files and not allow_empty:
+        print(f"eventtime: error: no scenario files (*.scenario.yaml) {what}", file=sys.stderr)
+        return None
+    return list(files)
+
+
+def load_scenarios(files: Sequence[Path]) -> tuple[list[Any], int]:
+    """Load each file, printing every invalid one with its problems; returns (scenarios, invalid count)."""
+    from .loader import ScenarioInvalid, load_scenario
+
     scenarios, invalid = [], 0
     for f in files:
         try:
@@ -160,6 +166,18 @@ def _run(args: argparse.Namespace) -> int:
         except ScenarioInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
+    return scenarios, invalid
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.timeout <= 0:
+        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    conf = _conf_pairs(args.spark_conf)
+    files = scenario_files(args.paths)
+    if files is None:
+        return EXIT_USAGE
+    scenarios, invalid = load_scenarios(files)
     if args.pipeline:
         from .runner import PipelineError, resolve_pipeline
 
@@ -228,12 +246,9 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from scenarios import SUITE_DIR
-
     from .contracts import CONTRACTS
-    from .loader import ScenarioInvalid, find_scenario_files, load_scenario
-    from .runner import PipelineError, resolve_pipeline
     from .loader import did_you_mean
+    from .runner import PipelineError, resolve_pipeline
 
     if args.timeout <= 0:
         print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
@@ -255,24 +270,14 @@ def _certify(args: argparse.Namespace) -> int:
         except PipelineError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
-    files, _ = find_scenario_files([SUITE_DIR])
+    files = scenario_files(None) or []
     if args.scenarios:
-        extra, missing = find_scenario_files(args.scenarios)
-        for path in missing:
-            print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
-        if missing:
+        extra = scenario_files(args.scenarios, allow_empty=True)
+        if extra is None:
             return EXIT_USAGE
-        files = list(dict.fromkeys(list(files) + list(extra)))
-    scenarios, invalid = [], 0
-    for f in files:
-        try:
-            sc = load_scenario(f, display_path=_display(f))
-        except ScenarioInvalid as exc:
-            invalid += 1
-            print(exc, file=sys.stderr)
-            continue
-        if sc.contract.name in contracts:
-            scenarios.append(sc)
+        files = list(dict.fromkeys(files + extra))
+    loaded, invalid = load_scenarios(files)
+    scenarios = [sc for sc in loaded if sc.contract.name in contracts]
     if not scenarios:
         print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)
         return EXIT_USAGE

@@ -38,42 +38,20 @@ def run(args: argparse.Namespace) -> int:
     return _expect(args.scenario, args.profile, args.write)
 
 
-def _display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
 def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
-    from ..loader import ScenarioInvalid, find_scenario_files, load_scenario
+    from ..cli import load_scenarios, scenario_files
     from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED
     from ..textreport import describe_failure
     from .check import check_scenario
 
-    if paths:
-        files, missing = find_scenario_files(paths)
-        for path in missing:
-            print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
-        if missing:
-            return EXIT_USAGE
-    else:
-        from scenarios import SUITE_DIR
-
-        files, _ = find_scenario_files([SUITE_DIR])
-    if not files:
-        print("eventtime: error: no scenario files (*.scenario.yaml) under the given paths", file=sys.stderr)
+    files = scenario_files(paths, what="under the given paths")
+    if files is None:
         return EXIT_USAGE
-    results, invalid = [], 0
+    scenarios, invalid = load_scenarios(files)
+    results = []
     used: set[str] = set()
     label = {PASSED: "agree", FAILED: "DISAGREE", NOT_APPLICABLE: "NOT COVERED", ERROR: "ERROR"}
-    for f in files:
-        try:
-            sc = load_scenario(f, display_path=_display(f))
-        except ScenarioInvalid as exc:
-            invalid += 1
-            print(exc, file=sys.stderr)
-            continue
+    for sc in scenarios:
         r = check_scenario(sc, profile or sc.profile)
         used.add(profile or sc.profile)
         results.append(r)
@@ -94,6 +72,8 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
 
 
 def _expect(path: str, profile: str | None, write: bool = False) -> int:
+    from scenarios import display_path
+
     from ..loader import ScenarioInvalid, load_scenario
     from .simulate import ModelError, NotCovered, simulate
 
@@ -101,7 +81,7 @@ def _expect(path: str, profile: str | None, write: bool = False) -> int:
         print(f"eventtime: error: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        sc = load_scenario(path, display_path=_display(Path(path)))
+        sc = load_scenario(path, display_path=display_path(path))
     except ScenarioInvalid as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
