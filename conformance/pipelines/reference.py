@@ -70,11 +70,17 @@ def dedup_within_watermark(sources, params) -> DataFrame:
     return events.dropDuplicatesWithinWatermark(["id"])
 
 
-def interval_join(sources, params) -> DataFrame:
+def _join_sides(sources, params) -> tuple[DataFrame, DataFrame]:
+    """The two watermarked join inputs, renamed apart: (lkey, left_ts) and (rkey, right_ts)."""
     left = (sources["left"].withWatermark("ts", params.left_delay.interval)
             .select(F.col("key").alias("lkey"), F.col("ts").alias("left_ts")))
     right = (sources["right"].withWatermark("ts", params.right_delay.interval)
              .select(F.col("key").alias("rkey"), F.col("ts").alias("right_ts")))
+    return left, right
+
+
+def interval_join(sources, params) -> DataFrame:
+    left, right = _join_sides(sources, params)
     bound = F.expr(f"INTERVAL {params.bound.interval}")
     condition = ((F.col("lkey") == F.col("rkey"))
                  & (F.col("right_ts") >= F.col("left_ts") - bound)
@@ -99,10 +105,7 @@ def chained_window_count(sources, params) -> DataFrame:
 
 
 def join_then_count(sources, params) -> DataFrame:
-    left = (sources["left"].withWatermark("ts", params.left_delay.interval)
-            .select(F.col("key").alias("lkey"), F.col("ts").alias("left_ts")))
-    right = (sources["right"].withWatermark("ts", params.right_delay.interval)
-             .select(F.col("key").alias("rkey"), F.col("ts").alias("right_ts")))
+    left, right = _join_sides(sources, params)
     bound = F.expr(f"INTERVAL {params.bound.interval}")
     matches = left.join(right, (F.col("lkey") == F.col("rkey")) & (F.col("right_ts") >= F.col("left_ts"))
                         & (F.col("right_ts") <= F.col("left_ts") + bound), "inner")
