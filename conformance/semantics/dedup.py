@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable
 
-from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, ms_to_micros
 
 __all__ = ["Deduplicate", "DeduplicateWithinWatermark"]
 
@@ -40,11 +40,8 @@ class Deduplicate(StatefulOperator):
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[dict]:
         self.begin(wm)
         out = []
-        for row in rows:
+        for row in self.on_time(rows, self.event_time_column, wm):
             ts = row[self.event_time_column]
-            if is_late(ts, wm.late_ms):
-                self.dropped += 1
-                continue
             key = self.key_of(row)
             if key in self.seen:
                 continue
@@ -74,11 +71,8 @@ class DeduplicateWithinWatermark(StatefulOperator):
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[dict]:
         self.begin(wm)
         out = []
-        for row in rows:
+        for row in self.on_time(rows, self.event_time_column, wm):
             ts = row[self.event_time_column]
-            if is_late(ts, wm.late_ms):
-                self.dropped += 1
-                continue
             key = self.key_of(row)
             if key in self.expires or ts is None:
                 continue

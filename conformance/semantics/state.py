@@ -27,6 +27,7 @@ trigger runs a batch without input.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 __all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_micros"]
 
@@ -70,6 +71,16 @@ class StatefulOperator:
     def begin(self, wm: OperatorWatermarks) -> None:
         self.dropped = 0
         self.ran_with = wm
+
+    def on_time(self, rows: Iterable[dict], ts_column: str, wm: OperatorWatermarks) -> list[dict]:
+        """The rows not late for this batch (in order); each late row counts as dropped."""
+        kept = []
+        for row in rows:
+            if is_late(row[ts_column], wm.late_ms):
+                self.dropped += 1
+            else:
+                kept.append(row)
+        return kept
 
     @property
     def state_rows(self) -> int:  # numRowsTotal

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable
 
-from .state import OperatorWatermarks, QueryFailure, StatefulOperator, is_late
+from .state import OperatorWatermarks, QueryFailure, StatefulOperator
 
 __all__ = ["InactivityTimeout", "HoldTimer"]
 
@@ -67,12 +67,7 @@ class InactivityTimeout(StatefulOperator):
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[tuple[Hashable, _Activity]]:
         """Returns the (key, group) pairs that timed out in this batch."""
         self.begin(wm)
-        on_time = []
-        for row in rows:
-            if is_late(row[self.ts], wm.late_ms):
-                self.dropped += 1
-            else:
-                on_time.append(row)
+        on_time = self.on_time(rows, self.ts, wm)
         for key, group in _by_key(on_time, self.key).items():
             times = [r[self.ts] for r in group]
             g = self.groups.get(key)
@@ -116,12 +111,7 @@ class HoldTimer(StatefulOperator):
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[tuple[Hashable, _Hold]]:
         """Returns the (key, group) pairs whose timer fired in this batch."""
         self.begin(wm)
-        on_time = []
-        for row in rows:
-            if is_late(row[self.ts], wm.late_ms):
-                self.dropped += 1
-            else:
-                on_time.append(row)
+        on_time = self.on_time(rows, self.ts, wm)
         for key, group in _by_key(on_time, self.key).items():
             g = self.groups.get(key)
             if g is None:
