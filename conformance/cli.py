@@ -30,6 +30,18 @@ def _conf_pairs(values: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+def _jobs(text: str) -> int:
+    from .parallel import parse_jobs
+
+    try:
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_JOBS_HELP = "run N scenario/implementation pairs at once in one JVM, each on its own session (default 1)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="eventtime", description="Deterministic event-time scenarios for Spark Structured Streaming.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -45,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
     r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    r.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
 
     c = sub.add_parser("certify", help="run every scenario of a contract against an implementation; "
@@ -61,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
+    c.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
 
     rp = sub.add_parser("report", help="merge results files into an HTML report, a Markdown summary and JUnit XML")
@@ -198,22 +212,20 @@ def _display(path: Path) -> str:
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     from harness.session import get_session
 
-    from .runner import run_scenario
+    from .parallel import Pair, run_pairs
     from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
                              verdict_table)
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     spark = get_session(master=args.master)
+    pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
+             for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
     results = []
-    for sc in scenarios:
-        impls = [args.pipeline] if args.pipeline else list(sc.contract.implementations)
-        for impl in impls:
-            rerun = "eventtime run " + shlex.quote(sc.path) + (f" --pipeline {shlex.quote(impl)}")
-            result = run_scenario(sc, impl, session=spark, timeout=args.timeout, rerun=rerun, conf=conf)
-            results.append(result)
-            if not args.quiet or result.status in ("failed", "error"):
-                print(summary_line(result), flush=True)
+    for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf):
+        results.append(result)  # in the order of `pairs`, whatever --jobs is
+        if not args.quiet or result.status in ("failed", "error"):
+            print(summary_line(result), flush=True)
     seconds = time.monotonic() - t0
     failures = [r for r in results if r.status in ("failed", "error")]
     for r in failures:
