@@ -93,6 +93,51 @@ class SparkCompat:
 
         return DataFrame(stream.toDF(), self.spark)
 
+    # -- Moving rows to the JVM in bulk ---------------------------------------------------------
+    @cached_property
+    def _from_arrow_batches(self) -> tuple[Any, int] | None:
+        """`ArrowConverters.fromBatchIterator` and its arity (4 on 3.4, 5 on 3.5-4.0, 6 on 4.1+; the
+        extra arguments are booleans), or None when this Spark or Python lacks what the Arrow path needs."""
+        if not _importable("pyarrow"):
+            return None
+        try:
+            cls = self.jvm.java.lang.Class.forName("org.apache.spark.sql.execution.arrow.ArrowConverters$")
+        except Exception:  # noqa: BLE001 - py4j raises its own error for a missing class
+            return None
+        arities = {m.getParameterCount() for m in cls.getMethods() if m.getName() == "fromBatchIterator"}
+        arity = next((a for a in (6, 5, 4) if a in arities), None)
+        if arity is None:
+            return None
+        module = getattr(getattr(self.jvm.org.apache.spark.sql.execution.arrow, "ArrowConverters$"), "MODULE$")
+        return module, arity
+
+    @property
+    def arrow_ingest(self) -> bool:
+        """Whether rows can travel as one Arrow record batch per add (no Spark job, no row-by-row calls)."""
+        return self._from_arrow_batches is not None
+
+    def row_deserializer(self, jschema: Any) -> Any:
+        """A bound `ExpressionEncoder.Deserializer[Row]` for `jschema`: a Scala function InternalRow => Row."""
+        encoder = self.row_encoder(jschema)
+        if not encoder.getClass().getName().endswith("ExpressionEncoder"):  # 4.x: an AgnosticEncoder
+            encoder = self.jvm.org.apache.spark.sql.catalyst.encoders.ExpressionEncoder.apply(encoder)
+        bound = encoder.resolveAndBind(getattr(encoder, "resolveAndBind$default$1")(),
+                                       getattr(encoder, "resolveAndBind$default$2")())
+        return bound.createDeserializer()
+
+    def rows_from_arrow(self, payload: bytes, jschema: Any, deserializer: Any) -> Any:
+        """A Scala Iterator of Rows read from one serialized Arrow record batch (`payload`), for `addData`."""
+        found = self._from_arrow_batches
+        if found is None:
+            raise RuntimeError(f"this Spark {self.version} / Python has no Arrow path for rows")
+        module, arity = found
+        batches = self.jvm.java.util.ArrayList()
+        batches.add(payload)
+        it = self.jvm.scala.collection.JavaConverters.asScalaIterator(batches.iterator())
+        flags = {4: (), 5: (True,), 6: (True, False)}[arity]  # errorOnDuplicatedFieldNames, largeVarTypes
+        rows = module.fromBatchIterator(it, jschema, "UTC", *flags, None)  # no TaskContext on the driver
+        return rows.map(deserializer)
+
     # -- Starting a query with our own trigger clock --------------------------------------------
     def new_memory_sink(self) -> Any:
         for name in _MEMORY_SINK_CLASSES:

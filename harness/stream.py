@@ -50,8 +50,27 @@ def _ddl(columns: Sequence[tuple[str, str]], *, timestamps_as_long: bool = False
     return ", ".join(parts)
 
 
+_ARROW_TYPES = {"string": "string", "int": "int32", "long": "int64", "double": "float64", "boolean": "bool_"}
+
+
+def _arrow_payload(columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> bytes:
+    """Rows as one serialized Arrow record batch (the IPC message without the schema), column by column."""
+    import pyarrow as pa
+
+    arrays = []
+    for (_, typ), values in zip(columns, zip(*rows)):
+        arrow_type = pa.timestamp("us", tz="UTC") if typ == "timestamp" else getattr(pa, _ARROW_TYPES[typ])()
+        arrays.append(pa.array(values, arrow_type))
+    batch = pa.RecordBatch.from_arrays(arrays, names=[name for name, _ in columns])
+    return batch.serialize().to_pybytes()
+
+
 class MemorySource:
-    """A named MemoryStream of rows; each `add` is one `addData` call, i.e. one offset."""
+    """A named MemoryStream of rows; each `add` is one `addData` call, i.e. one offset.
+
+    Rows travel in bulk: as one Arrow record batch read on the JVM without a Spark job where this
+    Spark and Python allow it (`SparkCompat.arrow_ingest`), else through a local DataFrame.
+    """
 
     def __init__(self, spark: Any, name: str, columns: Sequence[tuple[str, str]],
                  num_partitions: int | None = None):
@@ -67,22 +86,39 @@ class MemorySource:
         self._stream = self._compat.memory_stream(jschema, num_partitions)
         self._casts = [f"timestamp_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
                        for n, t in self.columns]
+        self._jschema = jschema
+        self._deserializer = self._compat.row_deserializer(jschema) if self._compat.arrow_ingest else None
         self.offsets = 0
 
     def dataframe(self) -> Any:
         """A new streaming DataFrame reading this source (one per query start)."""
         return self._compat.memory_stream_df(self._stream)
 
-    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+    def add(self, given: Sequence[Sequence[Any]]) -> None:
         """Add rows (timestamps as epoch microseconds) in bulk: one JVM hop, one offset."""
-        rows = [tuple(r) for r in rows]
-        if rows:
-            local = self.spark.createDataFrame(rows, self._wire_schema, verifySchema=False)
-            jrows = local.selectExpr(*self._casts)._jdf.collectAsList()
+        rows: list[tuple] = [tuple(r) for r in given]
+        if rows and self._deserializer is not None:
+            self._stream.addData(self._compat.rows_from_arrow(_arrow_payload(self.columns, rows), self._jschema,
+                                                              self._deserializer))
         else:
-            jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
-        self._stream.addData(self._compat.to_seq(jrows))
+            if rows:
+                local = self.spark.createDataFrame(rows, self._wire_schema, verifySchema=False)
+                jrows = local.selectExpr(*self._casts)._jdf.collectAsList()
+            else:
+                jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
+            self._stream.addData(self._compat.to_seq(jrows))
         self.offsets += 1
+
+    def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
+        """Add rows already placed in input partitions: one `addData` per partition, in order.
+
+        Without a partition count, a MemoryStream makes each `addData` of a batch one input partition
+        (`planInputPartitions`; with a count it deals all the batch's rows out round-robin, which
+        cannot put a given row in a given partition). So partition k of this add is the k-th input
+        partition of the batch that reads it, when no other add of this source shares that batch.
+        """
+        for part in parts:
+            self.add(part)
 
 
 @dataclass
