@@ -15,6 +15,7 @@ from referencing import Registry, Resource
 
 from . import model as m
 from .contracts import COLUMN_TYPES, CONTRACTS, Column, Contract
+from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .yamlsource import Located, Position, YamlSyntaxError, load_yaml
 
@@ -92,7 +93,7 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
-             for name in ("add", "expect", "duration", "conf_change")}
+             for name in ("add", "expect", "duration", "conf_change", "generate")}
     return top_validator, parts
 
 
@@ -204,12 +205,17 @@ class _Checker:
         elif v == "pattern":
             if path and path[-1] == "scenario":
                 self.at(path, f"scenario name {inst!r} must be lower case letters, digits, '-', '_' or '.'")
+            elif str(e.validator_value).startswith("^partition "):
+                self.at(path + (inst,), f"{inst!r} is not a partition: write `partition 0`, `partition 1`, ... (the index "
+                              "counts from 0, without leading zeros)", key=True)
             elif len(path) >= 2 and path[0] == "tags":
                 self.at(path, f"tag {inst!r} must be lower case letters, digits, '-' or '_'")
             else:
                 self.at(path, f"{inst!r} is not a valid name here (letters, digits and '_')")
         elif v == "minimum":
             self.at(path, f"{name} must be at least {e.validator_value}")
+        elif v == "maximum":
+            self.at(path, f"{name} must be at most {e.validator_value}")
         elif v == "uniqueItems":
             self.at(path, f"{name} lists an item twice")
         elif v == "maxProperties":
@@ -541,8 +547,11 @@ class _Builder:
                 elif col.type != "timestamp":
                     self.c.at(("sources", name, "event_time"),
                               f"event_time column {event_time!r} must be a timestamp, not {col.type}")
+            partitions = spec.get("partitions")
             out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
-                                    self.c.where(("sources", name)))
+                                    self.c.where(("sources", name)),
+                                    partitions if isinstance(partitions, int) and not isinstance(partitions, bool)
+                                    else None)
         if contract is not None:
             wanted = [s.name for s in contract.sources]
             for name in out:
@@ -568,7 +577,7 @@ class _Builder:
         return out
 
     # -- steps ------------------------------------------------------------------------------------
-    KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect")
+    KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect", "generate")
 
     def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
               trigger: Duration | None) -> tuple[m.Step, ...]:
@@ -587,7 +596,7 @@ class _Builder:
                     self.c.at(path, f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
                                     f"(steps: {', '.join(self.KINDS)})")
                     continue
-                if kind in ("add", "advance", "expect"):
+                if kind in ("add", "advance", "expect", "generate"):
                     self.c.at(path, f"step {kind!r} needs a value, e.g. `- {kind}: ...`")
                     continue
             elif isinstance(item, dict) and len(item) == 1:
@@ -610,6 +619,10 @@ class _Builder:
             if kind == "add":
                 if self.c.schema_errors(parts["add"], body, bpath):
                     step = self.add_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
+            elif kind == "generate":
+                if self.c.schema_errors(parts["generate"], body, bpath):
+                    step = self.generate_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
+                runs_batches = True
             elif kind == "process":
                 if body is not None:
                     self.c.at(bpath, "`process` takes no value")
@@ -652,6 +665,7 @@ class _Builder:
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}
+        parts = {}
         declared = self.doc.get("sources")
         declared = declared if isinstance(declared, dict) else {}  # another type: a schema error
         for name, raw_rows in body.items():
@@ -662,8 +676,73 @@ class _Builder:
                 self.c.at(path + (name,), f"unknown source {name!r}{did_you_mean(name, sources)} "
                                           f"(sources: {', '.join(sources)})", key=True)
                 continue
+            if isinstance(raw_rows, dict):  # `partition K: [rows]` (the schema checked the keys' form)
+                placed = self.partition_rows(raw_rows, src, path + (name,))
+                if placed is not None:
+                    parts[name] = placed
+                    rows[name] = tuple(row for part in placed for row in part)
+                continue
             rows[name] = self.rows(raw_rows, src.columns, path + (name,), f"source {name!r}")
-        return m.AddStep(where, rows=rows)
+            if src.partitions:
+                parts[name] = round_robin(rows[name], src.partitions)
+        return m.AddStep(where, rows=rows, parts=parts)
+
+    def partition_rows(self, raw: dict, src: m.SourceDef, path: tuple) -> tuple[tuple[tuple, ...], ...] | None:
+        """`partition K: [rows]` of one source in an add: the rows of each of its partitions."""
+        if not src.partitions:
+            first = next(iter(raw), None)
+            self.c.at(path + ((first,) if first is not None else ()),
+                      f"source {src.name!r} declares no partitions; give it `partitions: N` under "
+                      f"`sources: {src.name}:` to place rows in partitions", key=first is not None)
+            return None
+        placed: list[tuple[tuple, ...]] = [() for _ in range(src.partitions)]
+        ok = True
+        for key, raw_rows in raw.items():
+            index = int(str(key).split()[-1])
+            if index >= src.partitions:
+                self.c.at(path + (key,), f"partition {index} is out of range: source {src.name!r} has "
+                                         f"{src.partitions} partition{'s' if src.partitions != 1 else ''} "
+                                         f"(0-{src.partitions - 1})", key=True)
+                ok = False
+                continue
+            placed[index] = self.rows(raw_rows, src.columns, path + (key,), f"source {src.name!r}")
+        return tuple(placed) if ok else None
+
+    def generate_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step | None:
+        name = body.get("source")
+        if name is None:
+            if len(sources) != 1:
+                self.c.at(path, f"say which source to generate rows for: `source: ...` (sources: {', '.join(sources)})")
+                return None
+            name = next(iter(sources))
+        src = sources.get(name)
+        if src is None:
+            if name not in self.bad_sources:
+                self.c.at(path + ("source",), f"unknown source {name!r}{did_you_mean(name, sources)} "
+                                              f"(sources: {', '.join(sources)})")
+            return None
+        if src.event_time is None:
+            self.c.at(path, f"source {name!r} has no event_time column for the generated event times")
+            return None
+        et = body["event_time"]
+        start = self.time(et["start"], path + ("event_time", "start")) if "start" in et else parse_time(
+            "00:00:00", date=self.date, zone=self.zone)
+        step = self.duration(et["step"], path + ("event_time", "step"))
+        late = body.get("late") or {}
+        late_by = self.duration(late["by"], path + ("late", "by")) if "by" in late else Duration(0)
+        if body["batches"] > body["rows"]:
+            self.c.at(path + ("batches",), f"{body['batches']} batches of {body['rows']} rows would leave some empty; "
+                                           "give at most as many batches as rows")
+            return None
+        if start is None or step is None or late_by is None:
+            return None
+        if step.months or late_by.months:
+            self.c.at(path, "generated times move in fixed units: write the step and the lateness without months")
+            return None
+        spec = GenerateSpec(rows=body["rows"], batches=body["batches"], start=start, step=step.total_micros,
+                            seed=body.get("seed", 0), keys=body.get("keys", 1),
+                            late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_micros)
+        return m.GenerateStep(where, source=name, spec=spec, columns=src.columns, partitions=src.partitions)
 
     def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.Step:
         out_cols = contract.output

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from .contracts import Column, Contract
+from .generate import GenerateSpec, generate_batches, round_robin
 from .timeparse import Duration
 
 __all__ = [
-    "Where", "Params", "SourceDef", "Step", "AddStep", "ProcessStep", "AdvanceStep", "StopStep",
+    "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
     "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck",
     "Scenario", "Value",
 ]
@@ -63,6 +64,7 @@ class SourceDef:
     columns: tuple[Column, ...]
     event_time: str | None
     where: Where
+    partitions: int | None = None  # `partitions: N`: each add reaches Spark as N input partitions
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -83,7 +85,29 @@ class Step:
 @dataclass(frozen=True)
 class AddStep(Step):
     rows: Mapping[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
+    # For a source with `partitions: N`: its rows as N input partitions (`rows` has them all, in
+    # partition order); listed rows without partitions are spread round-robin.
+    parts: Mapping[str, tuple[tuple[tuple[Value, ...], ...], ...]] = field(default_factory=dict)
     kind = "add"
+
+
+@dataclass(frozen=True)
+class GenerateStep(Step):
+    """`generate`: seeded rows for one source, `spec.batches` times an `add` and a `process`."""
+
+    source: str = ""
+    spec: GenerateSpec = GenerateSpec(rows=1, batches=1, start=0, step=0)
+    columns: tuple[Column, ...] = ()
+    partitions: int | None = None
+    kind = "generate"
+
+    def batch_rows(self) -> tuple[tuple[tuple[Value, ...], ...], ...]:
+        """The rows of each batch, in column order (timestamps as epoch microseconds)."""
+        return generate_batches(self.spec, self.columns)
+
+    def batch_parts(self, rows: tuple[tuple[Value, ...], ...]) -> tuple[tuple[tuple[Value, ...], ...], ...] | None:
+        """One batch's rows as input partitions (round-robin), or None for a source without partitions."""
+        return round_robin(rows, self.partitions) if self.partitions else None
 
 
 @dataclass(frozen=True)

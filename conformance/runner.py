@@ -256,13 +256,31 @@ def _action(step: m.Step, run: Any, sources: Mapping[str, Any],
             query_conf: Mapping[str, str]) -> Callable[[], list[Any]]:
     """What the harness does for one non-expect step; the action returns the batches it ran."""
     if isinstance(step, m.AddStep):
-        rows = step.rows
+        rows, parts = step.rows, step.parts
 
         def add() -> list[Any]:
             for name, batch in rows.items():
-                sources[name].add(batch)
+                if name in parts:
+                    sources[name].add_partitions(parts[name])
+                else:
+                    sources[name].add(batch)
             return []
         return add
+    if isinstance(step, m.GenerateStep):
+        gen = step
+
+        def generate() -> list[Any]:
+            out: list[Any] = []
+            source = sources[gen.source]
+            for batch in gen.batch_rows():
+                placed = gen.batch_parts(batch)
+                if placed is None:
+                    source.add(batch)
+                else:
+                    source.add_partitions(placed)
+                out += run.process()
+            return out
+        return generate
     if isinstance(step, m.AdvanceStep):
         ms = step.by.total_ms
 

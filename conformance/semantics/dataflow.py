@@ -3,7 +3,9 @@
 Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.md, "Profiles"):
 000 "Event-time details" and 001 "Generating watermarks" (Flink), 002 (course transcript), 003.
 
-- Watermark generation, per input (per source here; Flink: per source partition): bounded
+- Watermark generation, per input: per source, or per partition of a source that declares
+  `partitions` (Flink: per source split / Kafka partition, seed 000 "Watermarks per Kafka
+  partition"); a source's watermark is the minimum over its partitions. Bounded
   out-of-orderness emits `max event time - bound - 1 ms` ("no more elements with timestamp
   <= t"); before any element it is the minimum long (Long.MIN_VALUE). A periodic generator emits
   it at each micro-batch boundary (Flink: every auto-watermark interval); a punctuated one after
@@ -37,7 +39,7 @@ from harness.stream import BatchObservation
 from .. import model as m
 from .watermark import micros_to_ms
 
-__all__ = ["MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
+__all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
            "DataflowQuery", "dataflow_steps", "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS"]
 
 MIN_WATERMARK = -(2 ** 63)  # Long.MIN_VALUE
@@ -158,8 +160,11 @@ class DataflowQuery:
 
     def __init__(self, sources: Sequence[str], bound_ms: int, length_us: int, lateness_ms: int, *,
                  clock_start_ms: int, trigger_ms: int | None, idle_timeout_ms: int | None = None,
-                 punctuated: bool = False):
+                 punctuated: bool = False, partitions: Mapping[str, int | None] | None = None):
         self.sources = tuple(sources)
+        # One watermark generator per input: a source, or each partition of a source with partitions.
+        self.inputs = tuple(input_name(n, p) for n in self.sources
+                            for p in (range((partitions or {}).get(n) or 0) or (None,)))
         self.bound_ms, self.punctuated, self.idle_timeout_ms = bound_ms, punctuated, idle_timeout_ms
         self.windows = LatenessWindows(length_us, lateness_ms)
         self.now_ms = clock_start_ms
@@ -167,17 +172,17 @@ class DataflowQuery:
         self.history: list[BatchObservation] = []
         self.running = False
         self.runs = 0
-        self._pending: dict[str, list[dict]] = {n: [] for n in self.sources}
+        self._pending: dict[str, list[dict]] = {n: [] for n in self.inputs}
         self._due_ms: int | None = None
         self._new_watermark()
 
     def _new_watermark(self) -> None:
-        gens = {n: BoundedOutOfOrderness(self.bound_ms, self.punctuated) for n in self.sources}
+        gens = {n: BoundedOutOfOrderness(self.bound_ms, self.punctuated) for n in self.inputs}
         self.watermark = CombinedWatermark(gens, self.idle_timeout_ms)
 
     # -- steps ---------------------------------------------------------------------------------------
-    def add(self, source: str, rows: Sequence[dict]) -> None:
-        self._pending[source] += rows
+    def add(self, source: str, rows: Sequence[dict], partition: int | None = None) -> None:
+        self._pending[input_name(source, partition)] += rows
 
     def start(self) -> list[BatchObservation]:
         if self.running:
@@ -218,7 +223,7 @@ class DataflowQuery:
         if self.trigger_ms:
             self._due_ms = (self.now_ms // self.trigger_ms + 1) * self.trigger_ms
         if any(self._pending.values()):
-            taken, self._pending = self._pending, {n: [] for n in self.sources}
+            taken, self._pending = self._pending, {n: [] for n in self.inputs}
             return [self._batch(taken)]
         return self._idle_check() if self.idle_timeout_ms is not None else []
 
@@ -231,7 +236,7 @@ class DataflowQuery:
     def _batch(self, inputs: Mapping[str, list[dict]]) -> BatchObservation:
         before = self.watermark.current
         out: list[Firing] = []
-        for name in self.sources:
+        for name in self.inputs:
             rows = inputs.get(name, [])
             if rows:
                 self.watermark.mark_active(name, self.now_ms)
@@ -265,6 +270,19 @@ class DataflowQuery:
 DATAFLOW_CONTRACTS = ("lateness_count",)
 
 
+def input_name(source: str, partition: int | None) -> str:
+    """The name of one watermark generator's input: the source, or `source#k` for its partition k."""
+    return source if partition is None else f"{source}#{partition}"
+
+
+def _add(query: DataflowQuery, source: str, rows: Sequence[dict], parts: Sequence[Sequence[dict]] | None) -> None:
+    if parts is None:
+        query.add(source, rows)
+    else:
+        for k, part in enumerate(parts):
+            query.add(source, part, partition=k)
+
+
 def dataflow_steps(scenario: m.Scenario) -> tuple[DataflowQuery, list[tuple[m.Step | None, list[BatchObservation]]]]:
     """Run the scenario's steps under the dataflow profile: (the query, each step with the batches it ran;
     the first entry is the implicit start)."""
@@ -277,16 +295,26 @@ def dataflow_steps(scenario: m.Scenario) -> tuple[DataflowQuery, list[tuple[m.St
     p = scenario.params
     query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_micros,
                           p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start // 1000,
-                          trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
+                          trigger_ms=scenario.trigger.total_ms if scenario.trigger else None,
+                          partitions={name: src.partitions for name, src in scenario.sources.items()})
     columns = {name: src.column_names for name, src in scenario.sources.items()}
     out: list[tuple[m.Step | None, list[BatchObservation]]] = [(None, query.start())]
     for step in scenario.steps:
         batches: list[BatchObservation] = []
         if isinstance(step, m.AddStep):
             for name, rows in step.rows.items():
-                query.add(name, rows_as_dicts(columns[name], rows))
+                parts = step.parts.get(name)
+                _add(query, name, rows_as_dicts(columns[name], rows),
+                     None if parts is None else [rows_as_dicts(columns[name], p) for p in parts])
         elif isinstance(step, m.ProcessStep):
             batches = query.process()
+        elif isinstance(step, m.GenerateStep):
+            cols = columns[step.source]
+            for rows in step.batch_rows():
+                parts = step.batch_parts(rows)
+                _add(query, step.source, rows_as_dicts(cols, rows),
+                     None if parts is None else [rows_as_dicts(cols, p) for p in parts])
+                batches += query.process()
         elif isinstance(step, m.AdvanceStep):
             batches = query.advance(step.by.total_ms)
         elif isinstance(step, m.StopStep):

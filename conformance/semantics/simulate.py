@@ -113,11 +113,17 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
 
 
 def _run_step(query: MicroBatchQuery, step: m.Step, obs: StepObservation, columns: dict, base_conf: dict) -> None:
-    if isinstance(step, m.AddStep):
+    if isinstance(step, m.AddStep):  # each input partition is one addData, as the harness adds it
         for name, rows in step.rows.items():
-            query.add(name, rows_as_dicts(columns[name], rows))
+            for part in step.parts.get(name, (rows,)):
+                query.add(name, rows_as_dicts(columns[name], part))
     elif isinstance(step, m.ProcessStep):
         obs.batches = query.process()
+    elif isinstance(step, m.GenerateStep):  # per batch: one add (one addData per partition), one process
+        for rows in step.batch_rows():
+            for part in step.batch_parts(rows) or (rows,):
+                query.add(step.source, rows_as_dicts(columns[step.source], part))
+            obs.batches += query.process()
     elif isinstance(step, m.AdvanceStep):
         obs.batches = query.advance(step.by.total_ms)
     elif isinstance(step, m.StopStep):

@@ -220,6 +220,7 @@ TEXT_SLOTS = {
     "/$defs/duration": "duration literal",
     "/$defs/value": "a row value",
     "/$defs/source/properties/event_time": "column name",
+    "/$defs/generate/properties/source": "source name, looked up among the scenario's sources",
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
@@ -290,4 +291,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/source/properties/columns",  # names: columns, types from a fixed list
         "/$defs/conf_change/properties/conf",  # names: ALLOWED_CONF
         "/$defs/add",                  # names: the declared sources
+        "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
     ])
