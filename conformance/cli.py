@@ -30,6 +30,18 @@ def _conf_pairs(values: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
+_MASTER_HELP = "Spark master URL: local[N], local-cluster[W,C,M] or spark://HOST:PORT (default local[2])"
+
+
+def _master(text: str) -> str:
+    from harness.cluster import MasterURLError, check_master
+
+    try:
+        return check_master(text)
+    except MasterURLError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _jobs(text: str) -> int:
     from .parallel import parse_jobs
 
@@ -53,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
     r.add_argument("--pipeline", metavar="MODULE:FUNCTION",
                    help="implementation to run (default: every bundled implementation of each scenario's contract)")
-    r.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    r.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
     r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
     r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -69,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                         "default: the bundled implementations of each contract)")
     c.add_argument("--scenarios", action="append", metavar="PATH",
                    help="also run these scenario files or directories (those of the contract)")
-    c.add_argument("--master", default=None, help="Spark master URL (default local[2])")
+    c.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
     c.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
     c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -93,6 +105,9 @@ def _parser() -> argparse.ArgumentParser:
     from .semantics.commands import add_parsers as add_model_parsers
 
     add_model_parsers(sub)  # check-model, expect
+    from .cluster_command import add_parser as add_cluster_parser
+
+    add_cluster_parser(sub)  # cluster
     return p
 
 
@@ -109,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .semantics.commands import run as run_model_command
 
             return run_model_command(args)
+        if args.command == "cluster":
+            from .cluster_command import run as run_cluster_command
+
+            return run_cluster_command(args)
         if args.command == "report":
             from .report.command import report_command
 

@@ -79,7 +79,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the scenario results as JSON (by the controller only under xdist)")
     group.addoption("--eventtime-timeout", metavar="SECONDS", default=None,
                     help="bound on each wait for Spark (default 60)")
-    group.addoption("--eventtime-master", metavar="URL", default=None, help="Spark master URL (default local[2])")
+    group.addoption("--eventtime-master", metavar="URL", default=None,
+                    help="Spark master URL: local[N], local-cluster[W,C,M] or spark://HOST:PORT (default local[2])")
     parser.addini("eventtime_pipelines", type="linelist", default=[],
                   help="contract bindings, one 'CONTRACT = MODULE:FUNCTION' per line")
     parser.addini("eventtime_suite", type="args", default=[], help="contracts whose bundled suite to run")
@@ -111,6 +112,13 @@ class _Settings:
             raise pytest.UsageError(f"--eventtime-timeout / ini eventtime_timeout: {raw_timeout!r} is not a "
                                     "positive number of seconds") from None
         self.master = config.getoption("eventtime_master") or config.getini("eventtime_master") or None
+        if self.master is not None:
+            from harness.cluster import MasterURLError, check_master
+
+            try:
+                self.master = check_master(self.master)
+            except MasterURLError as exc:
+                raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
         self._hook_bindings: dict[str, Any] | None = None
         self._resolved: dict[str, Any] = {}

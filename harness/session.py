@@ -1,10 +1,13 @@
 """The SparkSession the harness runs on: one per process, tuned for fast deterministic tests."""
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
 from typing import Any, Mapping
+
+from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "prepare_session", "runtime_info"]
 
@@ -28,8 +31,11 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
                 app_name: str = "eventtime") -> Any:
     """The process's SparkSession, created on first use with TEST_CONF (plus `conf`).
 
-    `master` is any Spark master URL: `local[N]`, `local-cluster[W,C,M]`, `spark://host:port`.
-    An already running session is reused as it is (its master cannot change in-process).
+    `master` is any Spark master URL: `local[N]`, `local-cluster[W,C,M]`, `spark://host:port`
+    (anything else: `harness.cluster.MasterURLError`). On a cluster the executors get the driver's
+    Python path and UTC (`harness.cluster.cluster_conf`), and the session is returned once its
+    executors have registered (bounded wait). An already running session is reused as it is (its
+    master cannot change in-process).
     """
     from pyspark.sql import SparkSession
 
@@ -40,11 +46,15 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         active = SparkSession.getActiveSession()
         if active is not None:
             return prepare_session(active)
-        builder = SparkSession.builder.master(master or DEFAULT_MASTER).appName(app_name)
-        for key, value in {**TEST_CONF, **dict(conf or {})}.items():
+        master = check_master(master or DEFAULT_MASTER)
+        builder = SparkSession.builder.master(master).appName(app_name)
+        for key, value in {**TEST_CONF, **cluster_conf(master, conf), **dict(conf or {})}.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
+            atexit.register(spark.stop)  # executors and log errors while it shuts down
+            wait_for_executors(spark, expected_executors(master))
         return prepare_session(spark)
 
 
