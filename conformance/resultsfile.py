@@ -75,6 +75,11 @@ def _step_definition(step: m.Step) -> dict[str, Any]:
     out: dict[str, Any] = {"index": step.index, "kind": step.kind, "line": step.where.line}
     if isinstance(step, m.AddStep):
         out["rows"] = {name: _rows(rows) for name, rows in step.rows.items()}
+    elif isinstance(step, m.GenerateStep):
+        g = step.spec
+        out["generate"] = {"source": step.source, "rows": g.rows, "batches": g.batches, "seed": g.seed,
+                           "keys": g.keys, "start_ms": _ms(g.start), "step_us": g.step,
+                           "late_fraction": g.late_fraction, "late_by_us": g.late_by}
     elif isinstance(step, m.AdvanceStep):
         out["by_ms"] = step.by.total_ms
     elif isinstance(step, m.StartStep):

@@ -67,6 +67,10 @@ def step_summary(step: Mapping[str, Any], definition: Mapping[str, Any]) -> str:
             types = _source_types(definition, source)
             parts.append(f"{source}: " + " ".join(format_row(r, types, date) for r in rows))
         return "; ".join(parts)
+    if kind == "generate":
+        g = step.get("generate") or {}
+        late = f", {g.get('late_fraction', 0):.2%} late" if g.get("late_fraction") else ""
+        return f"{g.get('source')}: {g.get('rows')} generated rows in {g.get('batches')} batches (seed {g.get('seed')}{late})"
     if kind == "advance":
         ms = step.get("by_ms")
         return f"by {ms / 1000:g}s" if isinstance(ms, (int, float)) else ""
