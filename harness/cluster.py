@@ -90,8 +90,15 @@ def is_local(master: str) -> bool:
 
 def _executor_pythonpath() -> str:
     """The driver's import path for executors' Python workers: pipelines are pickled by reference, so the
-    modules that define them (the checkout, a test directory) must import there too."""
-    entries = [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p)]
+    modules that define them (the checkout, a test directory) must import there too. The interpreter's
+    own directories (standard library, site-packages) are left out: the executors' interpreter has its own."""
+    own = {os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}}
+
+    def inside_interpreter(path: str) -> bool:
+        real = os.path.realpath(path)
+        return any(real == o or real.startswith(o + os.sep) for o in own)
+
+    entries = [p for p in sys.path if p and os.path.isabs(p) and os.path.exists(p) and not inside_interpreter(p)]
     return os.pathsep.join(dict.fromkeys(entries))
 
 
@@ -273,7 +280,7 @@ class StandaloneCluster:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None:
+        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):  # Ctrl-C is no failure
             self._failed = True
         self.stop()
 

@@ -72,12 +72,16 @@ def test_local_masters_need_no_cluster_settings():
     assert expected_executors("local[2]") == 0
 
 
-def test_cluster_settings_for_executors():
+def test_cluster_settings_for_executors(tmp_path, monkeypatch):
+    import sysconfig
+
+    site = sysconfig.get_paths()["purelib"]
+    monkeypatch.setattr(sys, "path", ["", "relative", str(tmp_path), site, str(tmp_path), str(tmp_path / "gone")])
     conf = cluster_conf("local-cluster[2,1,512]")
     assert conf["spark.executorEnv.TZ"] == "UTC"
     assert conf["spark.executor.memory"] == "512m"  # the default 1g executor would not fit a 512 MiB worker
-    path = conf["spark.executorEnv.PYTHONPATH"].split(os.pathsep)
-    assert all(os.path.isabs(p) for p in path) and len(path) == len(set(path))
+    # the driver's own import directories, once each; not the interpreter's (the executors' has its own)
+    assert conf["spark.executorEnv.PYTHONPATH"] == str(tmp_path)
     assert expected_executors("local-cluster[2,1,512]") == 2
     given = cluster_conf("spark://h:7077", {"spark.executorEnv.TZ": "Europe/Paris", "spark.executor.memory": "2g"})
     assert "spark.executorEnv.TZ" not in given and "spark.executor.memory" not in given
