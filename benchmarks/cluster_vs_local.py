@@ -120,7 +120,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2, help="workers of the standalone cluster started (default 2)")
     ap.add_argument("--host", default="127.0.0.1", help="address the standalone cluster binds to (default 127.0.0.1)")
     ap.add_argument("--local-master", default="local[2]", help="the local side (default local[2])")
-    ap.add_argument("--timeout", type=float, default=120.0, help="bound on each wait for Spark, seconds (default 120)")
+    ap.add_argument("--timeout", type=float, default=180.0,
+                    help="bound on each wait for Spark, seconds (default 180: a cold cluster's first batch is slow)")
     ap.add_argument("--out", default="reports/cluster-vs-local", help="where the two results files go")
     ap.add_argument("--compare", nargs=2, metavar=("LOCAL.json", "CLUSTER.json"),
                     help="compare two existing results files; run nothing")
