@@ -91,12 +91,13 @@ class ScenarioBuilder:
         self.steps.append("stop")
         return self
 
-    def start(self, conf: Mapping[str, Any] | None = None) -> "ScenarioBuilder":
-        self.steps.append({"start": {"conf": _plain(dict(conf))}} if conf else "start")
+    def start(self, conf: Mapping[str, Any] | None = None, *, new_session: bool = False) -> "ScenarioBuilder":
+        self.steps.append(_start_step("start", conf, new_session))
         return self
 
-    def restart(self, conf: Mapping[str, Any] | None = None) -> "ScenarioBuilder":
-        self.steps.append({"restart": {"conf": _plain(dict(conf))}} if conf else "restart")
+    def restart(self, conf: Mapping[str, Any] | None = None, *, new_session: bool = False) -> "ScenarioBuilder":
+        """Stop and start again from the checkpoint; `new_session=True` starts in another SparkSession."""
+        self.steps.append(_start_step("restart", conf, new_session))
         return self
 
     def expect(self, **checks: Any) -> "ScenarioBuilder":
@@ -129,3 +130,12 @@ class ScenarioBuilder:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.run()
+
+
+def _start_step(kind: str, conf: Mapping[str, Any] | None, new_session: bool) -> Any:
+    body: dict[str, Any] = {}
+    if conf:
+        body["conf"] = _plain(dict(conf))
+    if new_session:
+        body["session"] = "new"
+    return {kind: body} if body else kind

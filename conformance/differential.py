@@ -16,6 +16,7 @@ failed check is a disagreement between Spark and the model.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,7 +26,8 @@ from .loader import load_scenario_text
 from .model import Scenario
 from .results import ERROR, FAILED, NOT_APPLICABLE, ScenarioResult
 
-__all__ = ["DifferentialCase", "Outcome", "FAMILIES", "differential_case", "compare_on_spark", "strategy_for"]
+__all__ = ["DifferentialCase", "Outcome", "FAMILIES", "differential_case", "compare_on_spark", "strategy_for",
+           "restart_variants", "RestartCheck", "check_restarts", "whole_output"]
 
 # Every contract the model covers. Per family, strategy keywords: few enough events that a run
 # stays a handful of micro-batches, disorder that reaches past the smallest watermark delays.
@@ -111,3 +113,121 @@ def compare_on_spark(case: DifferentialCase, *, session: Any = None, pipeline: A
         result = run_scenario(case.scenario, pipeline, session=session, timeout=timeout,
                               rerun="eventtime run <the written file>")
     return Outcome(case, result)
+
+
+def restart_variants(scenario: Scenario, *, sessions: tuple[str, ...] = ("same", "new")) -> list[tuple[str, str]]:
+    """The scenario with a restart inserted at every point where the query runs, one variant per
+    point and session kind: `(label, text)`, expect steps removed (the model writes its own with
+    `differential_case`). A point is the gap after any step that leaves the query running: before
+    and after each batch, after each add, i.e. with state pending, after a watermark advance,
+    after a late row. `sessions`: `same` inserts `- restart`, `new` inserts
+    `- restart: {session: new}` (another SparkSession, inputs replayed, only the checkpoint carries
+    the query)."""
+    from . import model as m
+
+    lines = list(scenario.lines)
+    steps = [s for s in scenario.steps if not isinstance(s, m.ExpectStep)]
+    if not steps:
+        return []
+    head = lines[: min(s.where.line for s in scenario.steps) - 1]
+    blocks = [[text for _, text in scenario.step_text(s)] for s in steps]
+    running, points = True, []
+    for i, step in enumerate(steps):
+        if isinstance(step, m.StopStep):
+            running = False
+        elif isinstance(step, m.StartStep):
+            running = True
+        if running and i + 1 < len(steps) and not isinstance(steps[i + 1], m.StartStep):
+            points.append(i)
+    out = []
+    for i in points:
+        first = blocks[i][0]
+        pad = " " * (len(first) - len(first.lstrip()))
+        for kind in sessions:
+            inserted = pad + ("- restart" if kind == "same" else "- restart: {session: new}")
+            body = [line for b in blocks[: i + 1] for line in b] + [inserted] + [
+                line for b in blocks[i + 1:] for line in b]
+            out.append((f"restart ({kind} session) after step {steps[i].index} ({steps[i].kind}, line "
+                        f"{steps[i].where.line})", "\n".join(head + body) + "\n"))
+    return out
+
+
+def whole_output(batches: Any, output_mode: str) -> Counter:
+    """Everything a run wrote to its sink, as a multiset of rows: every batch's rows (append,
+    update), or the last table written (complete)."""
+    rows = [b.rows for b in batches if b.rows]
+    if output_mode == "complete":
+        return Counter(map(tuple, rows[-1])) if rows else Counter()
+    return Counter(tuple(r) for batch in rows for r in batch)
+
+
+@dataclass
+class RestartCheck:
+    """One restart variant of a scenario on Spark: judged against the model, and its whole output
+    compared with the uninterrupted run's."""
+
+    label: str
+    outcome: Outcome
+    output: Counter  # Spark's whole output with the restart
+    baseline: Counter  # Spark's whole output without it
+    predicted: Counter  # the model's whole output with the restart
+    predicted_baseline: Counter  # the model's whole output without it
+
+    @property
+    def lost(self) -> Counter:
+        return self.baseline - self.output
+
+    @property
+    def duplicated(self) -> Counter:
+        return self.output - self.baseline
+
+    @property
+    def holds(self) -> bool:
+        """Spark agrees with the model at every step, and the whole output equals the
+        uninterrupted run's, except where the model itself predicts the restart changes it."""
+        if not self.outcome.agrees:
+            return False
+        if self.output == self.baseline:
+            return True
+        return self.output == self.predicted and self.predicted != self.predicted_baseline
+
+    def describe(self) -> str:
+        if self.holds:
+            return f"ok: {self.label}"
+        parts = [f"{self.label}:"]
+        if not self.outcome.agrees:
+            from .textreport import describe_failure
+
+            parts.append(describe_failure(self.outcome.result))
+        if self.lost:
+            parts.append(f"lost rows {dict(self.lost)}")
+        if self.duplicated:
+            parts.append(f"duplicated rows {dict(self.duplicated)}")
+        return "\n".join(parts)
+
+
+def check_restarts(scenario: Scenario, *, session: Any = None, pipeline: Any = None,
+                   sessions: tuple[str, ...] = ("same", "new"), timeout: float = 60.0,
+                   progress: Any = None) -> list[RestartCheck]:
+    """Run `scenario` uninterrupted, then every restart variant of it (`restart_variants`), on Spark;
+    each variant is judged by the model step by step and by its whole output."""
+    from .runner import run_scenario
+    from .semantics import simulate
+
+    mode = scenario.params.get("output_mode", "append")
+    base = run_scenario(scenario, pipeline, session=session, timeout=timeout)
+    if base.status not in ("passed", "failed"):
+        raise RuntimeError(f"{scenario.path}: the uninterrupted run did not complete: {base.reason}")
+    baseline = whole_output([b for s in base.steps for b in s.batches], mode)
+    predicted_baseline = whole_output(simulate(scenario, "spark").history, mode)
+    out = []
+    for label, text in restart_variants(scenario, sessions=sessions):
+        case = differential_case(load_scenario_text(text, path=f"<{scenario.name}: {label}>"))
+        outcome = compare_on_spark(case, session=session, pipeline=pipeline, timeout=timeout)
+        spark_batches = [b for s in outcome.result.steps for b in s.batches]
+        check = RestartCheck(label, outcome, whole_output(spark_batches, mode), baseline,
+                             whole_output(simulate(case.scenario, "spark").history, mode), predicted_baseline)
+        out.append(check)
+        if progress is not None:
+            progress(check)
+    return out

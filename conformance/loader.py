@@ -643,14 +643,16 @@ class _Builder:
                 step = m.StopStep(where)
             elif kind in ("start", "restart"):
                 conf: dict[str, str] = {}
+                new_session = False
                 if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
                     conf = self.conf(body.get("conf"), bpath + ("conf",))
+                    new_session = body.get("session") == "new"
                 if kind == "start" and running:
                     self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
                 if kind == "restart" and not running:
                     self.c.at(path, "the query is stopped here; use `start`")
                 running = True
-                step = m.StartStep(where, conf=conf, restart=kind == "restart")
+                step = m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session)
             elif kind == "expect":
                 if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
                     step = self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping

@@ -130,6 +130,7 @@ class StopStep(Step):
 class StartStep(Step):
     conf: Mapping[str, str] = field(default_factory=dict)
     restart: bool = False  # `restart` = stop, then start
+    new_session: bool = False  # `session: new`: start in another SparkSession; only the checkpoint carries over
 
     @property
     def kind(self) -> str:  # type: ignore[override]

@@ -252,7 +252,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     return result
 
 
-def _action(step: m.Step, run: Any, sources: Mapping[str, Any],
+def _action(step: m.Step, run: Any, sources: dict[str, Any],
             query_conf: Mapping[str, str]) -> Callable[[], list[Any]]:
     """What the harness does for one non-expect step; the action returns the batches it ran."""
     if isinstance(step, m.AddStep):
@@ -291,11 +291,18 @@ def _action(step: m.Step, run: Any, sources: Mapping[str, Any],
             return []
         return advance
     if isinstance(step, m.StartStep):
-        conf, restart = {**query_conf, **step.conf}, step.restart
+        conf, restart, new_session = {**query_conf, **step.conf}, step.restart, step.new_session
 
         def start() -> list[Any]:
             if restart:
                 run.stop()
+            if new_session:
+                from harness.session import other_session
+
+                spark = other_session(run.spark)
+                for name in list(sources):  # the build closure reads the (mutable) mapping at each start
+                    sources[name] = sources[name].replayed_in(spark)
+                run.move_to(spark)
             return list(run.start(conf))
         return start
     if isinstance(step, m.StopStep):

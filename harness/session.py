@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors
 
-__all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "prepare_session", "runtime_info"]
+__all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info"]
 
 DEFAULT_MASTER = "local[2]"
 
@@ -69,6 +69,25 @@ def prepare_session(spark: Any) -> Any:
     else:
         ensure_callback_server_started(gateway)
     return spark
+
+
+_PAIRS: dict[int, tuple[Any, Any]] = {}
+
+
+def other_session(spark: Any) -> Any:
+    """A SparkSession of the same SparkContext other than `spark`: its own SQL conf and streaming
+    query manager, none of `spark`'s queries, sources or sinks (`SparkSession.newSession`).
+
+    One spare is kept per SparkContext and the two take turns, so restarting in a new session any
+    number of times creates no more than one extra session (each one registers a streaming
+    listener with the context for good)."""
+    with _LOCK:
+        key = id(spark.sparkContext)
+        pair = _PAIRS.get(key)
+        if pair is None or not any(s is spark for s in pair):
+            pair = (spark, prepare_session(spark.newSession()))
+            _PAIRS[key] = pair
+        return pair[1] if pair[0] is spark else pair[0]
 
 
 _RUNTIME: dict[int, dict[str, str]] = {}

@@ -77,6 +77,7 @@ class MemorySource:
         self.spark = spark
         self.name = name
         self.columns = list(columns)
+        self.num_partitions = num_partitions
         self._compat = compat_for(spark)
         from pyspark.sql.types import _parse_datatype_string
 
@@ -89,6 +90,7 @@ class MemorySource:
         self._jschema = jschema
         self._deserializer = self._compat.row_deserializer(jschema) if self._compat.arrow_ingest else None
         self.offsets = 0
+        self._log: list[list[tuple]] = []  # every add, in order: what a replay re-adds
 
     def dataframe(self) -> Any:
         """A new streaming DataFrame reading this source (one per query start)."""
@@ -108,6 +110,7 @@ class MemorySource:
                 jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
             self._stream.addData(self._compat.to_seq(jrows))
         self.offsets += 1
+        self._log.append(rows)
 
     def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
         """Add rows already placed in input partitions: one `addData` per partition, in order.
@@ -119,6 +122,16 @@ class MemorySource:
         """
         for part in parts:
             self.add(part)
+
+    def replayed_in(self, spark: Any) -> "MemorySource":
+        """This source recreated in another SparkSession with every add so far re-added, one offset
+        each: what a replayable source (a Kafka topic, a file directory) offers a restarted driver.
+        The new stream has the same offsets, so a query restarted from the checkpoint reads exactly
+        the data it had not committed."""
+        other = MemorySource(spark, self.name, self.columns, self.num_partitions)
+        for rows in self._log:
+            other.add(rows)
+        return other
 
 
 @dataclass
@@ -234,6 +247,14 @@ class StreamRun:
             self._restore_conf(applied)
         self.runs += 1
         return self._after_trigger(seen, "the first trigger after start")
+
+    def move_to(self, spark: Any) -> None:
+        """Run the next start in another SparkSession (the query must be stopped): nothing of the old
+        session (its query manager, SQL conf, sources, sink) goes along; the checkpoint carries it."""
+        if self._query is not None:
+            raise HarnessError("stop the query before moving it to another session")
+        self.spark = spark
+        self.compat = compat_for(spark)
 
     def stop(self) -> None:
         """Stop the query, bounded.

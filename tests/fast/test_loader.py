@@ -187,6 +187,16 @@ def test_stop_start_restart_with_conf(base_scenario):
     start = sc.steps[3]
     assert start.conf == {"spark.sql.streaming.multipleWatermarkPolicy": "max"} and not start.restart
     assert sc.steps[4].restart
+    assert not any(getattr(s, "new_session", False) for s in sc.steps)
+
+
+def test_restart_and_start_in_a_new_session(base_scenario):
+    text = edit(base_scenario, "  - process\n",
+                "  - process\n  - restart: {session: new}\n  - stop\n  - start: {session: new, conf: {}}\n"
+                "  - restart: {session: same}\n  - process\n")
+    sc = load_scenario_text(text)
+    assert [(s.kind, s.new_session) for s in sc.steps if isinstance(s, m.StartStep)] == [
+        ("restart", True), ("start", True), ("restart", False)]
 
 
 def test_step_text_shows_the_lines_of_a_step(base_scenario):
@@ -272,6 +282,8 @@ CASES = [
      "unknown time zone 'Mars/X'"),
     ("conf in start not allow-listed", "  - process\n",
      "  - process\n  - restart:\n      conf: {spark.foo: x}\n", 17, 14, "Spark setting 'spark.foo' cannot be set"),
+    ("restart in an unknown session", "  - process\n", "  - process\n  - restart: {session: old}\n", 16, 24,
+     "'old' is not allowed here (one of: same, new)"),
     ("start with an unknown key", "  - process\n", "  - process\n  - restart: {config: {}}\n", 16, 15,
      "unknown key 'config'; did you mean 'conf'?"),
     ("unknown contract", "contract: tumbling_count", "contract: tumbling_cnt", 3, 11,
