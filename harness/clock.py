@@ -7,9 +7,10 @@ is idle (no polling), decides exactly when each micro-batch runs, and moves time
 """
 from __future__ import annotations
 
+import socket
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 __all__ = ["SteppedClock", "ClockWaitTimeout"]
 
@@ -21,8 +22,16 @@ class ClockWaitTimeout(Exception):
 class SteppedClock:
     """Processing time in epoch milliseconds, advanced only by `advance`; triggers only by `grant`."""
 
-    def __init__(self, start_ms: int, *, trigger_ms: int | None = None):
+    def __init__(self, start_ms: int, *, trigger_ms: int | None = None,
+                 current_connection: Callable[[], Any] | None = None):
         self._now = int(start_ms)
+        # py4j's pinned-thread mode serves each JVM thread that calls back into Python on a
+        # connection of its own, and never closes the connection of a thread that ended: one
+        # socket and one Python thread per query start, for as long as the process lives. The
+        # clock notes the connections its callbacks came on so the harness can close them once
+        # the stream thread is gone.
+        self._current_connection = current_connection
+        self._connections: list[Any] = []
         self._trigger_ms = trigger_ms
         self._cv = threading.Condition()
         self._permits = 0
@@ -32,12 +41,15 @@ class SteppedClock:
 
     # -- org.apache.spark.util.Clock, called from the JVM -----------------------------------------
     def getTimeMillis(self) -> int:  # noqa: N802 - Java interface
+        self._note_connection()
         return self._now
 
     def nanoTime(self) -> int:  # noqa: N802
+        self._note_connection()
         return self._now * 1_000_000
 
     def waitTillTime(self, targetTime: int) -> int:  # noqa: N802,N803
+        self._note_connection()
         with self._cv:
             self._parks += 1
             self._target = int(targetTime)
@@ -100,6 +112,40 @@ class SteppedClock:
                     self._cv.acquire()
                 if not still and self._parks <= after:
                     return  # the caller finds out why from the query
+
+    def _note_connection(self) -> None:
+        if self._current_connection is None:
+            return
+        try:
+            connection = self._current_connection()
+        except Exception:  # noqa: BLE001 - only bookkeeping; a callback must never fail on it
+            return
+        if connection is not None:
+            with self._cv:
+                if all(c is not connection for c in self._connections):
+                    self._connections.append(connection)
+
+    def close_connections(self) -> int:
+        """Close the py4j connections this clock's callbacks came on; returns how many.
+
+        Only once the JVM threads that called it have ended (the query stopped or died): a
+        connection belongs to one JVM thread, which would otherwise open a new one on its next call.
+        """
+        with self._cv:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            sock = getattr(connection, "socket", None)
+            if sock is None:
+                continue
+            try:
+                # Shut the socket down, do not close the connection: its own thread sits in a
+                # readline on it, and closing the buffered stream under that read deadlocks on
+                # the stream's lock. After a shutdown the read returns end-of-file and the
+                # connection's thread closes it and ends.
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed by the other side
+                pass
+        return len(connections)
 
     def free(self) -> None:
         """Stop blocking: lets a query be stopped even while its thread sits in `waitTillTime`."""

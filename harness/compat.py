@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Callable
 
 __all__ = ["SparkCompat", "compat_for"]
 
@@ -172,6 +172,14 @@ class SparkCompat:
         if self._start_query_arity == 13:  # 4.2+: an Option[String] sink name comes second
             args.insert(1, self.none)
         return manager.startQuery(*args)
+
+    @cached_property
+    def callback_connection(self) -> Callable[[], Any] | None:
+        """In py4j's pinned-thread mode (pyspark's default), a function that returns the connection
+        the current JVM callback came on; None in the older callback-server mode (pooled connections)."""
+        client = getattr(self.spark.sparkContext._gateway, "_gateway_client", None)
+        getter = getattr(client, "get_thread_connection", None)
+        return getter if callable(getter) else None
 
     # -- Reading what happened ----------------------------------------------------------------
     @staticmethod

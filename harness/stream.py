@@ -204,7 +204,8 @@ class StreamRun:
         self.timeout = timeout
         self.name = name or f"eventtime_{uuid.uuid4().hex[:12]}"
         self.trigger_ms = trigger_ms
-        self.clock = SteppedClock(clock_start_ms, trigger_ms=trigger_ms)
+        self.clock = SteppedClock(clock_start_ms, trigger_ms=trigger_ms,
+                                  current_connection=self.compat.callback_connection)
         self._query: Any = None
         self._sink: Any = None
         self._schema: list[tuple[str, str]] = []
@@ -237,7 +238,8 @@ class StreamRun:
             self._select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
                             for n, t in self._schema]
             # A new clock per start: the old one stays freed so its thread can never block again.
-            self.clock = SteppedClock(self.clock.now_ms, trigger_ms=self.trigger_ms)
+            self.clock = SteppedClock(self.clock.now_ms, trigger_ms=self.trigger_ms,
+                                      current_connection=self.compat.callback_connection)
             self._next_batch = self._committed_batches()
             seen = self.clock.parks
             self._query = self.compat.start_query(
@@ -294,6 +296,7 @@ class StreamRun:
             self.clock.free()
         if not done.wait(max(deadline - time.monotonic(), 0.001)):
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} to stop")
+        self.clock.close_connections()  # the stop joined the stream thread: nothing calls back any more
 
     def close(self) -> None:
         """Stop if running; never raises for an already failed query."""
@@ -349,6 +352,12 @@ class StreamRun:
     def _raise_failure(self, query: Any, what: str) -> None:
         self._query = None
         self.clock.free()
+        try:  # the stream thread ends by itself; once it has, its callback connections can go
+            query.awaitTermination(int(self.timeout * 1000))
+        except Exception:  # noqa: BLE001 - a failed query rethrows its exception here: it has ended
+            pass
+        if not query.isActive():
+            self.clock.close_connections()
         found = query.exception()  # Scala Option[StreamingQueryException] on the JVM side
         if found is None or not found.isDefined():
             raise QueryFailed(f"the query stopped by itself during {what}")
@@ -356,7 +365,8 @@ class StreamRun:
         error_class = next((c for _, c, _ in chain if c and c != "STREAM_FAILED"), None) or chain[0][1]
         inner = chain[-1]
         message = _headline(inner[2])
-        raise QueryFailed(f"the query failed during {what}: {inner[0].rsplit('.', 1)[-1]}"
+        named = f" [{error_class}]" if error_class and error_class not in message else ""
+        raise QueryFailed(f"the query failed during {what}{named}: {inner[0].rsplit('.', 1)[-1]}"
                           + (f": {message}" if message else ""), error_class=error_class, chain=chain)
 
     def _committed_batches(self) -> int:

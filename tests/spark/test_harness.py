@@ -100,15 +100,6 @@ def test_unknown_pipeline_reference(spark):
     assert "has no 'nope'" in result.reason
 
 
-def test_batch_that_never_finishes_hits_the_bound(spark):
-    # The bound (10 s) leaves ordinary batches ample room even on a loaded machine (a 2 s bound was
-    # once exceeded by batch 0 under load); the slow UDF outlives it by far.
-    result = run_scenario(scenario(BASIC), "tests.spark.pipelines:never_finishes", session=spark, timeout=10)
-    assert result.status == "error"
-    # append mode: the UDF first runs in batch 1, the no-data batch that emits the window
-    assert "timed out after 10s waiting for trigger for batch 1" in result.reason
-
-
 def test_two_sources_in_one_add_land_in_one_batch(spark):
     text = """\
 scenario: two-sources
