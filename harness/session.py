@@ -71,23 +71,23 @@ def prepare_session(spark: Any) -> Any:
     return spark
 
 
-_PAIRS: dict[int, tuple[Any, Any]] = {}
+_SPARES: dict[int, tuple[Any, Any]] = {}  # id(session) -> (session, its spare); the spare maps back
 
 
 def other_session(spark: Any) -> Any:
     """A SparkSession of the same SparkContext other than `spark`: its own SQL conf and streaming
     query manager, none of `spark`'s queries, sources or sinks (`SparkSession.newSession`).
 
-    One spare is kept per SparkContext and the two take turns, so restarting in a new session any
-    number of times creates no more than one extra session (each one registers a streaming
-    listener with the context for good)."""
+    Each session gets one spare and the two take turns, so restarting in a new session any number
+    of times creates one extra session per session that asks (each one registers a streaming
+    listener with the context for good); with `--jobs N` that is one per worker session."""
     with _LOCK:
-        key = id(spark.sparkContext)
-        pair = _PAIRS.get(key)
-        if pair is None or not any(s is spark for s in pair):
-            pair = (spark, prepare_session(spark.newSession()))
-            _PAIRS[key] = pair
-        return pair[1] if pair[0] is spark else pair[0]
+        found = _SPARES.get(id(spark))
+        if found is None or found[0] is not spark:
+            spare = prepare_session(spark.newSession())
+            _SPARES[id(spark)], _SPARES[id(spare)] = (spark, spare), (spare, spark)
+            return spare
+        return found[1]
 
 
 _RUNTIME: dict[int, dict[str, str]] = {}
