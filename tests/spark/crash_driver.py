@@ -20,13 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from conformance.model import Params  # noqa: E402
-from conformance.timeparse import parse_duration  # noqa: E402
-from harness import MemorySource, StreamRun, get_session  # noqa: E402
-from tests.spark.pipelines import blocks_while_file_exists  # noqa: E402
+from harness import get_session  # noqa: E402
+from tests.spark.pipelines import blocks_while_file_exists, events_run  # noqa: E402
 
 BASE_US = 1_704_067_200_000_000
-PARAMS = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"), "output_mode": "append"})
 
 
 def t(seconds: int) -> int:
@@ -48,9 +45,8 @@ CRASH_AT = 3  # index in BATCHES of the add whose batch is in flight when the dr
 def main() -> None:
     phase, checkpoint, out = sys.argv[1], sys.argv[2], sys.argv[3]
     spark = get_session()
-    source = MemorySource(spark, "events", [("key", "string"), ("ts", "timestamp")])
-    run = StreamRun(spark, lambda: (blocks_while_file_exists({"events": source.dataframe()}, PARAMS), "append"),
-                    checkpoint=checkpoint, clock_start_ms=BASE_US // 1000, timeout=120)
+    run, sources = events_run(spark, blocks_while_file_exists, checkpoint, timeout=120)
+    source = sources["events"]
     report: dict = {"jvm_pid": int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())}
 
     def write() -> None:

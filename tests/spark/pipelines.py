@@ -64,3 +64,23 @@ def cast_fails_in_batch(sources, params):
     events = sources["events"]
     keyed = events.withColumn("key", F.concat(F.col("key"), F.col("key").cast("int").cast("string")))
     return tumbling_count({"events": keyed}, params)
+
+
+EVENTS = [("key", "string"), ("ts", "timestamp")]
+T0_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z, the scenarios' default date
+
+
+def events_run(spark, pipeline, checkpoint, *, timeout=60, trigger_ms=None):
+    """A StreamRun of `pipeline` (10 s windows, 5 s delay, append) over one MemorySource named
+    `events`, for tests that drive the harness directly. Returns `(run, sources)`; the pipeline
+    reads `sources["events"]` at every start, so a test may replace it (e.g. replayed elsewhere)."""
+    from conformance.model import Params
+    from conformance.timeparse import parse_duration
+    from harness import MemorySource, StreamRun
+
+    params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
+                     "output_mode": "append"})
+    sources = {"events": MemorySource(spark, "events", EVENTS)}
+    run = StreamRun(spark, lambda: (pipeline({"events": sources["events"].dataframe()}, params), "append"),
+                    checkpoint=str(checkpoint), clock_start_ms=T0_MS, trigger_ms=trigger_ms, timeout=timeout)
+    return run, sources

@@ -11,8 +11,9 @@ import pytest
 
 from conformance.runner import run_scenario
 from conformance.textreport import describe_failure
-from harness import HarnessTimeout, MemorySource, StreamRun
+from harness import HarnessTimeout
 
+from tests.spark.pipelines import events_run
 from tests.spark.test_harness import BASIC, scenario
 
 pytestmark = pytest.mark.spark
@@ -65,18 +66,11 @@ def test_expectation_that_can_never_be_met_fails_at_once(spark):
 
 
 def _parked_run(spark, tmp_path, trigger_ms=None):
-    from conformance.model import Params
     from conformance.pipelines.reference import tumbling_count
-    from conformance.timeparse import parse_duration
 
-    params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
-                     "output_mode": "append"})
-    source = MemorySource(spark, "events", [("key", "string"), ("ts", "timestamp")])
-    run = StreamRun(spark, lambda: (tumbling_count({"events": source.dataframe()}, params), "append"),
-                    checkpoint=str(tmp_path / "checkpoint"), clock_start_ms=1_704_067_200_000,
-                    trigger_ms=trigger_ms, timeout=30)
+    run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint", timeout=30, trigger_ms=trigger_ms)
     run.start()
-    source.add([("a", 1_704_067_203_000_000)])
+    sources["events"].add([("a", 1_704_067_203_000_000)])
     run.process()
     return run
 
@@ -95,17 +89,11 @@ def test_stop_while_the_clock_is_parked_ends_at_once(spark, tmp_path, trigger_ms
 
 
 def test_stop_while_a_batch_is_in_flight_is_bounded(spark, tmp_path):
-    from conformance.model import Params
-    from conformance.timeparse import parse_duration
     from tests.spark.pipelines import never_finishes
 
-    params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
-                     "output_mode": "append"})
-    source = MemorySource(spark, "events", [("key", "string"), ("ts", "timestamp")])
-    run = StreamRun(spark, lambda: (never_finishes({"events": source.dataframe()}, params), "append"),
-                    checkpoint=str(tmp_path / "checkpoint"), clock_start_ms=1_704_067_200_000, timeout=15)
+    run, sources = events_run(spark, never_finishes, tmp_path / "checkpoint", timeout=15)
     run.start()
-    source.add([("a", 1_704_067_203_000_000), ("a", 1_704_067_216_000_000)])
+    sources["events"].add([("a", 1_704_067_203_000_000), ("a", 1_704_067_216_000_000)])
     with pytest.raises(HarnessTimeout, match=r"timed out after 15s waiting for trigger for batch"):
         run.process()  # batch 1 (the no-data batch emitting the window) sits in the slow UDF
     t0 = time.monotonic()

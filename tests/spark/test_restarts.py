@@ -30,16 +30,11 @@ def test_restart_anywhere_loses_and_duplicates_nothing(spark):
 
 
 def test_a_new_session_restart_runs_in_another_session_on_replayed_sources(spark, tmp_path):
-    from conformance.model import Params
     from conformance.pipelines.reference import tumbling_count
-    from conformance.timeparse import parse_duration
-    from harness import MemorySource, StreamRun, other_session
+    from harness import other_session
+    from tests.spark.pipelines import events_run
 
-    params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
-                     "output_mode": "append"})
-    sources = {"events": MemorySource(spark, "events", [("key", "string"), ("ts", "timestamp")])}
-    run = StreamRun(spark, lambda: (tumbling_count({"events": sources["events"].dataframe()}, params), "append"),
-                    checkpoint=str(tmp_path / "checkpoint"), clock_start_ms=1_704_067_200_000, timeout=60)
+    run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint")
     run.start()
     sources["events"].add([("a", 1_704_067_203_000_000)])
     run.process()
