@@ -10,7 +10,7 @@ Each side is one `eventtime run --json` in a child process (one Spark applicatio
 results files stay in --out. Differences are listed in two kinds: a different *verdict* (the target
 is none: any is a finding to explain in the scenario), and the same verdict reached with different
 *observations* (rows, watermarks, dropped rows, state rows of some batch). Exit 1 when a verdict differs.
-The whole suite takes about an hour on two cores (3-10 s per step on a cluster).
+The whole suite takes about 17 min on two cores with --jobs 3 (one Spark application per side).
 """
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ from conformance.resultsfile import read_results  # noqa: E402
 from harness.cluster import MasterURLError, StandaloneCluster, check_master  # noqa: E402
 
 
-def run_side(label: str, master: str, paths: list[str], out: Path, timeout: float) -> Path:
+def run_side(label: str, master: str, paths: list[str], out: Path, timeout: float, jobs: int) -> Path:
     """`eventtime run` of `paths` on `master`, results to out/<label>.json; prints its totals line."""
     results = out / f"{label}.json"
     cmd = [sys.executable, "-m", "conformance.cli", "run", *paths, "--master", master, "--json", str(results),
-           "--timeout", str(timeout), "-q"]
+           "--timeout", str(timeout), "--jobs", str(jobs), "-q"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    print(f"== {label}: {master}", flush=True)
+    print(f"== {label}: {master} (--jobs {jobs})", flush=True)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     lines = proc.stdout.splitlines()
@@ -122,6 +122,8 @@ def main() -> int:
     ap.add_argument("--local-master", default="local[2]", help="the local side (default local[2])")
     ap.add_argument("--timeout", type=float, default=180.0,
                     help="bound on each wait for Spark, seconds (default 180: a cold cluster's first batch is slow)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="scenarios run at once in each side's Spark application (eventtime run --jobs; default 1)")
     ap.add_argument("--out", default="reports/cluster-vs-local", help="where the two results files go")
     ap.add_argument("--compare", nargs=2, metavar=("LOCAL.json", "CLUSTER.json"),
                     help="compare two existing results files; run nothing")
@@ -136,14 +138,14 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    local = run_side("local", local_master, args.paths, out, args.timeout)
+    local = run_side("local", local_master, args.paths, out, args.timeout, args.jobs)
     if master:
-        cluster = run_side("cluster", master, args.paths, out, args.timeout)
+        cluster = run_side("cluster", master, args.paths, out, args.timeout, args.jobs)
     else:
         with StandaloneCluster(workers=args.workers, host=args.host) as sc:
             print(f"== standalone cluster up: {sc.master_url} ({args.workers} workers, status {sc.status_url})",
                   flush=True)
-            cluster = run_side("cluster", sc.master_url, args.paths, out, args.timeout)
+            cluster = run_side("cluster", sc.master_url, args.paths, out, args.timeout, args.jobs)
     print(f"\nboth runs: {time.monotonic() - t0:.0f} s")
     return compare(local, cluster)
 
