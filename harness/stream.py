@@ -229,7 +229,8 @@ class StreamRun:
         """Start (or restart from the checkpoint); returns what the first trigger ran, if anything."""
         if self._query is not None:
             raise HarnessError("the query is already running")
-        applied = self._apply_conf(conf or {})
+        defaults = {k: v for k, v in self.compat.query_conf.items() if self.spark.conf.get(k, None) is None}
+        applied = self._apply_conf({**defaults, **(conf or {})})
         try:
             df, output_mode = self._build()
             self._sink = self.compat.new_memory_sink()

@@ -120,3 +120,51 @@ steps:
     result = run_scenario(load_scenario_text(text, "two.scenario.yaml"), session=spark)
     assert result.status == "passed", describe_failure(result)
     assert result.steps[2].batches[0].input_rows == 3
+
+
+CHECKPOINT_KEY = "spark.sql.streaming.checkpointFileManagerClass"
+
+
+def _conf_seen_at_start(spark, tmp_path):
+    """The checkpoint file manager setting a harness query started with (read while it is built)."""
+    import datetime
+
+    from conformance.pipelines.reference import tumbling_count
+    from tests.spark.pipelines import events_run
+
+    seen = []
+
+    def pipeline(sources, params):
+        seen.append(spark.conf.get(CHECKPOINT_KEY, None))
+        return tumbling_count(sources, params)
+
+    run, sources = events_run(spark, pipeline, tmp_path / "checkpoint")
+    try:
+        run.start()
+        sources["events"].add([("a", datetime.datetime(2024, 1, 1, 0, 0, 3))])
+        assert run.process()[0].input_rows == 1  # a data batch ran with that setting
+    finally:
+        run.close()
+    return seen[0]
+
+
+def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_it_was(spark, tmp_path):
+    from harness.compat import compat_for
+
+    chosen = compat_for(spark).query_conf[CHECKPOINT_KEY]
+    assert chosen.endswith(".FileSystemBasedCheckpointFileManager")
+    assert spark._jvm.java.lang.Class.forName(chosen) is not None
+    assert spark.conf.get(CHECKPOINT_KEY, None) is None
+    assert _conf_seen_at_start(spark, tmp_path) == chosen
+    assert spark.conf.get(CHECKPOINT_KEY, None) is None  # restored after the start
+
+
+def test_a_checkpoint_manager_the_session_sets_is_kept(spark, tmp_path):
+    from harness.compat import compat_for
+
+    theirs = compat_for(spark).query_conf[CHECKPOINT_KEY].replace("FileSystemBased", "FileContextBased")
+    spark.conf.set(CHECKPOINT_KEY, theirs)
+    try:
+        assert _conf_seen_at_start(spark, tmp_path) == theirs
+    finally:
+        spark.conf.unset(CHECKPOINT_KEY)
