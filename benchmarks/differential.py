@@ -1,17 +1,21 @@
 """The long differential run: many generated scenarios of one contract family on Spark vs the model (spark profile).
 
     python benchmarks/differential.py --family tumbling_count --examples 1000 --seed 1 [--out DIR] [--keep-going]
+                                      [--log FILE.jsonl]
 
 Hypothesis generates `--examples` scenarios of the family from `--seed` (`conformance.strategies`);
 each gets the model's expectations after every batch step and runs on Spark with the reference
 implementation (`conformance.differential`). By default the first disagreement stops the run,
 Hypothesis shrinks it and the smallest case is written to `--out`; with `--keep-going` every
 disagreement is written (unshrunk, numbered) and the run goes on. Prints the count of scenarios
-run (and not applicable), the disagreements, the wall time and the seed.
+run (and not applicable), the disagreements, the wall time and the seed; with `--log`, also appends
+them as one JSON line (what `benchmarks/differential_all.py` plans from and sums up).
 """
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import sys
 import time
 from pathlib import Path
@@ -36,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-events", type=int, default=8)
     ap.add_argument("--out", default="reports/differential", help="where disagreeing cases are written")
     ap.add_argument("--keep-going", action="store_true", help="record every disagreement instead of shrinking the first")
+    ap.add_argument("--log", default=None, help="append the run's figures to this JSON-lines file")
     args = ap.parse_args(argv)
 
     from harness import get_session
@@ -82,6 +87,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{elapsed:.0f} s ({elapsed / max(counts['run'], 1):.2f} s per scenario)")
     for path in written:
         print(f"  written: {path}   reproduce: eventtime run {path}")
+    if args.log:
+        record = {"family": args.family, "seed": args.seed, "examples": args.examples, "max_events": args.max_events,
+                  "spark": spark.version, "run": counts["run"], "not_applicable": counts["not_applicable"],
+                  "disagreements": counts["disagree"], "written": [str(p) for p in written],
+                  "seconds": round(elapsed, 1),
+                  "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        Path(args.log).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.log, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
     return status
 
 
