@@ -1,6 +1,6 @@
 """The long differential run over every contract family, in chunks that can be resumed.
 
-    python benchmarks/differential_all.py [--per-family 1000] [--chunk 250] [--parallel 2]
+    python benchmarks/differential_all.py [--per-family 1000] [--chunk 100] [--parallel 2]
                                           [--budget-minutes M] [--families F ...] [--log FILE]
     python benchmarks/differential_all.py --summary        # only the table from the log
 
@@ -82,7 +82,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[1:]))
     ap.add_argument("--per-family", type=int, default=1000)
-    ap.add_argument("--chunk", type=int, default=250, help="examples per chunk (one process, one seed)")
+    ap.add_argument("--chunk", type=int, default=100, help="examples per chunk (one process, one seed)")
     ap.add_argument("--parallel", type=int, default=2, help="chunks running at once (default 2)")
     ap.add_argument("--budget-minutes", type=float, default=None, help="start no chunk after this many minutes")
     ap.add_argument("--families", nargs="*", choices=sorted(FAMILIES), default=None)
