@@ -1,10 +1,11 @@
 """No leaks: many scenarios back to back in one process, passing, failing and erroring ones mixed.
 
 After every scenario it counts the active streaming queries (in every session the harness used), the
-JVM's live threads, the Python threads and the entries in the temporary directory; at the end it
+JVM's live threads and open file descriptors (sockets included; read from /proc, so Linux only), the
+Python threads and the entries in the temporary directory; at the end it
 prints the counts at the start, after warm-up, the maximum and at the end, and checks:
 no active query ever outlives its scenario, JVM threads grow by at most --thread-bound after
-warm-up (Python threads too), no temporary entry made after warm-up is left behind, and the session stays usable (every scenario meant to
+warm-up (Python threads and JVM file descriptors too), no temporary entry made after warm-up is left behind, and the session stays usable (every scenario meant to
 pass passes, also right after a failed or broken one).
 
     python benchmarks/leak_check.py [--scenarios 500] [--thread-bound 10]
@@ -88,11 +89,13 @@ def main() -> int:
     spare = other_session(spark)
     jvm = spark.sparkContext._jvm
     mx = jvm.java.lang.management.ManagementFactory.getThreadMXBean()
+    jvm_fd_dir = Path(f"/proc/{jvm.java.lang.ProcessHandle.current().pid()}/fd")
 
     def sample() -> dict[str, int]:
         return {"queries": len(spark.streams.active) + len(spare.streams.active),
-                "jvm_threads": int(mx.getThreadCount()), "py_threads": threading.active_count(),
-                "tmp_entries": len(os.listdir(tmp))}
+                "jvm_threads": int(mx.getThreadCount()),
+                "jvm_fds": len(os.listdir(jvm_fd_dir)) if jvm_fd_dir.is_dir() else -1,
+                "py_threads": threading.active_count(), "tmp_entries": len(os.listdir(tmp))}
 
     plan = cycle()
     tmp_before = set(os.listdir(tmp))
@@ -128,11 +131,13 @@ def main() -> int:
     left = sorted(set(os.listdir(tmp)) - tmp_before)
     growth = end["jvm_threads"] - warm["jvm_threads"]
     py_growth = end["py_threads"] - warm["py_threads"]
+    fd_growth = end["jvm_fds"] - warm["jvm_fds"]
     print(f"Spark {spark.version}: {args.scenarios} scenarios in {time.monotonic() - t0:.0f}s; verdicts {verdicts}")
     for key in start:
         print(f"  {key:12} start {start[key]:5}  after warm-up {warm[key]:5}  max {peak[key]:5}  end {end[key]:5}")
     print(f"  active queries after a scenario: {len(query_left)} times; JVM thread growth after warm-up: "
           f"{growth} (bound {args.thread_bound}); Python thread growth after warm-up: {py_growth}; "
+          f"JVM file descriptor growth after warm-up: {fd_growth}; "
           f"temporary entries made after warm-up and left: {len(left)} {left[:5]}; per-scenario directories "
           f"found after a scenario: {per_run_left}")
     print(f"  verdicts other than intended: {len(wrong_verdicts)}")
@@ -142,7 +147,8 @@ def main() -> int:
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)
-    ok = (not query_left and growth <= args.thread_bound and py_growth <= args.thread_bound and not left
+    ok = (not query_left and growth <= args.thread_bound and py_growth <= args.thread_bound
+          and fd_growth <= args.thread_bound and not left
           and not per_run_left and not wrong_verdicts)
     print(f"  temporary directory after warm-up: {sorted(tmp_before)}")
     print("OK" if ok else "LEAK OR UNUSABLE SESSION")

@@ -125,18 +125,24 @@ class SteppedClock:
                 if all(c is not connection for c in self._connections):
                     self._connections.append(connection)
 
-    def close_connections(self) -> int:
-        """Close the py4j connections this clock's callbacks came on; returns how many.
+    def close_connections(self) -> list[int]:
+        """Close the py4j connections this clock's callbacks came on; returns the JVM-side port of
+        each (the JVM keeps its end too, see `SparkCompat.release_callback_connections`).
 
         Only once the JVM threads that called it have ended (the query stopped or died): a
         connection belongs to one JVM thread, which would otherwise open a new one on its next call.
         """
         with self._cv:
             connections, self._connections = self._connections, []
+        ports = []
         for connection in connections:
             sock = getattr(connection, "socket", None)
             if sock is None:
                 continue
+            try:
+                ports.append(sock.getpeername()[1])
+            except OSError:  # already closed by the other side
+                pass
             try:
                 # Shut the socket down, do not close the connection: its own thread sits in a
                 # readline on it, and closing the buffered stream under that read deadlocks on
@@ -145,7 +151,7 @@ class SteppedClock:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:  # already closed by the other side
                 pass
-        return len(connections)
+        return ports
 
     def free(self) -> None:
         """Stop blocking: lets a query be stopped even while its thread sits in `waitTillTime`."""

@@ -203,6 +203,35 @@ class SparkCompat:
         getter = getattr(client, "get_thread_connection", None)
         return getter if callable(getter) else None
 
+    def release_callback_connections(self, ports: list[int]) -> int:
+        """Close the JVM's end of the callback connections whose JVM-side port is in `ports`;
+        returns how many it closed.
+
+        In pinned-thread mode py4j's JVM side (`py4j.PythonClient`) gives every connection a JVM
+        thread called back on to a deque when the call returns, and never closes it, even after
+        its thread has ended: one socket (left in CLOSE_WAIT once Python has shut its end) and two
+        8 KiB buffers per query start, for the life of the JVM. Measured: 3,009 such sockets after
+        15 passes of the suite. Only connections of threads that have ended may be passed here.
+        """
+        if not ports:
+            return 0
+        try:
+            client = self.spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
+            field = self.jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
+            field.setAccessible(True)
+            pooled = field.get(client).toArray()
+        except Exception:  # noqa: BLE001 - another py4j (or callback-server mode): nothing pooled to release
+            return 0
+        wanted, closed = set(ports), 0
+        for connection in pooled:
+            sock = connection.getSocket()
+            if sock is None or sock.getLocalPort() not in wanted:
+                continue
+            client.connectionStopped(connection)  # takes it out of the deque, under the client's lock
+            connection.shutdown()
+            closed += 1
+        return closed
+
     # -- Reading what happened ----------------------------------------------------------------
     @staticmethod
     def progress(jquery: Any) -> dict | None:

@@ -297,7 +297,8 @@ class StreamRun:
             self.clock.free()
         if not done.wait(max(deadline - time.monotonic(), 0.001)):
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} to stop")
-        self.clock.close_connections()  # the stop joined the stream thread: nothing calls back any more
+        # the stop joined the stream thread: nothing calls back any more
+        self.compat.release_callback_connections(self.clock.close_connections())
 
     def close(self) -> None:
         """Stop if running; never raises for an already failed query."""
@@ -358,7 +359,7 @@ class StreamRun:
         except Exception:  # noqa: BLE001 - a failed query rethrows its exception here: it has ended
             pass
         if not query.isActive():
-            self.clock.close_connections()
+            self.compat.release_callback_connections(self.clock.close_connections())
         found = query.exception()  # Scala Option[StreamingQueryException] on the JVM side
         if found is None or not found.isDefined():
             raise QueryFailed(f"the query stopped by itself during {what}")

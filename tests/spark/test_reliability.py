@@ -103,3 +103,32 @@ def test_stop_while_a_batch_is_in_flight_is_bounded(spark, tmp_path):
         pytest.fail(f"the stop did not end within its bound: {exc}")
     assert time.monotonic() - t0 < 15 + MARGIN
     _clean_and_usable(spark)
+
+
+def _pooled_callback_ports(spark) -> set:
+    """JVM-side ports of the connections py4j's JVM side keeps for callbacks into Python."""
+    client = spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
+    field = spark._jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
+    field.setAccessible(True)
+    return {int(c.getSocket().getLocalPort()) for c in field.get(client).toArray() if c.getSocket() is not None}
+
+
+def test_no_callback_connection_outlives_its_query_on_the_jvm_side(spark, monkeypatch):
+    # Each query's stream thread calls the stepped clock in Python on a connection of its own. Once
+    # the thread has ended, both ends must be closed: py4j's JVM side would keep its end forever.
+    # (Long-lived JVM threads, e.g. the one telling Python about collected proxies, keep theirs.)
+    from harness.clock import SteppedClock
+
+    used: list[int] = []
+    close = SteppedClock.close_connections
+
+    def recording(self):
+        ports = close(self)
+        used.extend(ports)
+        return ports
+
+    monkeypatch.setattr(SteppedClock, "close_connections", recording)
+    for pipeline in (None, "tests.spark.pipelines:cast_fails_in_batch", None, None):
+        run_scenario(scenario(BASIC), pipeline, session=spark, conf={"spark.sql.ansi.enabled": "true"}, timeout=30)
+    assert len(used) >= 4  # one connection per query start at least
+    assert not set(used) & _pooled_callback_ports(spark)
