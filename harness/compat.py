@@ -215,13 +215,10 @@ class SparkCompat:
         """
         if not ports:
             return 0
-        try:
-            client = self.spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
-            field = self.jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
-            field.setAccessible(True)
-            pooled = field.get(client).toArray()
-        except Exception:  # noqa: BLE001 - another py4j (or callback-server mode): nothing pooled to release
+        pool = self._callback_pool()
+        if pool is None:
             return 0
+        client, pooled = pool
         wanted, closed = set(ports), 0
         for connection in pooled:
             sock = connection.getSocket()
@@ -231,6 +228,21 @@ class SparkCompat:
             connection.shutdown()
             closed += 1
         return closed
+
+    def pooled_callback_ports(self) -> set[int]:
+        """JVM-side ports of the callback connections py4j's JVM side holds in its pool."""
+        pool = self._callback_pool()
+        return {int(c.getSocket().getLocalPort()) for c in pool[1] if c.getSocket() is not None} if pool else set()
+
+    def _callback_pool(self) -> tuple[Any, Any] | None:
+        """py4j's JVM-side callback client and a snapshot of its pooled connections, or None."""
+        try:
+            client = self.spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
+            field = self.jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
+            field.setAccessible(True)
+            return client, field.get(client).toArray()
+        except Exception:  # noqa: BLE001 - another py4j (or callback-server mode): nothing pooled
+            return None
 
     # -- Reading what happened ----------------------------------------------------------------
     @staticmethod

@@ -105,14 +105,6 @@ def test_stop_while_a_batch_is_in_flight_is_bounded(spark, tmp_path):
     _clean_and_usable(spark)
 
 
-def _pooled_callback_ports(spark) -> set:
-    """JVM-side ports of the connections py4j's JVM side keeps for callbacks into Python."""
-    client = spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
-    field = spark._jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
-    field.setAccessible(True)
-    return {int(c.getSocket().getLocalPort()) for c in field.get(client).toArray() if c.getSocket() is not None}
-
-
 def test_no_callback_connection_outlives_its_query_on_the_jvm_side(spark, monkeypatch):
     # Each query's stream thread calls the stepped clock in Python on a connection of its own. Once
     # the thread has ended, both ends must be closed: py4j's JVM side would keep its end forever.
@@ -131,4 +123,6 @@ def test_no_callback_connection_outlives_its_query_on_the_jvm_side(spark, monkey
     for pipeline in (None, "tests.spark.pipelines:cast_fails_in_batch", None, None):
         run_scenario(scenario(BASIC), pipeline, session=spark, conf={"spark.sql.ansi.enabled": "true"}, timeout=30)
     assert len(used) >= 4  # one connection per query start at least
-    assert not set(used) & _pooled_callback_ports(spark)
+    from harness.compat import compat_for
+
+    assert not set(used) & compat_for(spark).pooled_callback_ports()
