@@ -23,7 +23,7 @@ _WATERMARK_PROPAGATION_CLASSES = (
 # API rather than its FileContext API. On a local disk without Hadoop's native library every
 # FileContext write spawns `readlink` and `chmod` processes from the JVM (measured with strace: about
 # 33 process spawns per micro-batch, against about 4 with the FileSystem API), which made a
-# micro-batch about 1.5x slower. Both managers write the same files with the same rename-based
+# micro-batch about 1.4x slower (benchmarks/checkpoint_io.py). Both managers write the same files with the same rename-based
 # atomic commit; only the Hadoop API under them differs.
 _CHECKPOINT_FILE_MANAGER_CLASSES = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",  # 4.1+
