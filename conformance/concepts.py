@@ -33,6 +33,9 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                       "Spark guide: Handling Late Data and Watermarking; spark.sql.streaming.noDataMicroBatches.enabled"),
     "no-data-batch-disabled": ("with no-data batches disabled, finalised results wait for the next data",
                                "spark.sql.streaming.noDataMicroBatches.enabled"),
+    "event-time-stats": ("a progress's eventTime min, max and avg: avg is a running double per task, merged "
+                         "as tasks finish and truncated to a millisecond",
+                         "Spark: StreamingQueryProgress.eventTime; EventTimeStatsAccum"),
     "state-eviction": ("state below the watermark is removed", "Spark guide: Handling Late Data and Watermarking"),
     "delay-units": ("watermark delays written in different units, seconds to months (a month is 31 days)",
                     "Spark guide: withWatermark; CalendarInterval"),

@@ -14,14 +14,18 @@ __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepa
 DEFAULT_MASTER = "local[2]"
 
 # Measured: one step takes ~0.5 s with a single shuffle partition and ~10 s with the default 200.
+# The JVMs the harness launches compile with C1 only (-XX:TieredStopAtLevel=1), as build tools do
+# for short-lived test JVMs: a test run is over before C2's optimised code pays back the CPU its
+# compiler threads take on two cores (benchmarks/jit_tiers.py, BENCHMARKS.md "JIT tiers").
+_TEST_JVM = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1"
 TEST_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
-    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.driver.extraJavaOptions": _TEST_JVM,
+    "spark.executor.extraJavaOptions": _TEST_JVM,
 }
 
 _LOCK = threading.Lock()

@@ -146,9 +146,8 @@ class MicroBatchQuery:
         stats = {}
         for name in self.plan.delays_ms:
             s = EventTimeStats()
-            for part in inputs.get(name, ()):
-                for row in part:
-                    s.add(row.get("ts"))
+            for part in inputs.get(name, ()):  # each part is one input partition: one task
+                s.add_partition(row.get("ts") for row in part)
             stats[name] = s
         rows = self.plan.execute(inputs, wms, self.now_ms * 1000)
         self.global_ms = self._tracker.update(stats)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["INITIAL_WATERMARK_MS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES",
+__all__ = ["INITIAL_WATERMARK_MS", "MAX_ORDERED_PARTITIONS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES",
            "first_stats_with_rows"]
 
 INITIAL_WATERMARK_MS = 0
@@ -37,37 +37,94 @@ def micros_to_ms(micros: int) -> int:
     return -((-micros) // 1000) if micros < 0 else micros // 1000
 
 
+# Up to this many input partitions with rows, every order Spark's tasks may finish in is tried.
+MAX_ORDERED_PARTITIONS = 7
+
+
 @dataclass
 class EventTimeStats:
-    """Event-time statistics of one input in one batch (EventTimeStatsAccum), in milliseconds."""
+    """Event-time statistics of one input in one batch (EventTimeStatsAccum), in milliseconds.
+
+    The mean is Spark's arithmetic, not the exact one. Each task keeps a running double,
+    `avg += (t - avg) / count` per row; the driver merges the tasks' statistics as the tasks finish,
+    `avg += (task.avg - avg) * task.count / count`; the progress prints `avg.toLong`. So the printed
+    avg can be 1 ms off the truncated exact mean (typically a mean of exactly ...08.000 computed as
+    ...07.9999998), and with rows in more than one input partition it can depend on which task
+    finished first. `avg` is None then, and `avg_range` gives the values the orders produce.
+    """
 
     count: int = 0
     max: int | None = None
     min: int | None = None
-    _sum: int = 0
+    # per input partition (task) that read rows: (running mean as Spark's double, rows)
+    partitions: list[tuple[float, int]] = field(default_factory=list)
+
+    def add_partition(self, micros: Iterable[int | None]) -> None:
+        """The event times one input partition read, in the order its task reads them."""
+        mean, n = 0.0, 0
+        for us in micros:
+            if us is None:
+                continue
+            ms = micros_to_ms(us)
+            n += 1
+            mean += (ms - mean) / n
+            self.max = ms if self.max is None else max(self.max, ms)
+            self.min = ms if self.min is None else min(self.min, ms)
+        if n:
+            self.count += n
+            self.partitions.append((mean, n))
 
     def add(self, micros: int | None) -> None:
-        if micros is None:
-            return
-        ms = micros_to_ms(micros)
-        self.count += 1
-        self._sum += ms
-        self.max = ms if self.max is None else max(self.max, ms)
-        self.min = ms if self.min is None else min(self.min, ms)
+        """One row read by a task of its own (a partition of one row)."""
+        self.add_partition([micros])
+
+    def _merged(self, order: Sequence[tuple[float, int]]) -> int:
+        mean, n = 0.0, 0
+        for task_mean, task_n in order:
+            if n == 0:
+                mean, n = task_mean, task_n
+            else:
+                n += task_n
+                mean += (task_mean - mean) * task_n / n
+        return int(mean)  # int() truncates toward zero, like Double.toLong
+
+    @property
+    def avg_range(self) -> tuple[int, int] | None:
+        """The lowest and highest avg the progress can print, over the orders the tasks can finish in."""
+        if not self.count:
+            return None
+        if self.max == self.min:  # a running mean of equal values is exact in any order
+            return (self.min, self.min)  # type: ignore[return-value]
+        if len(self.partitions) > MAX_ORDERED_PARTITIONS:
+            # too many orders to try; the merged mean stays within a ms of the exact one
+            exact = Fraction(sum(Fraction(m) * n for m, n in self.partitions), self.count)
+            return (int(exact) - 1, int(exact) + 1)
+        values = {self._merged(order) for order in _orders(self.partitions)}
+        return (min(values), max(values))
 
     @property
     def avg(self) -> int | None:
-        """The mean, truncated to a whole millisecond as the progress report prints it (`avg.toLong`)."""
-        if not self.count:
-            return None
-        mean = Fraction(self._sum, self.count)
-        return int(mean)  # int() truncates toward zero, like Double.toLong
+        """The avg the progress prints, or None when it depends on the order the tasks finish in."""
+        r = self.avg_range
+        return r[0] if r is not None and r[0] == r[1] else None
 
-    def as_progress(self) -> dict[str, int]:
-        """The `eventTime` entries of a query progress (min, max, avg), empty without rows."""
-        if not self.count or self.min is None or self.max is None or self.avg is None:
+    def as_progress(self) -> dict[str, Any]:
+        """The `eventTime` entries of a query progress (min, max, avg), empty without rows. An avg that
+        depends on the order of the tasks is left out, and `avg_range` (lowest, highest) is given instead."""
+        if not self.count or self.min is None or self.max is None:
             return {}
-        return {"min": self.min, "max": self.max, "avg": self.avg}
+        out: dict[str, Any] = {"min": self.min, "max": self.max}
+        if self.avg is not None:
+            out["avg"] = self.avg
+        else:
+            out["avg_range"] = self.avg_range
+        return out
+
+
+def _orders(parts: Sequence[tuple[float, int]]) -> Iterable[Sequence[tuple[float, int]]]:
+    from itertools import permutations
+
+    return permutations(parts) if len(parts) > 1 else [parts]
 
 
 @dataclass
@@ -110,7 +167,7 @@ class WatermarkTracker:
         return self.global_ms
 
 
-def first_stats_with_rows(order: Iterable[str], stats: Mapping[str, EventTimeStats]) -> dict[str, int]:
+def first_stats_with_rows(order: Iterable[str], stats: Mapping[str, EventTimeStats]) -> dict[str, Any]:
     """The `eventTime` progress entries: those of the first watermark operator (in plan order) that read rows."""
     for name in order:
         s = stats.get(name)

@@ -153,6 +153,34 @@ def test_event_time_in_whole_milliseconds_truncated_toward_zero():
     assert stats.as_progress() == {"min": 1, "max": 4, "avg": 2}
 
 
+def test_event_time_avg_is_sparks_running_double_truncated():
+    base_ms = 1_704_067_200_000  # 2024-01-01T00:00:00Z
+    one_task = EventTimeStats()
+    one_task.add_partition((base_ms + s * 1000) * 1000 for s in (15, 16, 20, 5, 20, 4, 13, 14))
+    assert (base_ms + 13_375) * 8 == sum(base_ms + s * 1000 for s in (15, 16, 20, 5, 20, 4, 13, 14))  # exact mean
+    assert one_task.avg == base_ms + 13_374  # Spark's running double ends at ...13.3749998
+    assert one_task.as_progress()["avg"] == base_ms + 13_374
+
+
+def test_event_time_avg_that_depends_on_task_order_is_left_out():
+    # a generated scenario's batch: three input partitions; Spark merges them as the tasks finish
+    day, year = 86_400_000, 1_704_067_200_000
+    parts = [[year - 5_000, year - 15_000, year], [year - day + 3_000] * 3, [year - 365 * day + 7_000]]
+    stats = EventTimeStats()
+    for part in parts:
+        stats.add_partition(ms * 1000 for ms in part)
+    exact = sum(map(sum, parts)) // 7
+    assert stats.avg is None and stats.avg_range == (exact - 1, exact)
+    assert stats.as_progress() == {"min": year - 365 * day + 7_000, "max": year, "avg_range": (exact - 1, exact)}
+    same = EventTimeStats()  # equal event times: every order gives the exact value
+    for _ in range(3):
+        same.add_partition([year * 1000, year * 1000])
+    assert same.avg == year
+    empty = EventTimeStats()
+    empty.add_partition([None])
+    assert empty.as_progress() == {} and empty.avg is None
+
+
 def test_global_watermark_min_max_initial_and_monotonic():
     t = WatermarkTracker({"left": 5_000, "right": 5_000})
     assert t.update({"left": _stats(30_000)}) == 0  # right has no data yet: counts as 0
