@@ -43,9 +43,9 @@ def jvm_pid() -> int:
             except (OSError, ValueError):
                 continue
     for pid in sorted(parents):
-        chain, p = pid, parents.get(pid)
+        p = parents.get(pid)
         while p and p != os.getpid():
-            chain, p = p, parents.get(p)
+            p = parents.get(p)
         if p == os.getpid() and b"java" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]:
             return pid
     raise RuntimeError("no java process under this one")

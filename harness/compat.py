@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 __all__ = ["SparkCompat", "compat_for"]
 
@@ -263,6 +263,22 @@ class SparkCompat:
                     value = None
                 if value:
                     return str(value)
+        return None
+
+    def environment_hint(self, messages: Sequence[str]) -> str | None:
+        """What to change in the Python environment when a query's failure is a known clash of this
+        PySpark with a library, not the pipeline's fault; None otherwise. Found from the failure text.
+
+        PySpark 3.x's applyInPandasWithState slices Arrow batches with offsets it holds as floats;
+        pyarrow 18 and later refuse them (`RecordBatch.slice`: "'float' object cannot be
+        interpreted as an integer"). Measured: pyarrow 17.0.0 works, 26.0.1 fails; PySpark 4 works with both.
+        """
+        text = "\n".join(messages)
+        if "RecordBatch.slice" in text and "'float' object cannot be interpreted as an integer" in text:
+            import pyarrow
+
+            return (f"PySpark {self.version}'s applyInPandasWithState does not work with pyarrow "
+                    f"{pyarrow.__version__}: install pyarrow<18 alongside PySpark 3.x")
         return None
 
     def java_error_classes(self, jthrowable: Any) -> list[tuple[str, str | None, str]]:

@@ -368,8 +368,10 @@ class StreamRun:
         inner = chain[-1]
         message = _headline(inner[2])
         named = f" [{error_class}]" if error_class and error_class not in message else ""
+        hint = self.compat.environment_hint([m for _, _, m in chain])
         raise QueryFailed(f"the query failed during {what}{named}: {inner[0].rsplit('.', 1)[-1]}"
-                          + (f": {message}" if message else ""), error_class=error_class, chain=chain)
+                          + (f": {message}" if message else "") + (f" ({hint})" if hint else ""),
+                          error_class=error_class, chain=chain)
 
     def _committed_batches(self) -> int:
         commits = os.path.join(self.checkpoint, "commits")

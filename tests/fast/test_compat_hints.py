@@ -1,0 +1,27 @@
+"""The harness names a known clash of PySpark with a library instead of leaving a bare Python error."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from harness.compat import SparkCompat  # noqa: E402
+
+# what PySpark 3.5.9 with pyarrow 26.0.1 reported (the Python traceback inside the Java message)
+SLICE = ('Traceback (most recent call last):\n  File "pyarrow/table.pxi", line 3181, in pyarrow.lib.RecordBatch.slice\n'
+         "TypeError: 'float' object cannot be interpreted as an integer")
+
+
+def test_pyarrow_too_new_for_pyspark_3_apply_in_pandas_with_state_is_named():
+    compat = SparkCompat(SimpleNamespace(version="3.5.9"))
+    hint = compat.environment_hint(["[STREAM_FAILED] Query terminated with exception", SLICE])
+    assert hint is not None and hint.startswith("PySpark 3.5.9's applyInPandasWithState does not work with pyarrow ")
+    assert hint.endswith("install pyarrow<18 alongside PySpark 3.x")
+
+
+def test_other_failures_get_no_hint():
+    compat = SparkCompat(SimpleNamespace(version="3.5.9"))
+    assert compat.environment_hint(["TypeError: 'float' object cannot be interpreted as an integer"]) is None
+    assert compat.environment_hint([]) is None
