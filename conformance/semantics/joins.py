@@ -9,8 +9,14 @@ Watermarking"); StreamingSymmetricHashJoinExec and StreamingJoinHelper. The cond
   have matched them.
 - The left rows are joined with the right side's state, then the right rows with the left
   side's state (which now holds this batch's left rows): a match is emitted once, in the batch
-  that finds it, whichever side came first. Every row is buffered unless it is already below its
-  side's state watermark.
+  that finds it, whichever side came first.
+- What is buffered (SPARK-49829: Spark 3.4.4, 3.5.4, 4.0.0 and later): every left row, even one already at or
+  below its side's state watermark, since this batch's right rows may still match it; a right row
+  unless it is at or below its side's state watermark, except that in a right or full outer join
+  an unmatched right row is buffered anyway, so that its eviction at the end of the batch emits
+  its null row. Before that fix (measured on 3.5.3) no row below its state watermark was
+  buffered: such a left row could not match this batch's right rows, and no such row ever got a
+  null row. The model follows the fixed Spark (scenario `join/outer-row-evicted-on-arrival`).
 - State watermarks (getStateValueWatermark), from the eviction watermark W: a left row can only
   match right rows above W, so it is kept while `l.ts > W - upper - 1 ms`; a right row while
   `r.ts > W + lower - 1 ms`. The extra millisecond is Spark's: for an inclusive bound it subtracts
@@ -110,16 +116,15 @@ class IntervalJoin(StatefulOperator):
                 if other.key == new.key and self._matches(new.ts, other.ts):
                     out.append(JoinedRow(row, other.row))
                     new.matched = other.matched = True
-            if new.ts > left_floor:
-                self.left.append(new)
+            self.left.append(new)  # even below left_floor: this batch's right rows may match it
         for row in right_in:
             new = _Buffered(row[self.key], row[self.ts], row)
             for other in self.left:
                 if other.key == new.key and self._matches(other.ts, new.ts):
                     out.append(JoinedRow(other.row, row))
                     new.matched = other.matched = True
-            if new.ts > right_floor:
-                self.right.append(new)
+            if new.ts > right_floor or (self.join_type in ("right_outer", "full_outer") and not new.matched):
+                self.right.append(new)  # an unmatched outer row is evicted below, with its null row
         gone_left = [b for b in self.left if b.ts <= left_floor]
         gone_right = [b for b in self.right if b.ts <= right_floor]
         self.left = [b for b in self.left if b.ts > left_floor]

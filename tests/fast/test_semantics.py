@@ -233,6 +233,18 @@ def test_join_drops_late_rows_per_row_even_with_a_buffered_match():
     assert join.dropped == 1 and [j.right["ts"] for j in out] == [15 * S + 1000]
 
 
+@pytest.mark.parametrize("join_type, nulls", [("inner", []), ("left_outer", []), ("right_outer", [("d", 10)]),
+                                               ("full_outer", [("d", 10)])])
+def test_join_rows_below_the_state_watermark_on_arrival(join_type, nulls):
+    # SPARK-49829: a left row is buffered even below its state watermark, so this batch's right rows
+    # still match it; an unmatched right row of a right/full outer join gets its null row at once
+    join = IntervalJoin(key="k", ts="ts", lower_us=-5 * S, upper_us=5 * S, join_type=join_type)
+    out = join.run([{"k": "c", "ts": 12 * S}], [{"k": "c", "ts": 14 * S}, {"k": "d", "ts": 10 * S}], wms(0, 25))
+    assert [(j.left["ts"], j.right["ts"]) for j in out if j.left and j.right] == [(12 * S, 14 * S)]
+    assert [(j.right["k"], j.right["ts"] // S) for j in out if j.left is None] == nulls
+    assert [j for j in out if j.right is None] == [] and join.state_rows == 0 and join.dropped == 0
+
+
 def test_group_state_timeout_strictly_after_timer_at_equality():
     timeout = InactivityTimeout(key="k", ts="ts", timeout_ms=10_000)
     timeout.run([{"k": "a", "ts": 10 * S}], wms(0))
