@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import permutations
 from typing import Any, Iterable, Mapping, Sequence
 
 __all__ = ["INITIAL_WATERMARK_MS", "MAX_ORDERED_PARTITIONS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES",
@@ -99,7 +100,7 @@ class EventTimeStats:
             # too many orders to try; the merged mean stays within a ms of the exact one
             exact = Fraction(sum(Fraction(m) * n for m, n in self.partitions), self.count)
             return (int(exact) - 1, int(exact) + 1)
-        values = {self._merged(order) for order in _orders(self.partitions)}
+        values = {self._merged(order) for order in permutations(self.partitions)}
         return (min(values), max(values))
 
     @property
@@ -113,18 +114,8 @@ class EventTimeStats:
         depends on the order of the tasks is left out, and `avg_range` (lowest, highest) is given instead."""
         if not self.count or self.min is None or self.max is None:
             return {}
-        out: dict[str, Any] = {"min": self.min, "max": self.max}
-        if self.avg is not None:
-            out["avg"] = self.avg
-        else:
-            out["avg_range"] = self.avg_range
-        return out
-
-
-def _orders(parts: Sequence[tuple[float, int]]) -> Iterable[Sequence[tuple[float, int]]]:
-    from itertools import permutations
-
-    return permutations(parts) if len(parts) > 1 else [parts]
+        low, high = self.avg_range or (None, None)
+        return {"min": self.min, "max": self.max, **({"avg": low} if low == high else {"avg_range": (low, high)})}
 
 
 @dataclass
