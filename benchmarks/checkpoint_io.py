@@ -5,7 +5,7 @@
 Spark writes a streaming query's offset log, commit log and state store files through a
 `CheckpointFileManager`. Its default uses Hadoop's FileContext API, which on a local disk without
 Hadoop's native library shells out (`readlink`, `chmod`) for many file operations; the harness
-gives its queries the FileSystem-API manager instead (`harness.compat.SparkCompat.query_conf`).
+gives its queries the FileSystem-API manager instead (`eventtime.harness.compat.SparkCompat.query_conf`).
 This script runs the same tumbling count (10 s windows, 5 s delay, append; one row per step,
 7 s apart, so most steps also run a no-data batch) with each manager, rounds alternated, on the
 real clock so Spark's own `durationMs` figures are meaningful. It prints per manager the median
@@ -43,10 +43,10 @@ def forks() -> int | None:
 def one_round(spark, manager: str, steps: int, name: str) -> tuple[list[float], list[dict], int | None, int]:
     import json
 
-    from conformance.model import Params
-    from conformance.pipelines.reference import tumbling_count
-    from conformance.timeparse import parse_duration
-    from harness import MemorySource
+    from eventtime.model import Params
+    from eventtime.pipelines.reference import tumbling_count
+    from eventtime.timeparse import parse_duration
+    from eventtime.harness import MemorySource
 
     t0_ms = 1_704_067_200_000
     params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
@@ -83,8 +83,8 @@ def main() -> int:
     if args.rounds < 2:
         ap.error("--rounds must be at least 2 (the first round is warm-up)")
 
-    from harness import get_session
-    from harness.compat import compat_for
+    from eventtime.harness import get_session
+    from eventtime.harness.compat import compat_for
 
     spark = get_session()
     chosen = compat_for(spark).query_conf.get(KEY)

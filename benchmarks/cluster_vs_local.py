@@ -25,14 +25,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance.resultsfile import read_results  # noqa: E402
-from harness.cluster import MasterURLError, StandaloneCluster, check_master  # noqa: E402
+from eventtime.resultsfile import read_results  # noqa: E402
+from eventtime.harness.cluster import MasterURLError, StandaloneCluster, check_master  # noqa: E402
 
 
 def run_side(label: str, master: str, paths: list[str], out: Path, timeout: float, jobs: int) -> Path:
     """`eventtime run` of `paths` on `master`, results to out/<label>.json; prints its totals line."""
     results = out / f"{label}.json"
-    cmd = [sys.executable, "-m", "conformance.cli", "run", *paths, "--master", master, "--json", str(results),
+    cmd = [sys.executable, "-m", "eventtime.cli", "run", *paths, "--master", master, "--json", str(results),
            "--timeout", str(timeout), "--jobs", str(jobs), "-q"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     print(f"== {label}: {master} (--jobs {jobs})", flush=True)

@@ -3,9 +3,9 @@
     python benchmarks/differential.py --family tumbling_count --examples 1000 --seed 1 [--out DIR] [--keep-going]
                                       [--log FILE.jsonl]
 
-Hypothesis generates `--examples` scenarios of the family from `--seed` (`conformance.strategies`);
+Hypothesis generates `--examples` scenarios of the family from `--seed` (`eventtime.strategies`);
 each gets the model's expectations after every batch step and runs on Spark with the reference
-implementation (`conformance.differential`). By default the first disagreement stops the run,
+implementation (`eventtime.differential`). By default the first disagreement stops the run,
 Hypothesis shrinks it and the smallest case is written to `--out`; with `--keep-going` every
 disagreement is written (unshrunk, numbered) and the run goes on. Prints the count of scenarios
 run (and not applicable), the disagreements, the wall time and the seed; with `--log`, also appends
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from conformance.differential import FAMILIES, compare_on_spark, differential_case, strategy_for  # noqa: E402
-from conformance.textreport import describe_failure  # noqa: E402
+from eventtime.differential import FAMILIES, compare_on_spark, differential_case, strategy_for  # noqa: E402
+from eventtime.textreport import describe_failure  # noqa: E402
 
 
 class Disagreement(Exception):
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", default=None, help="append the run's figures to this JSON-lines file")
     args = ap.parse_args(argv)
 
-    from harness import get_session
+    from eventtime.harness import get_session
 
     spark = get_session()
     counts = {"run": 0, "not_applicable": 0, "disagree": 0}

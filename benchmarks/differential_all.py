@@ -76,7 +76,7 @@ def summary(records: list[dict], spark: str, families: list[str], per_family: in
 
 
 def main() -> int:
-    from conformance.differential import FAMILIES
+    from eventtime.differential import FAMILIES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,

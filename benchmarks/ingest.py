@@ -26,14 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.contracts import Column  # noqa: E402
-from conformance.generate import GenerateSpec, generate_batches  # noqa: E402
-from conformance.model import Params  # noqa: E402
-from conformance.pipelines.reference import tumbling_count  # noqa: E402
-from conformance.timeparse import parse_duration  # noqa: E402
-from harness import MemorySource, StreamRun, get_session  # noqa: E402
-from harness.compat import compat_for  # noqa: E402
-from harness.stream import _arrow_payload  # noqa: E402
+from eventtime.contracts import Column  # noqa: E402
+from eventtime.generate import GenerateSpec, generate_batches  # noqa: E402
+from eventtime.model import Params  # noqa: E402
+from eventtime.pipelines.reference import tumbling_count  # noqa: E402
+from eventtime.timeparse import parse_duration  # noqa: E402
+from eventtime.harness import MemorySource, StreamRun, get_session  # noqa: E402
+from eventtime.harness.compat import compat_for  # noqa: E402
+from eventtime.harness.stream import _arrow_payload  # noqa: E402
 
 BASE_US = 1_704_067_200_000_000
 PARAMS = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),

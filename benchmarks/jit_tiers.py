@@ -2,7 +2,7 @@
 
     python benchmarks/jit_tiers.py [--rounds 2] [--pairs 30] [--jobs 1]
 
-The harness starts its driver with `-XX:TieredStopAtLevel=1` (`harness.session.TEST_CONF`). This
+The harness starts its driver with `-XX:TieredStopAtLevel=1` (`eventtime.harness.session.TEST_CONF`). This
 script measures that choice: each round runs the first `--pairs` scenario/implementation pairs of
 the standard suite (tests/spark/test_suite.py's order) once per mode, each in a fresh process with
 its own JVM, the modes' order swapped every round, never two at once. Per process it records the
@@ -58,8 +58,8 @@ def jvm_cpu_seconds(pid: int) -> float:
 
 def worker(mode: str, pairs: int, jobs: int, out: str) -> int:
     from benchmarks.suite_throughput import select_pairs
-    from conformance.parallel import run_pairs
-    from harness import get_session
+    from eventtime.parallel import run_pairs
+    from eventtime.harness import get_session
 
     spark = get_session(conf={"spark.driver.extraJavaOptions": MODES[mode]})
     pid = jvm_pid()

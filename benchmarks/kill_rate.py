@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance import find_scenario_files, load_scenario, run_scenario  # noqa: E402
-from harness import get_session  # noqa: E402
-from scenarios import SUITE_DIR  # noqa: E402
+from eventtime import find_scenario_files, load_scenario, run_scenario  # noqa: E402
+from eventtime.harness import get_session  # noqa: E402
+from eventtime.scenarios import SUITE_DIR  # noqa: E402
 from tests.spark.wrong import WRONG  # noqa: E402
 
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance.loader import load_scenario, load_scenario_text  # noqa: E402
-from conformance.runner import run_scenario  # noqa: E402
-from harness import get_session, other_session  # noqa: E402
-from scenarios import SUITE_DIR  # noqa: E402
+from eventtime.loader import load_scenario, load_scenario_text  # noqa: E402
+from eventtime.runner import run_scenario  # noqa: E402
+from eventtime.harness import get_session, other_session  # noqa: E402
+from eventtime.scenarios import SUITE_DIR  # noqa: E402
 
 HEAD = """\
 scenario: leak-check
@@ -79,7 +79,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="eventtime-leak-check-"))
     tempfile.tempdir = str(tmp)
     os.environ["TMPDIR"] = str(tmp)
-    from harness import TEST_CONF
+    from eventtime.harness import TEST_CONF
 
     spark = get_session(conf={
         "spark.local.dir": str(tmp),

@@ -5,7 +5,7 @@ event, each event lags that clock by up to `--disorder` (bounded out-of-ordernes
 fraction `--late` of the events lag it by a minute or more (late rows, dropped by the
 watermark). Events are cut into batches of `--batch` rows, one `add` and one `process` each,
 so the model also runs the no-data batch every watermark move asks for. The scenario is
-simulated whole with `conformance.semantics.simulate`, as `eventtime check-model` does;
+simulated whole with `eventtime.semantics.simulate`, as `eventtime check-model` does;
 building the steps is not timed.
 
     python benchmarks/model_throughput.py [--events 1000000] [--batch 1000] [--seed 1]
@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance import model as m  # noqa: E402
-from conformance.builder import ScenarioBuilder  # noqa: E402
-from conformance.loader import load_scenario_text  # noqa: E402
-from conformance.semantics import simulate  # noqa: E402
-from conformance.timeparse import parse_time  # noqa: E402
+from eventtime import model as m  # noqa: E402
+from eventtime.builder import ScenarioBuilder  # noqa: E402
+from eventtime.loader import load_scenario_text  # noqa: E402
+from eventtime.semantics import simulate  # noqa: E402
+from eventtime.timeparse import parse_time  # noqa: E402
 
 T0 = parse_time("2024-01-01T00:00:00Z")
 KEYS = tuple(f"k{i}" for i in range(20))

@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance import find_scenario_files, load_scenario  # noqa: E402
-from conformance.parallel import Pair, run_pairs  # noqa: E402
-from harness import get_session  # noqa: E402
-from scenarios import SUITE_DIR  # noqa: E402
+from eventtime import find_scenario_files, load_scenario  # noqa: E402
+from eventtime.parallel import Pair, run_pairs  # noqa: E402
+from eventtime.harness import get_session  # noqa: E402
+from eventtime.scenarios import SUITE_DIR  # noqa: E402
 
 
 def main() -> int:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conformance import load_scenario  # noqa: E402
-from conformance.differential import check_restarts  # noqa: E402
-from harness import get_session  # noqa: E402
-from scenarios import SUITE_DIR  # noqa: E402
+from eventtime import load_scenario  # noqa: E402
+from eventtime.differential import check_restarts  # noqa: E402
+from eventtime.harness import get_session  # noqa: E402
+from eventtime.scenarios import SUITE_DIR  # noqa: E402
 
 # One base per kind of state that must survive: windows with a late row, the min policy across two
 # inputs, dedup state, join buffers with outer nulls, sessions, update mode, an event-time timeout.

@@ -26,9 +26,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from conformance import find_scenario_files, load_scenario  # noqa: E402
-from conformance.parallel import Pair, observable, parse_jobs, run_pairs, suite_pairs  # noqa: E402
-from scenarios import SUITE_DIR, display_path  # noqa: E402
+from eventtime import find_scenario_files, load_scenario  # noqa: E402
+from eventtime.parallel import Pair, observable, parse_jobs, run_pairs, suite_pairs  # noqa: E402
+from eventtime.scenarios import SUITE_DIR, display_path  # noqa: E402
 
 
 SUITE_TEST = "tests/spark/test_suite.py"
@@ -57,8 +57,8 @@ def suite_test_ids() -> list[str]:
 
 def worker(pairs_file: str, jobs: int, out: str) -> int:
     """Run the pairs listed in `pairs_file` with `jobs` at a time; write the results file `out`."""
-    from conformance.resultsfile import build_document, result_record, write_results
-    from harness import get_session
+    from eventtime.resultsfile import build_document, result_record, write_results
+    from eventtime.harness import get_session
 
     pairs = []
     for path, impl in json.loads(Path(pairs_file).read_text()):

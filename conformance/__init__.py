@@ -1,13 +1,27 @@
 """Event-time scenarios and contracts for Spark Structured Streaming: load, run, judge, report.
 
-Import from here; submodules may move. Nothing here imports pyspark until a scenario runs.
+Import from here; submodules may move. Names are resolved on first use (PEP 562), so importing
+the package (as the pytest plugin and the CLI do) imports no yaml, jsonschema or pyspark.
+The repository's `conformance/` folder is this package; `harness/` is `eventtime.harness` and
+`scenarios/` is `eventtime.scenarios`.
 """
-from .contracts import CONTRACTS, Column, Contract, get_contract, implementation
-from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
-from .model import Params, Scenario
-from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
-from .runner import Output, PipelineError, resolve_pipeline, run_scenario
-from .textreport import describe_failure
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the submodule that defines it
+_EXPORTS: dict[str, str] = {
+    "CONTRACTS": "contracts", "Column": "contracts", "Contract": "contracts", "get_contract": "contracts",
+    "implementation": "contracts",
+    "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
+    "validate_file": "loader",
+    "Params": "model", "Scenario": "model",
+    "ERROR": "results", "FAILED": "results", "NOT_APPLICABLE": "results", "PASSED": "results",
+    "ScenarioResult": "results", "StepResult": "results",
+    "Output": "runner", "PipelineError": "runner", "resolve_pipeline": "runner", "run_scenario": "runner",
+    "describe_failure": "textreport",
+}
 
 __all__ = [
     "CONTRACTS", "Column", "Contract", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
@@ -15,12 +29,27 @@ __all__ = [
     "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_scenario", "resolve_pipeline",
     "run_scenario", "validate_file",
 ]
+if sorted(__all__) != sorted(_EXPORTS):  # pragma: no cover - guards refactors
+    raise ImportError(f"eventtime.__all__ and its export table differ: {sorted(set(__all__) ^ set(_EXPORTS))}")
 
 
-def _check_public_surface() -> None:
-    missing = [name for name in __all__ if name not in globals()]
-    if missing:  # pragma: no cover - guards refactors
-        raise ImportError(f"conformance.__all__ names missing objects: {missing}")
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eventtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
-_check_public_surface()
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from .contracts import CONTRACTS, Column, Contract, get_contract, implementation
+    from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
+    from .model import Params, Scenario
+    from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
+    from .runner import Output, PipelineError, resolve_pipeline, run_scenario
+    from .textreport import describe_failure

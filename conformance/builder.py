@@ -39,10 +39,10 @@ class ScenarioBuilder:
                  sources: Mapping[str, Any] | None = None, conf: Mapping[str, Any] | None = None,
                  clock: Mapping[str, Any] | None = None, name: str | None = None, date: str | None = None,
                  session: Any = None, timeout: float = 60.0):
-        from conformance.contracts import CONTRACTS
+        from eventtime.contracts import CONTRACTS
 
         if contract not in CONTRACTS:
-            from conformance.loader import did_you_mean
+            from eventtime.loader import did_you_mean
 
             raise ValueError(f"unknown contract {contract!r}{did_you_mean(contract, CONTRACTS)}")
         self.contract = CONTRACTS[contract]
@@ -113,9 +113,9 @@ class ScenarioBuilder:
         return yaml.safe_dump({**self.doc, "steps": self.steps}, sort_keys=False, allow_unicode=True)
 
     def run(self) -> Any:
-        from conformance.loader import load_scenario_text
-        from conformance.runner import run_scenario
-        from conformance.textreport import describe_failure
+        from eventtime.loader import load_scenario_text
+        from eventtime.runner import run_scenario
+        from eventtime.textreport import describe_failure
 
         scenario = load_scenario_text(self.yaml(), path=f"<scenario built at {self.origin}>")
         self.result = run_scenario(scenario, self.pipeline, session=self.session, timeout=self.timeout)

@@ -34,7 +34,7 @@ _MASTER_HELP = "Spark master URL: local[N], local-cluster[W,C,M] or spark://HOST
 
 
 def _master(text: str) -> str:
-    from harness.cluster import MasterURLError, check_master
+    from eventtime.harness.cluster import MasterURLError, check_master
 
     try:
         return check_master(text)
@@ -179,7 +179,7 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
         if missing:
             return None
     else:
-        from scenarios import SUITE_DIR
+        from eventtime.scenarios import SUITE_DIR
 
         files, _ = find_scenario_files([SUITE_DIR])
     if not files and not allow_empty:
@@ -223,13 +223,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _display(path: Path) -> str:
-    from scenarios import display_path
+    from eventtime.scenarios import display_path
 
     return display_path(path)
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
-    from harness.session import get_session
+    from eventtime.harness.session import get_session
 
     from .parallel import Pair, run_pairs
     from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
@@ -317,7 +317,7 @@ def _certify(args: argparse.Namespace) -> int:
 
 
 def _list() -> int:
-    from scenarios import SUITE_DIR
+    from eventtime.scenarios import SUITE_DIR
 
     from .concepts import CONCEPTS
     from .contracts import CONTRACTS

@@ -56,7 +56,7 @@ def expand_command(cmd: Sequence[str], master_url: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cluster import ClusterError, StandaloneCluster
+    from eventtime.harness.cluster import ClusterError, StandaloneCluster
 
     try:
         cluster = StandaloneCluster(workers=args.workers, host=args.host, cores=args.cores, memory=args.memory,

@@ -1,13 +1,13 @@
 """Differential testing: a generated scenario judged on Spark against the model's own observations of it.
 
-    from conformance.differential import differential_case, compare_on_spark
+    from eventtime.differential import differential_case, compare_on_spark
 
     case = differential_case(scenario)               # the model fills an expect after every batch step
     outcome = compare_on_spark(case, session=spark)  # run on Spark with the reference implementation
     if not outcome.agrees:
         path = outcome.write(out_dir)                # a scenario file that reproduces it with `eventtime run`
 
-The model (`conformance.semantics`, spark profile) runs the generated scenario; an `expect` with
+The model (`eventtime.semantics`, spark profile) runs the generated scenario; an `expect` with
 what it observed (rows, watermark, dropped, state rows, event-time statistics, every batch) is
 inserted after each step that can run batches, and the resulting text is loaded back through the
 loader: the scenario that runs on Spark is the file that gets written, byte for byte. Any

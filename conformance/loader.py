@@ -463,7 +463,7 @@ class _Builder:
         return out
 
     def requires(self) -> tuple[str | None, tuple[str, ...]]:
-        from harness.features import FEATURES
+        from eventtime.harness.features import FEATURES
 
         raw = self.doc.get("requires") or {}
         if not isinstance(raw, dict):

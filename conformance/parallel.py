@@ -1,6 +1,6 @@
 """Runs scenario × implementation pairs several at a time in one JVM; results come back in the order given.
 
-Each worker thread runs its pairs on its own isolated SparkSession (`harness.isolation`): one
+Each worker thread runs its pairs on its own isolated SparkSession (`eventtime.harness.isolation`): one
 SparkContext, separate SQL conf and streaming query manager per thread. With `jobs=1` the pairs run
 one after another in the calling thread on the session given, exactly as a serial loop would.
 Results are yielded in the order of the pairs, each as soon as it and every pair before it are
@@ -50,7 +50,7 @@ Runner = Callable[..., ScenarioResult]
 
 
 class Sessions(Protocol):
-    """How worker threads get their sessions (`harness.isolation` on Spark; stand-ins in tests)."""
+    """How worker threads get their sessions (`eventtime.harness.isolation` on Spark; stand-ins in tests)."""
 
     def isolated(self, base: Any) -> Any:
         """A session of its own for one worker thread, on `base`'s SparkContext."""
@@ -61,12 +61,12 @@ class Sessions(Protocol):
 
 class _SparkSessions:
     def isolated(self, base: Any) -> Any:
-        from harness.isolation import isolated_session
+        from eventtime.harness.isolation import isolated_session
 
         return isolated_session(base)
 
     def activate(self, session: Any) -> None:
-        from harness.isolation import activate
+        from eventtime.harness.isolation import activate
 
         activate(session)
 
@@ -76,8 +76,8 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
               sessions: Sessions | None = None) -> Iterator[ScenarioResult]:
     """Run every pair, `jobs` at a time, and yield the results in the order of `pairs`.
 
-    `runner` (default `conformance.runner.run_scenario`) and `sessions` (default: isolated
-    sessions from `harness.isolation`) are what each worker uses; tests pass stand-ins.
+    `runner` (default `eventtime.runner.run_scenario`) and `sessions` (default: isolated
+    sessions from `eventtime.harness.isolation`) are what each worker uses; tests pass stand-ins.
     Stopping the iteration early cancels the pairs not yet started and waits for those running
     (each bounded by `timeout` per wait on Spark).
     """
@@ -96,7 +96,7 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
         return
 
     if session is None:
-        from harness.session import get_session
+        from eventtime.harness.session import get_session
 
         session = get_session()
     pool_sessions: Sessions = sessions or _SparkSessions()

@@ -12,7 +12,7 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-timeout SECONDS                     ini: eventtime_timeout
     --eventtime-master URL                          ini: eventtime_master
 
-In `conftest.py`: `from conformance.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
+In `conftest.py`: `from eventtime.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
 returning {contract: pipeline}.
 
@@ -54,7 +54,7 @@ def bind(contract: str, pipeline: Any = None):
 
 
 def _contracts() -> dict[str, Any]:
-    from conformance.contracts import CONTRACTS  # pure Python, no pyspark
+    from eventtime.contracts import CONTRACTS  # pure Python, no pyspark
 
     return dict(CONTRACTS)
 
@@ -62,7 +62,7 @@ def _contracts() -> dict[str, Any]:
 def _check_contract(name: str, where: str) -> None:
     contracts = _contracts()
     if name not in contracts:
-        from conformance.loader import did_you_mean
+        from eventtime.loader import did_you_mean
 
         raise pytest.UsageError(f"{where}: unknown contract {name!r}{did_you_mean(name, contracts)}; "
                                 f"accepted: {', '.join(sorted(contracts))}")
@@ -90,7 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
-    from conformance import pytest_hooks
+    from eventtime import pytest_hooks
 
     pluginmanager.add_hookspecs(pytest_hooks)
 
@@ -113,7 +113,7 @@ class _Settings:
                                     "positive number of seconds") from None
         self.master = config.getoption("eventtime_master") or config.getini("eventtime_master") or None
         if self.master is not None:
-            from harness.cluster import MasterURLError, check_master
+            from eventtime.harness.cluster import MasterURLError, check_master
 
             try:
                 self.master = check_master(self.master)
@@ -155,7 +155,7 @@ class _Settings:
         if callable(target):
             return target
         if target not in self._resolved:
-            from conformance.runner import PipelineError, resolve_pipeline
+            from eventtime.runner import PipelineError, resolve_pipeline
 
             try:
                 self._resolved[target] = resolve_pipeline(target)
@@ -170,7 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _Settings(config)
     config._eventtime = settings  # type: ignore[attr-defined]
     if settings.suites:  # collect the bundled suite like any directory given on the command line
-        from scenarios import SUITE_DIR
+        from eventtime.scenarios import SUITE_DIR
 
         if str(SUITE_DIR) not in config.args:
             config.args.append(str(SUITE_DIR))
@@ -197,7 +197,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector):
 def _label(target: Any) -> str:
     if callable(target):
         return getattr(target, "__name__", "pipeline")
-    from conformance.textreport import short_name
+    from eventtime.textreport import short_name
 
     return short_name(str(target))
 
@@ -206,9 +206,9 @@ class ScenarioFile(pytest.File):
     """One scenario file: one test item per pipeline bound to its contract."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from conformance.loader import ScenarioInvalid, load_scenario
+        from eventtime.loader import ScenarioInvalid, load_scenario
 
-        from scenarios import display_path
+        from eventtime.scenarios import display_path
 
         try:
             display = str(self.path.relative_to(self.config.rootpath))
@@ -245,7 +245,7 @@ class ScenarioFile(pytest.File):
 
 
 def _in_suite(path: Path) -> bool:
-    from scenarios import SUITE_DIR
+    from eventtime.scenarios import SUITE_DIR
 
     try:
         path.resolve().relative_to(Path(SUITE_DIR).resolve())
@@ -264,7 +264,7 @@ _SESSION: list[Any] = []
 
 def _spark(config: pytest.Config) -> Any:
     if not _SESSION:
-        from harness.session import get_session
+        from eventtime.harness.session import get_session
 
         _SESSION.append(get_session(master=config._eventtime.master))  # type: ignore[attr-defined]
     return _SESSION[0]
@@ -286,14 +286,14 @@ class ScenarioItem(pytest.Item):
         self.result: Any = None
 
     def runtest(self) -> None:
-        from conformance.runner import run_scenario
+        from eventtime.runner import run_scenario
 
         settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
         fn = settings.resolve(self.target)
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         self.result = run_scenario(self.scenario, fn, session=_spark(self.config), timeout=settings.timeout,
                                    implementation=impl, rerun=f"pytest '{self.nodeid}'")
-        from conformance.resultsfile import result_record
+        from eventtime.resultsfile import result_record
 
         self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
         if self.result.status == "not_applicable":
@@ -303,7 +303,7 @@ class ScenarioItem(pytest.Item):
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):
-            from conformance.textreport import describe_failure
+            from eventtime.textreport import describe_failure
 
             return describe_failure(excinfo.value.result)
         if isinstance(excinfo.value, InvalidScenario):
@@ -333,7 +333,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = config._eventtime.report_json  # type: ignore[attr-defined]
     if not path:
         return
-    from conformance.resultsfile import build_document, write_results
+    from eventtime.resultsfile import build_document, write_results
 
     command = " ".join(["pytest"] + [str(a) for a in config.invocation_params.args])
     write_results(path, build_document(_RESULTS, tool="pytest", command=command))
@@ -349,11 +349,11 @@ def eventtime_spark(pytestconfig: pytest.Config) -> Any:
 @pytest.fixture
 def eventtime_record(request: pytest.FixtureRequest) -> Callable[[Any], None]:
     """`eventtime_record(result)` puts a ScenarioResult you ran yourself (e.g. with
-    `conformance.runner.run_scenario`) into the `--eventtime-report-json` file, next to the
+    `eventtime.runner.run_scenario`) into the `--eventtime-report-json` file, next to the
     results of collected scenario files. Works under xdist: the controller writes the file."""
 
     def record(result: Any) -> None:
-        from conformance.resultsfile import result_record
+        from eventtime.resultsfile import result_record
 
         request.node.user_properties.append((_RESULT_KEY, json.dumps(result_record(result))))
 
@@ -365,7 +365,7 @@ def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config) -> Cal
     """Factory for a scenario written in Python: `s = eventtime_scenario("tumbling_count", pipeline=fn,
     params={...})`, then `s.add(...)`, `s.process()`, `s.advance("5s")`, `s.stop()`, `s.start()`,
     `s.expect(rows=..., watermark=..., dropped=...)`, and `s.run()` (also run at the end of a `with`)."""
-    from conformance.builder import ScenarioBuilder
+    from eventtime.builder import ScenarioBuilder
 
     settings: _Settings = pytestconfig._eventtime  # type: ignore[attr-defined]
 

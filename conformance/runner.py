@@ -85,7 +85,7 @@ class FailureInfo:
 
 
 def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:
-    from harness.stream import QueryFailed
+    from eventtime.harness.stream import QueryFailed
 
     if isinstance(exc, QueryFailed):
         classes = [c for _, c, _ in exc.chain if c]
@@ -116,9 +116,9 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     pipeline (those become `failed` / `error` verdicts). `conf` adds Spark SQL settings for the
     query (e.g. from `--spark-conf`); the scenario's own `conf` wins over it.
     """
-    from harness.compat import compat_for
-    from harness.session import get_session, runtime_info
-    from harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
+    from eventtime.harness.compat import compat_for
+    from eventtime.harness.session import get_session, runtime_info
+    from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
 
     started = time.monotonic()
     ref = pipeline if isinstance(pipeline, str) else None
@@ -197,7 +197,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
             step_result.status, step_result.message = ERROR, str(exc)
             fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
             if isinstance(exc, PipelineError):
-                failure = FailureInfo(str(exc), [], ["conformance.runner.PipelineError"], str(exc), step_result.index)
+                failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), step_result.index)
         except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
             failure = _failure_from(exc, compat, step_result.index)
             step_result.status, step_result.message = ERROR, str(failure)
@@ -297,7 +297,7 @@ def _action(step: m.Step, run: Any, sources: dict[str, Any],
             if restart:
                 run.stop()
             if new_session:
-                from harness.session import other_session
+                from eventtime.harness.session import other_session
 
                 spark = other_session(run.spark)
                 for name in list(sources):  # the build closure reads the (mutable) mapping at each start

@@ -1,4 +1,4 @@
-"""Names of the Spark capabilities a scenario may require (detected at run time by `harness.compat`)."""
+"""Names of the Spark capabilities a scenario may require (detected at run time by `eventtime.harness.compat`)."""
 
 FEATURES = {
     "drop_duplicates_within_watermark": "DataFrame.dropDuplicatesWithinWatermark (Spark 3.5+)",

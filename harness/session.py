@@ -36,8 +36,8 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     """The process's SparkSession, created on first use with TEST_CONF (plus `conf`).
 
     `master` is any Spark master URL: `local[N]`, `local-cluster[W,C,M]`, `spark://host:port`
-    (anything else: `harness.cluster.MasterURLError`). On a cluster the executors get the driver's
-    Python path and UTC (`harness.cluster.cluster_conf`), and the session is returned once its
+    (anything else: `eventtime.harness.cluster.MasterURLError`). On a cluster the executors get the driver's
+    Python path and UTC (`eventtime.harness.cluster.cluster_conf`), and the session is returned once its
     executors have registered (bounded wait). An already running session is reused as it is (its
     master cannot change in-process).
     """

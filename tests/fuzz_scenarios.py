@@ -31,10 +31,10 @@ from typing import Callable
 import yaml
 from hypothesis import strategies as st
 
-from conformance import cli, yamlsource
-from conformance.loader import ScenarioInvalid, find_scenario_files, load_scenario
-from conformance.model import Scenario
-from scenarios import SUITE_DIR
+from eventtime import cli, yamlsource
+from eventtime.loader import ScenarioInvalid, find_scenario_files, load_scenario
+from eventtime.model import Scenario
+from eventtime.scenarios import SUITE_DIR
 
 __all__ = ["TIME_LIMIT", "REACHES", "Verdict", "Tally", "judge", "fuzzed_files", "node_mutated", "text_mutated",
            "bundled"]

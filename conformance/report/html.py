@@ -35,7 +35,7 @@ class RowView:
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("conformance.report", "templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("eventtime.report", "templates"),
                               autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
                               lstrip_blocks=True, keep_trailing_newline=True)
 

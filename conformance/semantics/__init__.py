@@ -24,7 +24,7 @@ __all__ = ["PROFILES", "ModelError", "NotCovered", "Simulation", "StepObservatio
 def _check_public_surface() -> None:
     missing = [name for name in __all__ if name not in globals()]
     if missing:  # pragma: no cover - guards refactors
-        raise ImportError(f"conformance.semantics.__all__ names missing objects: {missing}")
+        raise ImportError(f"eventtime.semantics.__all__ names missing objects: {missing}")
 
 
 _check_public_surface()

@@ -2,7 +2,7 @@
 
 A scenario's expectations were confirmed on Spark; the model computes its own observations for
 the same steps. Judging the model's observations with the same judge that judges Spark runs
-(`conformance.judge.judge`) gives, per scenario, `passed` (the model agrees with every
+(`eventtime.judge.judge`) gives, per scenario, `passed` (the model agrees with every
 expectation), `failed` (a disagreement, located at the expectation's file:line) or
 `not_applicable` (the model does not cover the scenario, with the reason).
 """

@@ -72,7 +72,7 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
 
 
 def _expect(path: str, profile: str | None, write: bool = False) -> int:
-    from scenarios import display_path
+    from eventtime.scenarios import display_path
 
     from ..loader import ScenarioInvalid, load_scenario
     from .simulate import ModelError, NotCovered, simulate

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Mapping, Sequence
 
-from harness.stream import BatchObservation
+from eventtime.harness.stream import BatchObservation
 
 from .. import model as m
 from .watermark import micros_to_ms

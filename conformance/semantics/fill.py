@@ -25,7 +25,7 @@ __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteEr
 # Steps after which the differential inserts an `expect`: the ones that can run batches.
 BATCH_STEPS = ("process", "advance", "start", "restart")
 # Contracts whose state size the model does not predict: transformWithState counts its state
-# variables and timers its own way (see conformance.semantics.stateful).
+# variables and timers its own way (see eventtime.semantics.stateful).
 _STATE_ROWS_UNPINNED = frozenset({"hold_timer"})
 
 # What a predicted failure's message contains on every Spark line (the error class is not in the

@@ -3,7 +3,7 @@
 Spark guide, "Triggers", "Handling Late Data and Watermarking" and "Recovering from Failures
 with Checkpointing"; MicroBatchExecution. The model runs a scenario's steps the way the harness
 drives Spark (see docs/scenario-format.md, "Steps"), and records each batch in the harness's own
-observation shape (`harness.stream.BatchObservation`), so the judge reads both alike.
+observation shape (`eventtime.harness.stream.BatchObservation`), so the judge reads both alike.
 
 - One `add` of a source is one offset of its MemoryStream and one input partition. A batch
   reads every offset added since the previous batch, from every source.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from harness.stream import BatchObservation
+from eventtime.harness.stream import BatchObservation
 
 from .plans import Plan
 from .state import OperatorWatermarks

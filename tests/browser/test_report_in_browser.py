@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.report import build_report
-from conformance.textreport import short_name, verdict_mark
+from eventtime.report import build_report
+from eventtime.textreport import short_name, verdict_mark
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "fast" / "data" / "report"

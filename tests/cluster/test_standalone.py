@@ -1,6 +1,6 @@
 """The bundled pipelines certified on a standalone Spark cluster: a master and two workers on loopback.
 
-The fixture starts Spark's own Master and Workers from the installed pyspark (harness.cluster) and
+The fixture starts Spark's own Master and Workers from the installed pyspark (eventtime.harness.cluster) and
 stops them afterwards; `eventtime certify` runs in a child process (its SparkSession is the cluster's
 application; this process starts no JVM). A subset of the suite keeps CI within minutes; the whole
 suite, local vs cluster, is `python benchmarks/cluster_vs_local.py` (README, "On a cluster").
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cluster import StandaloneCluster
+from eventtime.harness.cluster import StandaloneCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -56,7 +56,7 @@ def test_two_workers_alive(cluster):
 
 def test_certify_on_the_cluster(cluster, tmp_path):
     results = tmp_path / "results.json"
-    cmd = [sys.executable, "-m", "conformance.cli", "certify", "--master", cluster.master_url,
+    cmd = [sys.executable, "-m", "eventtime.cli", "certify", "--master", cluster.master_url,
            "--json", str(results), "--timeout", STEP_TIMEOUT, "-q"]
     for contract in CONTRACTS:
         cmd += ["--contract", contract]

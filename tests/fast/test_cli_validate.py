@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
-from conformance.loader import load_scenario, validate_file
-from scenarios import SUITE_DIR
+from eventtime.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from eventtime.loader import load_scenario, validate_file
+from eventtime.scenarios import SUITE_DIR
 
 PROBLEM_LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+): (?P<message>\S.*)$")
 
@@ -143,9 +143,9 @@ def test_validating_needs_no_pyspark(tmp_path):
     """The modules the fast tests use (and `eventtime validate`) import neither pyspark nor py4j."""
     script = (
         "import sys\n"
-        "import conformance.cli, conformance.judge, conformance.loader, conformance.timeparse\n"
-        "import conformance.yamlsource, scenarios\n"
-        "from conformance.cli import main\n"
+        "import eventtime.cli, eventtime.judge, eventtime.loader, eventtime.timeparse\n"
+        "import eventtime.yamlsource, scenarios\n"
+        "from eventtime.cli import main\n"
         f"code = main(['validate', {str(SUITE_DIR)!r}])\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j'))\n"
         "print('CODE', code, 'IMPORTED', bad)\n"
@@ -177,8 +177,8 @@ def test_certify_unresolvable_pipeline_is_a_usage_error(capsys):
 
 
 def test_list_shows_every_contract_and_concept(capsys):
-    from conformance.concepts import CONCEPTS
-    from conformance.contracts import CONTRACTS
+    from eventtime.concepts import CONCEPTS
+    from eventtime.contracts import CONTRACTS
 
     assert main(["list"]) == EXIT_OK
     out = capsys.readouterr().out

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from conformance.cli import EXIT_USAGE, main
-from conformance.cluster_command import expand_command
-from harness.cluster import (MASTER_FORMS, ClusterError, MasterURLError, StandaloneCluster, check_master,
+from eventtime.cli import EXIT_USAGE, main
+from eventtime.cluster_command import expand_command
+from eventtime.harness.cluster import (MASTER_FORMS, ClusterError, MasterURLError, StandaloneCluster, check_master,
                              cluster_conf, expected_executors, is_local)
 
 pytest_plugins = ["pytester"]

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from harness.compat import SparkCompat  # noqa: E402
+from eventtime.harness.compat import SparkCompat  # noqa: E402
 
 # what PySpark 3.5.9 with pyarrow 26.0.1 reported (the Python traceback inside the Java message)
 SLICE = ('Traceback (most recent call last):\n  File "pyarrow/table.pxi", line 3181, in pyarrow.lib.RecordBatch.slice\n'

@@ -12,8 +12,8 @@ import time
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from conformance import yamlsource
-from conformance.loader import ScenarioInvalid, _validators, load_scenario_text
+from eventtime import yamlsource
+from eventtime.loader import ScenarioInvalid, _validators, load_scenario_text
 from tests.fuzz_scenarios import REACHES, TIME_LIMIT, Tally, fuzzed_files, judge
 
 FUZZ_INPUTS = 2000  # inputs per CI run (the documented long run: 100,000)

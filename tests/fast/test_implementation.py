@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.contracts import ImplementationInfo, implementation, implementation_info
-from conformance.judge import Observed, judge
-from conformance.loader import load_scenario_text
+from eventtime.contracts import ImplementationInfo, implementation, implementation_info
+from eventtime.judge import Observed, judge
+from eventtime.loader import load_scenario_text
 
 
 def test_undecorated_function_declares_nothing():

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance import model as m
-from conformance.loader import (
+from eventtime import model as m
+from eventtime.loader import (
     ALLOWED_CONF,
     Problem,
     ScenarioInvalid,
@@ -20,7 +20,7 @@ from conformance.loader import (
     schema,
     validate_file,
 )
-from conformance.timeparse import parse_time
+from eventtime.timeparse import parse_time
 
 FAST = settings(max_examples=200, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -620,7 +620,7 @@ def test_mangled_scenarios_only_raise_scenario_invalid(base_scenario, edits):
 @given(rows=st.lists(st.tuples(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12),
                                st.integers(min_value=0, max_value=86400 * 10 ** 6 - 1)), min_size=1, max_size=5))
 def test_generated_rows_load_exactly(base_scenario, rows):
-    from conformance.timeparse import format_time
+    from eventtime.timeparse import format_time
 
     def quoted(text: str) -> str:  # a YAML double-quoted scalar; \U escapes for all but plain ASCII
         return '"' + "".join(c if " " <= c <= "~" and c not in '"\\' else f"\\U{ord(c):08x}" for c in text) + '"'

@@ -7,11 +7,11 @@ import textwrap
 
 import pytest
 
-from conformance import model as m
-from conformance.contracts import Column
-from conformance.generate import GenerateSpec, generate_batches, round_robin
-from conformance.loader import ScenarioInvalid, load_scenario_text
-from conformance.semantics import check_scenario, simulate
+from eventtime import model as m
+from eventtime.contracts import Column
+from eventtime.generate import GenerateSpec, generate_batches, round_robin
+from eventtime.loader import ScenarioInvalid, load_scenario_text
+from eventtime.semantics import check_scenario, simulate
 
 S = 1_000_000
 JAN1_2024 = 1_704_067_200 * S
@@ -137,8 +137,8 @@ def test_generated_rows_are_deterministic_and_shaped_as_asked():
 
 def test_generated_rows_do_not_depend_on_the_python_process():
     """Same rows in a fresh interpreter with another hash seed: nothing depends on hash()."""
-    code = ("from conformance.generate import GenerateSpec, generate_batches;"
-            "from conformance.contracts import Column;"
+    code = ("from eventtime.generate import GenerateSpec, generate_batches;"
+            "from eventtime.contracts import Column;"
             f"print(hash(generate_batches(GenerateSpec(**{SPEC.__dict__!r}), "
             "(Column('key', 'string'), Column('ts', 'timestamp')))[3][:5]))")
     # the rows themselves, not their hash: compare the printed tuple

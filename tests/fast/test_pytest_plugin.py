@@ -63,7 +63,7 @@ def test_bad_ini_binding_is_a_usage_error(pytester):
 
 
 def test_bind_in_conftest_checks_the_contract(pytester):
-    pytester.makeconftest("from conformance.pytest_plugin import bind\nbind('tumbling_conut', 'jobs:count')\n")
+    pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('tumbling_conut', 'jobs:count')\n")
     result = pytester.runpytest()
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*unknown contract 'tumbling_conut'*"]) if result.stdout.str().strip() else \
@@ -85,7 +85,7 @@ def test_unbound_contract_runs_the_bundled_implementations(pytester):
 
 def test_ini_and_conftest_bindings_and_precedence(pytester):
     pytester.makefile(".scenario.yaml", mine=SCENARIO)
-    pytester.makeconftest("from conformance.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
+    pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
     pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = from_ini:fn\n")
@@ -116,8 +116,8 @@ def test_bundled_suite_needs_a_binding(pytester):
 
 
 def test_bundled_suite_is_collected_against_the_bound_pipeline(pytester):
-    from conformance.loader import find_scenario_files, load_scenario
-    from scenarios import SUITE_DIR
+    from eventtime.loader import find_scenario_files, load_scenario
+    from eventtime.scenarios import SUITE_DIR
 
     n = sum(load_scenario(p).contract.name == "tumbling_count" for p in find_scenario_files([SUITE_DIR])[0])
     result = pytester.runpytest("--collect-only", "-q", "--eventtime-suite", "tumbling_count",

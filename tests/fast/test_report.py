@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main
-from conformance.report import build_report
-from conformance.report.differences import AVAILABILITY, BEHAVIOUR, VERDICT
-from conformance.report.timeline import build_timeline
-from conformance.textreport import short_name, verdict_mark
+from eventtime.cli import main
+from eventtime.report import build_report
+from eventtime.report.differences import AVAILABILITY, BEHAVIOUR, VERDICT
+from eventtime.report.timeline import build_timeline
+from eventtime.textreport import short_name, verdict_mark
 
 DATA = Path(__file__).parent / "data"
 REPORT = DATA / "report"

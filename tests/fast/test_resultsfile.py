@@ -8,11 +8,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.loader import load_scenario
-from conformance.results import FAILED, CheckFailure, ScenarioResult, StepResult
-from conformance.resultsfile import (FORMAT_VERSION, ResultsFileError, build_document, read_results,
+from eventtime.loader import load_scenario
+from eventtime.results import FAILED, CheckFailure, ScenarioResult, StepResult
+from eventtime.resultsfile import (FORMAT_VERSION, ResultsFileError, build_document, read_results,
                                      result_record, write_results)
-from scenarios import SUITE_DIR
+from eventtime.scenarios import SUITE_DIR
 
 DATA = Path(__file__).parent / "data"
 SCHEMA = json.loads(resources.files("conformance").joinpath("schema/results.schema.json").read_text("utf-8"))

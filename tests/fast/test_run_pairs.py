@@ -1,4 +1,4 @@
-"""`conformance.parallel` without Spark: --jobs values, result order, one session per worker thread."""
+"""`eventtime.parallel` without Spark: --jobs values, result order, one session per worker thread."""
 from __future__ import annotations
 
 import threading
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.cli import main
-from conformance.parallel import MAX_JOBS, Pair, observable, parse_jobs, run_pairs
+from eventtime.cli import main
+from eventtime.parallel import MAX_JOBS, Pair, observable, parse_jobs, run_pairs
 
 
 @pytest.mark.parametrize("text, jobs", [("1", 1), (" 3 ", 3), (str(MAX_JOBS), MAX_JOBS), (2, 2)])

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-import conformance
-from conformance import cli
-from conformance.contracts import CONTRACTS
-from conformance.loader import ALLOWED_CONF, ScenarioInvalid, find_scenario_files, load_scenario, schema
-from conformance.model import Scenario
-from scenarios import SUITE_DIR
+import eventtime
+from eventtime import cli
+from eventtime.contracts import CONTRACTS
+from eventtime.loader import ALLOWED_CONF, ScenarioInvalid, find_scenario_files, load_scenario, schema
+from eventtime.model import Scenario
+from eventtime.scenarios import SUITE_DIR
 
 # -- YAML tags never construct anything -----------------------------------------------------------
 
@@ -80,7 +80,7 @@ def test_the_loader_uses_only_the_safe_composer():
     unsafe = {"load", "load_all", "unsafe_load", "unsafe_load_all", "full_load", "full_load_all", "Loader",
               "UnsafeLoader", "FullLoader", "construct_python_object"}
     for name in ("yamlsource.py", "loader.py"):
-        source = (Path(conformance.__file__).parent / name).read_text("utf-8")
+        source = (Path(eventtime.__file__).parent / name).read_text("utf-8")
         used = {node.attr for node in ast.walk(ast.parse(source))
                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "yaml"}
         assert used & unsafe == set(), f"{name} uses yaml.{sorted(used & unsafe)}"
@@ -102,7 +102,7 @@ PIPELINE_KEYS = ["pipeline", "implementation", "module", "function", "code", "en
 ], ids=["top", "source", "params", "step", "restart", "expect"])
 def test_no_key_names_a_pipeline(base_scenario, key, old, new, line):
     with pytest.raises(ScenarioInvalid) as info:
-        conformance.loader.load_scenario_text(base_scenario.replace(old, new.replace("KEY", key), 1), "s.yaml")
+        eventtime.loader.load_scenario_text(base_scenario.replace(old, new.replace("KEY", key), 1), "s.yaml")
     assert any(p.line == line and key in p.message for p in info.value.problems), info.value
 
 
@@ -116,7 +116,7 @@ def test_the_schema_and_the_model_have_no_place_for_a_pipeline():
 def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and_the_registry():
     """Every call of resolve_pipeline / import_module in the package, and where its argument comes from."""
     calls = []
-    root = Path(conformance.__file__).parent
+    root = Path(eventtime.__file__).parent
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Call):
@@ -124,6 +124,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
                 if name in ("resolve_pipeline", "import_module", "__import__", "exec", "eval"):
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
+        ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
         ("cli.py", "resolve_pipeline", "args.pipeline"),                      # --pipeline
         ("cli.py", "resolve_pipeline", "args.pipeline"),
         ("pytest_plugin.py", "resolve_pipeline", "target"),                   # option, ini, bind(), hook
@@ -154,7 +155,7 @@ def test_spark_settings_outside_the_allow_list_are_refused(base_scenario, key, p
         text, line = base_scenario.replace("  - process\n", f"  - process\n  - restart:\n      conf:\n"
                                                             f"        {quoted}: x\n", 1), 18
     with pytest.raises(ScenarioInvalid) as info:
-        conformance.loader.load_scenario_text(text, "s.yaml")
+        eventtime.loader.load_scenario_text(text, "s.yaml")
     assert [(p.line, "cannot be set by a scenario" in p.message) for p in info.value.problems] == [(line, True)]
 
 
@@ -168,7 +169,7 @@ def test_spark_settings_outside_the_allow_list_are_refused(base_scenario, key, p
 def test_allowed_settings_take_only_allowed_values(base_scenario, key, value):
     text = base_scenario.replace("sources:", f"conf:\n  {key}: {value!r}\nsources:", 1)
     with pytest.raises(ScenarioInvalid) as info:
-        conformance.loader.load_scenario_text(text, "s.yaml")
+        eventtime.loader.load_scenario_text(text, "s.yaml")
     assert [p.line for p in info.value.problems] == [8]
 
 
@@ -176,7 +177,7 @@ def test_allowed_settings_take_only_allowed_values(base_scenario, key, value):
 def test_a_time_zone_name_cannot_reach_a_file(base_scenario, zone):
     text = base_scenario.replace("contract:", f"timezone: {zone!r}\ncontract:", 1)
     with pytest.raises(ScenarioInvalid) as info:
-        conformance.loader.load_scenario_text(text, "s.yaml")
+        eventtime.loader.load_scenario_text(text, "s.yaml")
     assert [(p.line, p.column) for p in info.value.problems] == [(3, 11)]
     assert "unknown time zone" in info.value.problems[0].message
 
@@ -211,7 +212,7 @@ TEXT_SLOTS = {
     "/properties/contract": "contract name, looked up in the registry",
     "/properties/params/additionalProperties": "parameter value: a duration or a choice",
     "/properties/requires/properties/spark": "version specifier",
-    "/properties/requires/properties/features/items": "feature name, looked up in harness.features",
+    "/properties/requires/properties/features/items": "feature name, looked up in eventtime.harness.features",
     "/properties/date": "date literal",
     "/properties/timezone": "IANA zone name, looked up in the zone database (absolute names and '..' refused)",
     "/properties/conf/additionalProperties": "allow-listed Spark setting value",

@@ -6,18 +6,18 @@ import re
 
 import pytest
 
-from conformance.cli import main
-from conformance.loader import find_scenario_files, load_scenario, load_scenario_text
-from conformance.semantics import NotCovered, check_scenario, simulate
-from conformance.semantics.aggregation import Aggregates, CountRows, StreamingAggregation
-from conformance.semantics.commands import expectations_yaml
-from conformance.semantics.joins import IntervalJoin
-from conformance.semantics.state import OperatorWatermarks
-from conformance.semantics.stateful import HoldTimer, InactivityTimeout
-from conformance.semantics.watermark import EventTimeStats, WatermarkTracker, micros_to_ms
-from conformance.semantics.windows import Session, merge_sessions, time_windows, window_time
-from conformance.textreport import describe_failure
-from scenarios import SUITE_DIR
+from eventtime.cli import main
+from eventtime.loader import find_scenario_files, load_scenario, load_scenario_text
+from eventtime.semantics import NotCovered, check_scenario, simulate
+from eventtime.semantics.aggregation import Aggregates, CountRows, StreamingAggregation
+from eventtime.semantics.commands import expectations_yaml
+from eventtime.semantics.joins import IntervalJoin
+from eventtime.semantics.state import OperatorWatermarks
+from eventtime.semantics.stateful import HoldTimer, InactivityTimeout
+from eventtime.semantics.watermark import EventTimeStats, WatermarkTracker, micros_to_ms
+from eventtime.semantics.windows import Session, merge_sessions, time_windows, window_time
+from eventtime.textreport import describe_failure
+from eventtime.scenarios import SUITE_DIR
 
 S = 1_000_000  # µs per second
 SUITE = [load_scenario(p) for p in find_scenario_files([SUITE_DIR])[0]]
@@ -332,7 +332,7 @@ def _disagreeing(names: tuple[str, ...]) -> set[str]:
 
 
 def test_late_filter_with_the_current_watermark_is_caught(monkeypatch):
-    from conformance.semantics import microbatch
+    from eventtime.semantics import microbatch
 
     monkeypatch.setattr(microbatch, "_flag", lambda conf, key, default: (
         False if key == microbatch.ALLOW_MULTIPLE else default if conf.get(key) is None else conf[key] == "true"))
@@ -347,7 +347,7 @@ def test_join_state_without_the_extra_millisecond_is_caught(monkeypatch):
 
 
 def test_inclusive_group_state_timeout_is_caught(monkeypatch):
-    from conformance.semantics import stateful
+    from eventtime.semantics import stateful
 
     original = stateful.InactivityTimeout.run
 

@@ -1,10 +1,10 @@
 """The dataflow profile (Flink's event-time rules, the seed texts) rule by rule, and the `profile` key of a scenario."""
 from __future__ import annotations
 
-from conformance.cli import main
-from conformance.loader import load_scenario_text
-from conformance.semantics import check_scenario, simulate
-from conformance.semantics.dataflow import (DROPPED, LATE, MIN_WATERMARK, ON_TIME, BoundedOutOfOrderness,
+from eventtime.cli import main
+from eventtime.loader import load_scenario_text
+from eventtime.semantics import check_scenario, simulate
+from eventtime.semantics.dataflow import (DROPPED, LATE, MIN_WATERMARK, ON_TIME, BoundedOutOfOrderness,
                                             CombinedWatermark, DataflowQuery, LatenessWindows)
 
 S = 1_000_000  # µs

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.cli import main
-from conformance.differential import FAMILIES, Outcome, differential_case, strategy_for
-from conformance.loader import find_scenario_files, load_scenario, load_scenario_text
-from conformance.results import FAILED, ScenarioResult
-from conformance.semantics import check_scenario, simulate
-from conformance.semantics.fill import write_expectations
-from conformance.textreport import describe_failure
-from scenarios import SUITE_DIR
+from eventtime.cli import main
+from eventtime.differential import FAMILIES, Outcome, differential_case, strategy_for
+from eventtime.loader import find_scenario_files, load_scenario, load_scenario_text
+from eventtime.results import FAILED, ScenarioResult
+from eventtime.semantics import check_scenario, simulate
+from eventtime.semantics.fill import write_expectations
+from eventtime.textreport import describe_failure
+from eventtime.scenarios import SUITE_DIR
 
 SUITE = sorted(find_scenario_files([SUITE_DIR])[0])
 LATE = SUITE_DIR / "tumbling" / "append-late-row-dropped.scenario.yaml"

@@ -1,4 +1,4 @@
-"""Properties of the model of event-time semantics on generated scenarios (conformance.strategies).
+"""Properties of the model of event-time semantics on generated scenarios (eventtime.strategies).
 
 Pure Python, a few hundred generated scenarios per run: invariants that hold for every contract
 (the watermark never decreases, batches chain their watermarks, no-data batches only after a
@@ -14,10 +14,10 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.contracts import CONTRACTS
-from conformance.semantics import simulate
-from conformance.strategies import contract_params, scenarios
-from conformance.timeparse import parse_duration
+from eventtime.contracts import CONTRACTS
+from eventtime.semantics import simulate
+from eventtime.strategies import contract_params, scenarios
+from eventtime.timeparse import parse_duration
 
 # Deterministic (derandomized, no example database) like the rest of the fast suite; most of the
 # time goes into writing and loading the generated YAML, so the example count stays small. A long,

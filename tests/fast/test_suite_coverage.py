@@ -6,10 +6,10 @@ from collections import Counter
 
 import pytest
 
-from conformance.concepts import CONCEPTS
-from conformance.contracts import CONTRACTS
-from conformance.loader import find_scenario_files, load_scenario
-from scenarios import SUITE_DIR
+from eventtime.concepts import CONCEPTS
+from eventtime.contracts import CONTRACTS
+from eventtime.loader import find_scenario_files, load_scenario
+from eventtime.scenarios import SUITE_DIR
 
 SCENARIOS = [load_scenario(p) for p in find_scenario_files([SUITE_DIR])[0]]
 
@@ -55,7 +55,7 @@ def test_at_least_ten_contracts_with_implementations():
 def test_docs_contracts_md_is_generated_from_the_registry():
     from pathlib import Path
 
-    from conformance.contracts import contracts_markdown
+    from eventtime.contracts import contracts_markdown
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
     assert doc.read_text() == contracts_markdown(), (

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.timeparse import (
+from eventtime.timeparse import (
     DAYS_PER_MONTH,
     DEFAULT_DATE,
     Duration,

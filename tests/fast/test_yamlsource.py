@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance import yamlsource
-from conformance.yamlsource import MAX_DEPTH, Located, Position, YamlSyntaxError, load_yaml
+from eventtime import yamlsource
+from eventtime.yamlsource import MAX_DEPTH, Located, Position, YamlSyntaxError, load_yaml
 
 FAST = settings(max_examples=200, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -216,7 +216,7 @@ def test_block_nesting_beyond_the_limit_is_refused():
 
 _DEEP_SCRIPT = """
 import sys
-from conformance.yamlsource import load_yaml, YamlSyntaxError
+from eventtime.yamlsource import load_yaml, YamlSyntaxError
 try:
     load_yaml("a: " + "[" * 200000 + "]" * 200000)
 except YamlSyntaxError as exc:

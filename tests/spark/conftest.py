@@ -6,6 +6,6 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness.session import get_session
+    from eventtime.harness.session import get_session
 
     return get_session()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness import get_session  # noqa: E402
+from eventtime.harness import get_session  # noqa: E402
 from tests.spark.pipelines import blocks_while_file_exists, events_run  # noqa: E402
 
 BASE_US = 1_704_067_200_000_000

@@ -2,7 +2,7 @@
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from conformance.pipelines.reference import tumbling_count
+from eventtime.pipelines.reference import tumbling_count
 
 
 def raises_at_definition(sources, params):
@@ -74,9 +74,9 @@ def events_run(spark, pipeline, checkpoint, *, timeout=60, trigger_ms=None):
     """A StreamRun of `pipeline` (10 s windows, 5 s delay, append) over one MemorySource named
     `events`, for tests that drive the harness directly. Returns `(run, sources)`; the pipeline
     reads `sources["events"]` at every start, so a test may replace it (e.g. replayed elsewhere)."""
-    from conformance.model import Params
-    from conformance.timeparse import parse_duration
-    from harness import MemorySource, StreamRun
+    from eventtime.model import Params
+    from eventtime.timeparse import parse_duration
+    from eventtime.harness import MemorySource, StreamRun
 
     params = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
                      "output_mode": "append"})

@@ -1,7 +1,7 @@
 """Differential test: generated scenarios run on Spark and on the model (spark profile) must agree.
 
-Per contract family, Hypothesis generates scenarios (`conformance.strategies`); the model fills an
-`expect` after every step that can run batches (`conformance.differential`), and the scenario runs
+Per contract family, Hypothesis generates scenarios (`eventtime.strategies`); the model fills an
+`expect` after every step that can run batches (`eventtime.differential`), and the scenario runs
 on Spark with the contract's reference implementation. Any failed check is a disagreement:
 Hypothesis shrinks it, and the smallest case is written as a scenario file (to
 $EVENTTIME_DIFF_OUT, default a pytest temporary directory) whose path and `eventtime run` command
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-from conformance.differential import FAMILIES, compare_on_spark, differential_case, strategy_for
-from conformance.textreport import describe_failure
+from eventtime.differential import FAMILIES, compare_on_spark, differential_case, strategy_for
+from eventtime.textreport import describe_failure
 
 pytestmark = pytest.mark.spark
 

@@ -4,9 +4,9 @@ import textwrap
 
 import pytest
 
-from conformance.loader import load_scenario_text
-from conformance.runner import run_scenario
-from conformance.textreport import describe_failure
+from eventtime.loader import load_scenario_text
+from eventtime.runner import run_scenario
+from eventtime.textreport import describe_failure
 
 pytestmark = pytest.mark.spark
 
@@ -129,7 +129,7 @@ def _conf_seen_at_start(spark, tmp_path):
     """The checkpoint file manager setting a harness query started with (read while it is built)."""
     import datetime
 
-    from conformance.pipelines.reference import tumbling_count
+    from eventtime.pipelines.reference import tumbling_count
     from tests.spark.pipelines import events_run
 
     seen = []
@@ -149,7 +149,7 @@ def _conf_seen_at_start(spark, tmp_path):
 
 
 def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_it_was(spark, tmp_path):
-    from harness.compat import compat_for
+    from eventtime.harness.compat import compat_for
 
     chosen = compat_for(spark).query_conf[CHECKPOINT_KEY]
     assert chosen.endswith(".FileSystemBasedCheckpointFileManager")
@@ -160,7 +160,7 @@ def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_
 
 
 def test_a_checkpoint_manager_the_session_sets_is_kept(spark, tmp_path):
-    from harness.compat import compat_for
+    from eventtime.harness.compat import compat_for
 
     theirs = compat_for(spark).query_conf[CHECKPOINT_KEY].replace("FileSystemBased", "FileContextBased")
     spark.conf.set(CHECKPOINT_KEY, theirs)

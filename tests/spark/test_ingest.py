@@ -24,7 +24,7 @@ def _read_all(spark, source, select: str) -> list[tuple]:
 
 
 def test_rows_arrive_intact_every_type(spark):
-    from harness.stream import MemorySource
+    from eventtime.harness.stream import MemorySource
 
     columns = [("s", "string"), ("i", "int"), ("l", "long"), ("d", "double"), ("b", "boolean"), ("ts", "timestamp")]
     source = MemorySource(spark, "events", columns)
@@ -36,7 +36,7 @@ def test_rows_arrive_intact_every_type(spark):
 
 
 def test_each_partition_of_an_add_is_one_input_partition(spark):
-    from harness.stream import MemorySource
+    from eventtime.harness.stream import MemorySource
 
     source = MemorySource(spark, "events", [("key", "string"), ("ts", "timestamp")])
     parts = [[("p0a", BASE_US), ("p0b", BASE_US + 1)], [], [("p2", BASE_US + 2)], [("p3", BASE_US + 3)]]

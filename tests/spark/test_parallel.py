@@ -1,9 +1,9 @@
 """Several scenarios at once in one JVM (`run_pairs(jobs=N)`) observe exactly what they observe one at a time."""
 import pytest
 
-from conformance.loader import load_scenario
-from conformance.parallel import Pair, observable, run_pairs
-from scenarios import SUITE_DIR, display_path
+from eventtime.loader import load_scenario
+from eventtime.parallel import Pair, observable, run_pairs
+from eventtime.scenarios import SUITE_DIR, display_path
 
 pytestmark = pytest.mark.spark
 

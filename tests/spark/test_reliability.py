@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conformance.runner import run_scenario
-from conformance.textreport import describe_failure
-from harness import HarnessTimeout
+from eventtime.runner import run_scenario
+from eventtime.textreport import describe_failure
+from eventtime.harness import HarnessTimeout
 
 from tests.spark.pipelines import events_run
 from tests.spark.test_harness import BASIC, scenario
@@ -66,7 +66,7 @@ def test_expectation_that_can_never_be_met_fails_at_once(spark):
 
 
 def _parked_run(spark, tmp_path, trigger_ms=None):
-    from conformance.pipelines.reference import tumbling_count
+    from eventtime.pipelines.reference import tumbling_count
 
     run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint", timeout=30, trigger_ms=trigger_ms)
     run.start()
@@ -109,7 +109,7 @@ def test_no_callback_connection_outlives_its_query_on_the_jvm_side(spark, monkey
     # Each query's stream thread calls the stepped clock in Python on a connection of its own. Once
     # the thread has ended, both ends must be closed: py4j's JVM side would keep its end forever.
     # (Long-lived JVM threads, e.g. the one telling Python about collected proxies, keep theirs.)
-    from harness.clock import SteppedClock
+    from eventtime.harness.clock import SteppedClock
 
     used: list[int] = []
     close = SteppedClock.close_connections
@@ -123,6 +123,6 @@ def test_no_callback_connection_outlives_its_query_on_the_jvm_side(spark, monkey
     for pipeline in (None, "tests.spark.pipelines:cast_fails_in_batch", None, None):
         run_scenario(scenario(BASIC), pipeline, session=spark, conf={"spark.sql.ansi.enabled": "true"}, timeout=30)
     assert len(used) >= 4  # one connection per query start at least
-    from harness.compat import compat_for
+    from eventtime.harness.compat import compat_for
 
     assert not set(used) & compat_for(spark).pooled_callback_ports()

@@ -1,9 +1,9 @@
 """Exactly-once across restarts: a restart at every point of a scenario, in the same and in a new SparkSession."""
 import pytest
 
-from conformance import load_scenario
-from conformance.differential import check_restarts, restart_variants
-from scenarios import SUITE_DIR
+from eventtime import load_scenario
+from eventtime.differential import check_restarts, restart_variants
+from eventtime.scenarios import SUITE_DIR
 
 pytestmark = pytest.mark.spark
 
@@ -30,8 +30,8 @@ def test_restart_anywhere_loses_and_duplicates_nothing(spark):
 
 
 def test_a_new_session_restart_runs_in_another_session_on_replayed_sources(spark, tmp_path):
-    from conformance.pipelines.reference import tumbling_count
-    from harness import other_session
+    from eventtime.pipelines.reference import tumbling_count
+    from eventtime.harness import other_session
     from tests.spark.pipelines import events_run
 
     run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint")

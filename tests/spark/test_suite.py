@@ -1,9 +1,9 @@
 """The bundled scenarios pass against every bundled implementation of their contract."""
 import pytest
 
-from conformance.loader import find_scenario_files, load_scenario
-from conformance.textreport import describe_failure
-from scenarios import SUITE_DIR, display_path
+from eventtime.loader import find_scenario_files, load_scenario
+from eventtime.textreport import describe_failure
+from eventtime.scenarios import SUITE_DIR, display_path
 
 pytestmark = pytest.mark.spark
 
@@ -16,7 +16,7 @@ for _path in find_scenario_files([SUITE_DIR])[0]:
 
 @pytest.mark.parametrize("scenario, implementation", _CASES)
 def test_bundled_scenario(spark, scenario, implementation, eventtime_record):
-    from conformance.runner import run_scenario
+    from eventtime.runner import run_scenario
 
     result = run_scenario(scenario, implementation, session=spark, rerun=f"eventtime run {scenario.path} "
                           f"--pipeline {implementation}")

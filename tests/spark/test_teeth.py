@@ -5,8 +5,8 @@ table of which scenarios catch which mistake is `benchmarks/kill_rate.py` (see B
 """
 import pytest
 
-from conformance.loader import find_scenario_files, load_scenario
-from scenarios import SUITE_DIR
+from eventtime.loader import find_scenario_files, load_scenario
+from eventtime.scenarios import SUITE_DIR
 from tests.spark.wrong import WRONG
 
 pytestmark = pytest.mark.spark
@@ -19,7 +19,7 @@ for _path in find_scenario_files([SUITE_DIR])[0]:
 
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_wrong_implementation_is_rejected(spark, name):
-    from conformance.runner import run_scenario
+    from eventtime.runner import run_scenario
 
     contract, fn, what = WRONG[name]
     scenarios = _BY_CONTRACT.get(contract, [])

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from conformance import Output
-from conformance.pipelines import reference as ref
+from eventtime import Output
+from eventtime.pipelines import reference as ref
 
 
 def _window_count(df, window_col):
@@ -121,12 +121,12 @@ def inactivity_fires_at_equality(sources, params):
     class Early:
         def __getattr__(self, name):
             if name == "timeout":
-                from conformance.timeparse import Duration
+                from eventtime.timeparse import Duration
 
                 return Duration(max(params.timeout.total_micros - 1000, 0))
             return getattr(params, name)
 
-    from conformance.pipelines.stateful import inactivity_timeout
+    from eventtime.pipelines.stateful import inactivity_timeout
 
     return inactivity_timeout(sources, Early())
 

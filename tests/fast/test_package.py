@@ -1,0 +1,166 @@
+"""The package a user installs: one import root, a light pytest entry module, arrows that point one way.
+
+The repository's folders are installed under one root (pyproject.toml, package-dir): `conformance/` is
+`eventtime`, `harness/` is `eventtime.harness`, `scenarios/` is `eventtime.scenarios`. These tests read
+the source with `ast` and run fresh interpreters; none needs a JVM.
+"""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import eventtime
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = {"eventtime": ROOT / "conformance", "eventtime.harness": ROOT / "harness"}
+TOP_LEVEL_NAMES = ("conformance", "harness", "scenarios")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its installed name."""
+    out = {}
+    for package, folder in FOLDERS.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _imports(name: str, path: Path) -> list[tuple[int, str]]:
+    """(line, imported module) for each import of the module, outside `if TYPE_CHECKING:` blocks.
+    `from . import x` counts as importing the submodule x, not the package being executed."""
+    tree = ast.parse(path.read_text("utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found += [(node.lineno, f"{module}.{a.name}") for a in node.names] + [(node.lineno, module)]
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {}
+    for name, path in modules.items():
+        deps = {m for _, m in _imports(name, path) if m in modules and m != name}
+        # `from .pkg import name` lists both pkg and pkg.name; a package importing itself is no edge
+        graph[name] = {d for d in deps if not name.startswith(d + ".")}
+    return graph
+
+
+def test_no_module_imports_a_repository_folder_by_its_folder_name():
+    """Inside the package, `conformance`, `harness` and `scenarios` are not import names: a user's repo
+    may have its own `harness` module or `scenarios` package."""
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+                 for name, path in _modules().items() for line, module in _imports(name, path)
+                 if module.split(".")[0] in TOP_LEVEL_NAMES]
+    assert offenders == []
+
+
+def test_the_harness_knows_nothing_of_the_conformance_kit():
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+                 for name, path in _modules().items() if name.startswith("eventtime.harness")
+                 for line, module in _imports(name, path)
+                 if module.startswith("eventtime") and not module.startswith("eventtime.harness")]
+    assert offenders == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19 part 2: the model still imports BatchObservation from the driver")
+def test_the_model_knows_nothing_of_spark():
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+                 for name, path in _modules().items() if name.startswith("eventtime.semantics")
+                 for line, module in _imports(name, path)
+                 if module.split(".")[0] in ("pyspark", "py4j") or module.startswith("eventtime.harness")
+                 or module in ("eventtime.runner", "eventtime.builder")]
+    assert offenders == []
+
+
+def test_the_import_graph_check_sees_a_cycle(tmp_path):
+    """Control for the cycle check below: the same search finds a cycle that is there."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 19 part 3: cli <-> semantics.commands, plans -> dataflow -> microbatch")
+def test_no_import_cycles():
+    assert _cycles(_graph()) == []
+
+
+def test_public_names_all_resolve():
+    for name in eventtime.__all__:
+        assert getattr(eventtime, name) is not None, name
+
+
+def test_the_pytest_entry_module_imports_nothing_heavy():
+    """`pytest --help` in a repository where the kit is installed pays for no yaml, jsonschema, pyspark."""
+    entry = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]["eventtime"]
+    code = (f"import sys, {entry}\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('yaml', 'jsonschema', 'pyspark', 'py4j', 'jinja2', 'pandas', 'pyarrow'))\n"
+            "print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_every_scenario_folder_is_a_listed_package():
+    """setuptools ships (and warns about) data in folders missing from `packages`: list each."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {"eventtime.scenarios" + "".join(f".{p}" for p in d.relative_to(ROOT / "scenarios").parts)
+               for d in [ROOT / "scenarios", *(ROOT / "scenarios").rglob("*")] if d.is_dir()
+               and d.name != "__pycache__"}
+    assert folders - listed == set()
