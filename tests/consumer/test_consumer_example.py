@@ -34,7 +34,15 @@ def consumer(tmp_path_factory):
     import pyspark
 
     tmp = tmp_path_factory.mktemp("consumer")
-    rc, out = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "wheels"), str(ROOT)],
+    # The wheel is built from a copy of the tracked files: setuptools builds in the source tree's
+    # build/, which two xdist workers (or a developer's own build) would otherwise share.
+    source = tmp / "source"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    rc, out = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp / "wheels"), str(source)],
                    cwd=tmp, timeout=INSTALL_TIMEOUT)
     assert rc == 0, out
     wheel = next((tmp / "wheels").glob("eventtime_conformance-*.whl"))

@@ -77,6 +77,20 @@ def test_no_module_imports_a_repository_folder_by_its_folder_name():
     assert offenders == []
 
 
+def test_no_module_names_a_repository_folder_as_a_package_in_a_string():
+    """`resources.files("conformance")` or `import_module("harness...")` work in a checkout (its root is
+    on sys.path) and fail in an installed wheel: package names in strings are the installed ones."""
+    calls = ("files", "import_module", "PackageLoader", "find_spec")
+    offenders = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in calls:
+                for arg in node.args[:1]:
+                    if isinstance(arg, ast.Constant) and str(arg.value).split(".")[0] in TOP_LEVEL_NAMES:
+                        offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert offenders == []
+
+
 def test_the_harness_knows_nothing_of_the_conformance_kit():
     offenders = [f"{path.relative_to(ROOT)}:{line} imports {module}"
                  for name, path in _modules().items() if name.startswith("eventtime.harness")

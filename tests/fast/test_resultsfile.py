@@ -15,7 +15,7 @@ from eventtime.resultsfile import (FORMAT_VERSION, ResultsFileError, build_docum
 from eventtime.scenarios import SUITE_DIR
 
 DATA = Path(__file__).parent / "data"
-SCHEMA = json.loads(resources.files("conformance").joinpath("schema/results.schema.json").read_text("utf-8"))
+SCHEMA = json.loads(resources.files("eventtime").joinpath("schema/results.schema.json").read_text("utf-8"))
 
 
 def _result(path: str, status: str = FAILED) -> ScenarioResult:
