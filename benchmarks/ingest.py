@@ -33,12 +33,13 @@ from eventtime.pipelines.reference import tumbling_count  # noqa: E402
 from eventtime.timeparse import parse_duration  # noqa: E402
 from eventtime.harness import MemorySource, StreamRun, get_session  # noqa: E402
 from eventtime.harness.compat import compat_for  # noqa: E402
-from eventtime.harness.stream import _arrow_payload  # noqa: E402
+from eventtime.harness.sparkvalues import arrow_payload, parse_schema  # noqa: E402
 
 BASE_US = 1_704_067_200_000_000
 PARAMS = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
                  "output_mode": "append"})
 COLUMNS = [("key", "string"), ("ts", "timestamp")]
+SCHEMA = parse_schema(COLUMNS)
 
 
 def events(rows: int, batches: int) -> tuple[tuple[tuple, ...], ...]:
@@ -63,7 +64,7 @@ def bare(spark, data) -> tuple[list[float], float]:
     try:
         for rows in data:
             t0 = time.perf_counter()
-            stream.addData(compat.rows_from_arrow(_arrow_payload(COLUMNS, rows), jschema, deserializer))
+            stream.addData(compat.rows_from_arrow(arrow_payload(SCHEMA, rows), jschema, deserializer))
             adding += time.perf_counter() - t0
             query.processAllAvailable()
             spark.table(name).collect()

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> the submodule that defines it
 _EXPORTS: dict[str, str] = {
-    "CONTRACTS": "contracts", "Column": "contracts", "Contract": "contracts", "get_contract": "contracts",
-    "implementation": "contracts",
+    "Column": "contracts", "Contract": "contracts", "implementation": "contracts",
+    "CONTRACTS": "registry", "get_contract": "registry", "register_contract": "registry",
+    "load_contract_file": "contractfile",
     "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
     "validate_file": "loader",
     "Params": "model", "Scenario": "model",
@@ -26,8 +27,8 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "CONTRACTS", "Column", "Contract", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
     "PipelineError", "Problem", "Scenario", "ScenarioInvalid", "ScenarioResult", "StepResult",
-    "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_scenario", "resolve_pipeline",
-    "run_scenario", "validate_file",
+    "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_contract_file", "load_scenario",
+    "register_contract", "resolve_pipeline", "run_scenario", "validate_file",
 ]
 if sorted(__all__) != sorted(_EXPORTS):  # pragma: no cover - guards refactors
     raise ImportError(f"eventtime.__all__ and its export table differ: {sorted(set(__all__) ^ set(_EXPORTS))}")
@@ -47,7 +48,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .contracts import CONTRACTS, Column, Contract, get_contract, implementation
+    from .contractfile import load_contract_file
+    from .contracts import Column, Contract, implementation
+    from .registry import CONTRACTS, get_contract, register_contract
     from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
     from .model import Params, Scenario
     from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult

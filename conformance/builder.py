@@ -39,7 +39,7 @@ class ScenarioBuilder:
                  sources: Mapping[str, Any] | None = None, conf: Mapping[str, Any] | None = None,
                  clock: Mapping[str, Any] | None = None, name: str | None = None, date: str | None = None,
                  session: Any = None, timeout: float = 60.0):
-        from eventtime.contracts import CONTRACTS
+        from eventtime.registry import CONTRACTS
 
         if contract not in CONTRACTS:
             from eventtime.loader import did_you_mean
@@ -66,7 +66,7 @@ class ScenarioBuilder:
             self.doc["clock"] = _plain(dict(clock))
         self.doc["sources"] = _plain(dict(sources)) if sources else {
             s.name: {"columns": {c.name: c.type for c in s.columns},
-                     **({"event_time": next(c.name for c in s.columns if c.type == "timestamp")} if s.event_time else {})}
+                     **({"event_time": s.event_time} if s.event_time else {})}
             for s in self.contract.sources}
         self.steps: list[Any] = []
         self.result: Any = None

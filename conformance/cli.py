@@ -134,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_command(args)
         if args.command == "list":
             if args.markdown:
-                from .contracts import contracts_markdown
+                from .registry import contracts_markdown
 
                 print(contracts_markdown(), end="")
                 return EXIT_OK
@@ -277,7 +277,7 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from .contracts import CONTRACTS
+    from .registry import CONTRACTS
     from .loader import did_you_mean
     from .runner import PipelineError, resolve_pipeline
 
@@ -320,7 +320,7 @@ def _list() -> int:
     from eventtime.scenarios import SUITE_DIR
 
     from .concepts import CONCEPTS
-    from .contracts import CONTRACTS
+    from .registry import CONTRACTS
     from .loader import ScenarioInvalid, find_scenario_files, load_scenario
 
     by_contract: dict[str, list[str]] = {}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .contracts import CONTRACTS
+from .registry import CONTRACTS
 from .loader import load_scenario_text
 from .model import Scenario
 from .results import ERROR, FAILED, NOT_APPLICABLE, ScenarioResult

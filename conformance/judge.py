@@ -5,6 +5,8 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
+from . import coltypes
+from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
 from .results import CheckFailure
 from .timeparse import format_time
@@ -60,21 +62,39 @@ def _rows_equal(a: tuple, b: tuple) -> bool:
     return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
 
 
-def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: bool = False
-               ) -> tuple[list[tuple], list[tuple]]:
-    """(missing, unexpected): expected rows not produced, produced rows not expected (multisets)."""
+def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: bool = False,
+               types: Sequence[ColumnType] | None = None) -> tuple[list[tuple], list[tuple]]:
+    """(missing, unexpected): expected rows not produced, produced rows not expected (multisets).
+
+    With the columns' `types`, values compare as `ColumnType.equal` says (exact, float/double within a
+    relative 1e-9, a value of another Python type never equal) and actual rows are first put in their
+    canonical form (`ColumnType.canonical`: maps order-free, nested lists as tuples)."""
+    if types is not None:
+        actual = [tuple(t.canonical(v) for t, v in zip(types, row)) if len(row) == len(types) else row
+                  for row in actual]
+        typed = list(types)
+
+        def same(a: tuple, b: tuple) -> bool:
+            return len(a) == len(b) and all(t.equal(x, y) for t, x, y in zip(typed, a, b))
+        approximate = any(t.approximate for t in types)
+    else:
+        same = _rows_equal
+        approximate = any(isinstance(v, float) for row in list(expected) + list(actual) for v in row)
     if ordered:
-        if len(expected) == len(actual) and all(_rows_equal(e, a) for e, a in zip(expected, actual)):
+        if len(expected) == len(actual) and all(same(e, a) for e, a in zip(expected, actual)):
             return [], []
         return list(expected), list(actual)
-    if not any(isinstance(v, float) for row in list(expected) + list(actual) for v in row):
+    if not approximate:
         exp, act = Counter(expected), Counter(actual)
-        return list((exp - act).elements()), list((act - exp).elements())
+        missing, unexpected = list((exp - act).elements()), list((act - exp).elements())
+        if types is None or not missing or not unexpected:
+            return missing, unexpected
+        expected, actual = missing, unexpected  # equal hashes, other Python types (1 vs True): check each
     remaining = list(actual)
     missing = []
     for row in expected:
         for i, cand in enumerate(remaining):
-            if _rows_equal(row, cand):
+            if same(row, cand):
                 del remaining[i]
                 break
         else:
@@ -83,11 +103,8 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
 
 
 def format_value(value: Any, column_type: str | None, scenario: Scenario | None = None) -> str:
-    if value is None:
-        return "null"
-    if column_type == "timestamp" and isinstance(value, int):
-        return format_time(value, date=scenario.date if scenario else None)
-    return repr(value) if isinstance(value, str) else str(value)
+    date = scenario.date if scenario else None
+    return coltypes.format_value(value, column_type, lambda us: format_time(us, date=date))
 
 
 def _fmt_wm(ms: int | None, scenario: Scenario) -> str:
@@ -111,12 +128,13 @@ def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
 def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     out: list[CheckFailure] = []
     names = tuple(c.name for c in scenario.contract.output)
+    types = [c.ctype for c in scenario.contract.output]
     if step.failure is not None:
         return _judge_failure(step, observed)
     if observed.failure is not None:
         return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
     for check in step.rows:
-        out.extend(_judge_rows(check, observed.rows(check.scope), step.ordered, names))
+        out.extend(_judge_rows(check, observed.rows(check.scope), step.ordered, names, types))
     if step.watermark is not None:
         actual = observed.watermark_ms
         if actual * 1000 != step.watermark:
@@ -147,9 +165,9 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     return out
 
 
-def _judge_rows(check: RowsCheck, actual: list[tuple], ordered: bool, names: tuple[str, ...]
-                ) -> list[CheckFailure]:
-    missing, unexpected = match_rows(check.rows, actual, ordered=ordered)
+def _judge_rows(check: RowsCheck, actual: list[tuple], ordered: bool, names: tuple[str, ...],
+                types: Sequence[ColumnType] | None = None) -> list[CheckFailure]:
+    missing, unexpected = match_rows(check.rows, actual, ordered=ordered, types=types)
     if not missing and not unexpected:
         return []
     what = {"rows": "rows since the previous expect", "output": "the whole output",
@@ -195,7 +213,7 @@ def _judge_batch(want: BatchCheck, got: Any, label: str, scenario: Scenario, nam
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
                                     expected=expected, actual=actual, part=field_name))
     if want.rows is not None:
-        missing, unexpected = match_rows(want.rows, got.rows)
+        missing, unexpected = match_rows(want.rows, got.rows, types=[c.ctype for c in scenario.contract.output])
         if missing or unexpected:
             out.append(CheckFailure("batches", want.where,
                                     f"{label}: rows: {len(missing)} missing, {len(unexpected)} unexpected",

@@ -1,10 +1,8 @@
 """Loads scenario files: YAML -> schema check -> meaning check -> `Scenario`, or every problem found."""
 from __future__ import annotations
 
-import difflib
 import json
-import unicodedata
-from dataclasses import dataclass
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -14,10 +12,14 @@ import jsonschema
 from referencing import Registry, Resource
 
 from . import model as m
-from .contracts import COLUMN_TYPES, CONTRACTS, Column, Contract
+from .coltypes import TypeSyntaxError, ValueProblem, parse_type
+from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .yamlsource import Located, Position, YamlSyntaxError, load_yaml
+from .contractfile import param_value, parse_columns, read_contract
+from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mean
+from .registry import ContractLookup
+from .yamlsource import YamlSyntaxError, load_yaml
 
 __all__ = ["Problem", "ScenarioInvalid", "load_scenario", "validate_file", "find_scenario_files",
            "SCENARIO_SUFFIXES", "ALLOWED_CONF", "schema"]
@@ -37,45 +39,6 @@ ALLOWED_CONF = {
     "spark.sql.streaming.stateStore.stateSchemaCheck": ("true", "false"),
     "spark.sql.session.timeZone": None,
 }
-
-
-# Characters a message shows escaped (`\x1b`, `\u202e`): control characters, line breaks and
-# lone surrogates from a file's keys and values would break the one-problem-per-line output, drive
-# the terminal, or fail to print; bidirectional overrides would reorder what the reader sees.
-_UNPRINTABLE_CATEGORIES = ("Cc", "Cs", "Zl", "Zp")
-_BIDI_CONTROLS = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _printable(message: str) -> str:
-    if message.isprintable():
-        return message
-    return "".join(c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   if unicodedata.category(c) in _UNPRINTABLE_CATEGORIES or c in _BIDI_CONTROLS else c
-                   for c in message)
-
-
-@dataclass(frozen=True, order=True)
-class Problem:
-    """One problem at its place; the message is one printable line (odd characters escaped)."""
-
-    file: str
-    line: int
-    column: int
-    message: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "message", _printable(self.message))
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}: {self.message}"
-
-
-class ScenarioInvalid(Exception):
-    """A scenario file has problems; `problems` lists each with its place, once (aliases repeat them)."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = sorted(set(problems))
-        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 @lru_cache(maxsize=None)
@@ -123,52 +86,12 @@ def _hashable(value: Any) -> Any:
     return ("text", value)
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
 _TYPE_WORDS = {"string": "text", "integer": "an integer", "number": "a number", "boolean": "true or false",
                "null": "nothing", "array": "a list", "object": "a mapping"}
 
 
-class _Checker:
-    """Collects problems for one file while building the model."""
-
-    def __init__(self, path: str, located: Located | None):
-        self.path = path
-        self.loc = located
-        self.problems: list[Problem] = []
-
-    def add(self, position: Position, message: str) -> None:
-        self.problems.append(Problem(self.path, position.line, position.column, message))
-
-    def at(self, path: tuple, message: str, *, key: bool = False) -> None:
-        assert self.loc is not None
-        self.add(self.loc.key_at(path) if key else self.loc.at(path), message)
-
-    def where(self, path: tuple) -> m.Where:
-        assert self.loc is not None
-        pos = self.loc.at(path)
-        return m.Where(self.path, pos.line, pos.column)
+class _Checker(Checker):
+    """Collects problems for one scenario file while building the model."""
 
     # -- structural errors from the JSON Schema, said plainly -------------------------------------
     def schema_errors(self, validator: Any, instance: Any, prefix: tuple) -> bool:
@@ -264,8 +187,10 @@ def validate_file(path: str | Path) -> list[Problem]:
     return []
 
 
-def load_scenario(path: str | Path, *, display_path: str | None = None) -> m.Scenario:
-    """Read and check one scenario file; raises ScenarioInvalid listing every problem."""
+def load_scenario(path: str | Path, *, display_path: str | None = None,
+                  contracts: ContractLookup | None = None) -> m.Scenario:
+    """Read and check one scenario file; raises ScenarioInvalid listing every problem. Its contract is
+    found by `contracts` (default: beside the file and above it, registered, bundled; see registry)."""
     shown = display_path or str(path)
     try:
         raw = Path(path).read_bytes()
@@ -276,10 +201,12 @@ def load_scenario(path: str | Path, *, display_path: str | None = None) -> m.Sce
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ScenarioInvalid([Problem(shown, line, 1, "the file is not UTF-8 text")]) from None
-    return load_scenario_text(text, shown)
+    return load_scenario_text(text, shown, contracts=contracts, file=Path(path))
 
 
-def load_scenario_text(text: str, path: str = "<scenario>") -> m.Scenario:
+def load_scenario_text(text: str, path: str = "<scenario>", *, contracts: ContractLookup | None = None,
+                       file: Path | None = None) -> m.Scenario:
+    """A scenario from its text; `file` is where it lives (for finding contract files near it)."""
     try:
         located = load_yaml(text)
     except YamlSyntaxError as exc:
@@ -292,20 +219,24 @@ def load_scenario_text(text: str, path: str = "<scenario>") -> m.Scenario:
         raise ScenarioInvalid(checker.problems)
     top, _ = _validators()
     checker.schema_errors(top, doc, ())
-    scenario = _Builder(checker, doc, text).build()
+    scenario = _Builder(checker, doc, text, contracts or ContractLookup(), file).build()
     if checker.problems or scenario is None:
         raise ScenarioInvalid(checker.problems)
     return scenario
 
 
 class _Builder:
-    def __init__(self, checker: _Checker, doc: dict, text: str):
+    def __init__(self, checker: _Checker, doc: dict, text: str, contracts: ContractLookup, file: Path | None):
         self.c = checker
         self.doc = doc
         self.text = text
+        self.contracts = contracts
+        self.file = file
         self.date = DEFAULT_DATE
         self.zone = "UTC"
         self.bad_sources: set[str] = set()
+        # no `sources:` and no contract to take them from (its problem is reported): say nothing more
+        self.sources_unknown = False
 
     # -- helpers -------------------------------------------------------------------------------
     def time(self, value: Any, path: tuple, *, allow_initial: bool = False) -> int | None:
@@ -330,35 +261,14 @@ class _Builder:
         return d
 
     def value(self, raw: Any, column: Column, path: tuple) -> Any:
-        if raw is None:
+        """A value of `column`'s type (coltypes), or None with a problem at the place inside it."""
+        try:
+            return column.ctype.read(
+                raw, parse_time=lambda v: parse_time(v, date=self.date, zone=self.zone), parse_date=parse_date,
+                float_text=lambda inner: self.c.loc.float_texts.get(path + inner) if self.c.loc else None)
+        except ValueProblem as exc:
+            self.c.at(path + exc.path, f"column {column.name!r} is {column.type}: {exc.message}")
             return None
-        t = column.type
-        if t == "timestamp":
-            return self.time(raw, path)
-        if t in ("int", "long"):
-            if isinstance(raw, bool) or not isinstance(raw, int):
-                self.c.at(path, f"column {column.name!r} is {t}: expected a whole number, got {_json_type(raw)} {raw!r}")
-                return None
-            limit = 2 ** 31 if t == "int" else 2 ** 63
-            if not -limit <= raw < limit:
-                self.c.at(path, f"column {column.name!r} is {t}: {raw} is out of range")
-                return None
-            return raw
-        if t == "double":
-            if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-                self.c.at(path, f"column {column.name!r} is double: expected a number, got {_json_type(raw)} {raw!r}")
-                return None
-            return float(raw)
-        if t == "boolean":
-            if not isinstance(raw, bool):
-                self.c.at(path, f"column {column.name!r} is boolean: expected true or false, got {raw!r}")
-                return None
-            return raw
-        if not isinstance(raw, str):
-            self.c.at(path, f"column {column.name!r} is string: expected text, got {_json_type(raw)} {raw!r}"
-                            " (quote it)")
-            return None
-        return raw
 
     def rows(self, raw: Any, columns: tuple[Column, ...], path: tuple, what: str) -> tuple[tuple, ...]:
         if not isinstance(raw, list):
@@ -410,6 +320,7 @@ class _Builder:
         conf = self.conf(d.get("conf"), ("conf",))
         clock_start, trigger = self.clock()
         sources = self.sources(contract)
+        self.sources_unknown = contract is None and "sources" not in d
         steps = self.steps(contract, sources, trigger)
         if c.problems or contract is None:
             return None
@@ -422,14 +333,27 @@ class _Builder:
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"))
 
     def contract(self) -> Contract | None:
-        name = self.doc.get("contract")
-        if not isinstance(name, str):
+        raw = self.doc.get("contract")
+        if isinstance(raw, dict):  # the contract itself, for a one-off pipeline
+            scenario = self.doc.get("scenario")
+            name = scenario if isinstance(scenario, str) else "inline"
+            return read_contract(raw, self.c, ("contract",), name=re.sub(r"\W", "_", name))
+        if not isinstance(raw, str):
             return None
-        contract = CONTRACTS.get(name)
-        if contract is None:
-            self.c.at(("contract",), f"unknown contract {name!r}{did_you_mean(name, CONTRACTS)} "
-                                     f"(contracts: {', '.join(sorted(CONTRACTS))})")
-        return contract
+        contract, reason = self.contracts.resolve(raw, self.file)
+        if contract is not None:
+            return contract
+        if isinstance(reason, list):  # its file has problems: report them where they are
+            self.c.problems.extend(reason)
+            self.c.at(("contract",), f"contract {raw!r} does not load (see the problems in its file)")
+        elif reason:
+            self.c.at(("contract",), reason)
+        else:
+            names = self.contracts.names(self.file)
+            self.c.at(("contract",), f"unknown contract {raw!r}{did_you_mean(raw, names)}: no bundled contract, no "
+                                     f"*.contract.yaml beside the scenario or above it, and none registered "
+                                     f"(contracts: {', '.join(names)})")
+        return None
 
     def params(self, contract: Contract | None) -> dict[str, Any]:
         raw = self.doc.get("params") or {}
@@ -447,12 +371,12 @@ class _Builder:
                 d = self.duration(value, ("params", key))
                 if d is not None:
                     out[key] = d
-            elif spec.kind == "choice":
-                if value not in spec.choices:
-                    self.c.at(("params", key), f"parameter {key!r} must be one of {', '.join(spec.choices)}, "
-                                               f"not {value!r}{did_you_mean(value, spec.choices)}")
-                else:
-                    out[key] = value
+                continue
+            read = param_value(spec.kind, value, spec.choices)
+            if hasattr(read, "message"):
+                self.c.at(("params", key), f"parameter {key!r} {read.message}")
+            else:
+                out[key] = read
         for spec in contract.params:
             if spec.name not in raw:
                 if spec.required:
@@ -527,24 +451,30 @@ class _Builder:
 
     def sources(self, contract: Contract | None) -> dict[str, m.SourceDef]:
         raw = self.doc.get("sources")
+        if raw is None and contract is not None:  # the contract's sources, as it declares them
+            return {spec.name: m.SourceDef(spec.name, spec.columns, spec.event_time, self.c.where(("contract",)))
+                    for spec in contract.sources}
         if not isinstance(raw, dict):
             return {}
         out = {}
         for name, spec in raw.items():
-            if not isinstance(spec, dict) or not isinstance(spec.get("columns"), dict):
+            if not isinstance(spec, dict) or "columns" not in spec:
                 continue
-            if not all(isinstance(v, str) and v in COLUMN_TYPES for v in spec["columns"].values()):
-                self.bad_sources.add(name)  # the schema check reported the type; rows cannot be read
+            columns = self.columns(spec["columns"], ("sources", name, "columns"))
+            if columns is None:
+                self.bad_sources.add(name)  # reported; its rows cannot be read
                 continue
-            columns = tuple(Column(k, v) for k, v in spec["columns"].items())
+            declared = contract.source(name) if contract is not None else None
             event_time = spec.get("event_time")
+            if not isinstance(event_time, str) and declared is not None:
+                event_time = declared.event_time  # the contract names the source's event-time column
             if isinstance(event_time, str):
                 col = next((c for c in columns if c.name == event_time), None)
                 if col is None:
-                    self.c.at(("sources", name, "event_time"),
+                    self.c.at(("sources", name, "event_time") if "event_time" in spec else ("sources", name),
                               f"event_time {event_time!r} is not a column of source {name!r}"
                               f"{did_you_mean(event_time, [c.name for c in columns])}")
-                elif col.type != "timestamp":
+                elif col.type not in ("timestamp", "timestamp_ntz"):
                     self.c.at(("sources", name, "event_time"),
                               f"event_time column {event_time!r} must be a timestamp, not {col.type}")
             partitions = spec.get("partitions")
@@ -562,7 +492,8 @@ class _Builder:
                 src = out.get(spec.name)
                 if src is None:
                     if spec.name not in raw:
-                        self.c.at(("sources",), f"contract {contract.name!r} reads source {spec.name!r}; declare it")
+                        self.c.at(("sources",), f"contract {contract.name!r} reads source {spec.name!r}; declare it "
+                                                "(or leave `sources:` out to take the contract's)")
                     continue
                 have = {col.name: col.type for col in src.columns}
                 for col in spec.columns:
@@ -570,11 +501,37 @@ class _Builder:
                         self.c.at(("sources", spec.name, "columns"),
                                   f"source {spec.name!r} needs column {col.name!r} ({col.type}) for contract {contract.name!r}")
                     elif have[col.name] != col.type:
-                        self.c.at(("sources", spec.name, "columns", col.name),
+                        self.c.at(("sources", spec.name, "columns", col.name)
+                                  if isinstance(raw[spec.name].get("columns"), dict) else ("sources", spec.name, "columns"),
                                   f"column {col.name!r} must be {col.type} for contract {contract.name!r}, not {have[col.name]}")
-                if spec.event_time and src.event_time is None and "event_time" not in raw[spec.name]:
-                    self.c.at(("sources", spec.name), f"source {spec.name!r} needs an event_time column for contract {contract.name!r}")
         return out
+
+    def columns(self, raw: Any, path: tuple) -> tuple[Column, ...] | None:
+        """Columns from a DDL list or a mapping; each type read by coltypes, problems at the column."""
+        if isinstance(raw, dict) and not all(isinstance(v, str) for v in raw.values()):
+            return None  # the schema check has said which type is not text
+        try:
+            pairs = parse_columns(raw)
+        except ValueError as exc:
+            self.c.at(path, str(exc))
+            return None
+        out, ok = [], True
+        for name, text in pairs:
+            where = path + (name,) if isinstance(raw, dict) else path
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+                self.c.at(where, f"column name {name!r}: a word of letters, digits and '_'", key=isinstance(raw, dict))
+                ok = False
+                continue
+            try:
+                out.append(Column(name, parse_type(text).name))
+            except TypeSyntaxError as exc:
+                self.c.at(where, f"column {name!r}: {exc}")
+                ok = False
+        names = [c.name for c in out]
+        for name in sorted({n for n in names if names.count(n) > 1}):
+            self.c.at(path, f"column {name!r} appears twice")
+            ok = False
+        return tuple(out) if ok else None
 
     # -- steps ------------------------------------------------------------------------------------
     KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect", "generate")
@@ -672,7 +629,7 @@ class _Builder:
         declared = declared if isinstance(declared, dict) else {}  # another type: a schema error
         for name, raw_rows in body.items():
             src = sources.get(name)
-            if src is None and (name in self.bad_sources or name in declared):
+            if src is None and (name in self.bad_sources or name in declared or self.sources_unknown):
                 continue  # declared, but its declaration has problems of its own (reported there)
             if src is None:
                 self.c.at(path + (name,), f"unknown source {name!r}{did_you_mean(name, sources)} "
@@ -719,7 +676,7 @@ class _Builder:
             name = next(iter(sources))
         src = sources.get(name)
         if src is None:
-            if name not in self.bad_sources:
+            if name not in self.bad_sources and not self.sources_unknown:
                 self.c.at(path + ("source",), f"unknown source {name!r}{did_you_mean(name, sources)} "
                                               f"(sources: {', '.join(sources)})")
             return None

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 from .contracts import Column, Contract
+from .problems import Where
 from .generate import GenerateSpec, generate_batches, round_robin
 from .timeparse import Duration
 
@@ -16,18 +17,6 @@ __all__ = [
 ]
 
 Value = Any  # str | int | float | bool | None; timestamps are epoch microseconds (int)
-
-
-@dataclass(frozen=True)
-class Where:
-    """A place in a scenario file."""
-
-    file: str
-    line: int
-    column: int = 1
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 class Params(Mapping[str, Any]):

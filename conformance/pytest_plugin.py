@@ -54,7 +54,7 @@ def bind(contract: str, pipeline: Any = None):
 
 
 def _contracts() -> dict[str, Any]:
-    from eventtime.contracts import CONTRACTS  # pure Python, no pyspark
+    from eventtime.registry import CONTRACTS  # pure Python, no pyspark
 
     return dict(CONTRACTS)
 

@@ -7,6 +7,7 @@ file as far as it can, saying so.
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import json
 import math
@@ -53,7 +54,11 @@ def _plain(value: Any) -> Any:
         return {str(k): _plain(v) for k, v in value.items()}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return str(value)  # Decimal: its exact text
 
 
 def _rows(rows: Iterable[Iterable[Any]] | None) -> list[list[Any]] | None:

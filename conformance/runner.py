@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping
 from . import model as m
 from .contracts import implementation_info
 from .judge import Observed, judge
-from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
+from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, pipeline_caller
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, ScenarioResult, StepResult
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
            "DEFAULT_TIMEOUT"]
@@ -140,6 +141,11 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         result.status, result.reason = ERROR, str(exc)
         return result
     info = implementation_info(fn)
+    try:
+        call = pipeline_caller(fn, scenario.contract)
+    except SignatureError as exc:
+        result.status, result.reason = ERROR, str(exc)
+        return result
     reason = info.not_applicable(scenario.params, compat.features)
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
@@ -149,25 +155,26 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
     workdir = tempfile.mkdtemp(prefix="eventtime-")
-    sources = {name: MemorySource(spark, name, [(c.name, c.type) for c in src.columns])
+    sources = {name: MemorySource(spark, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
     default_mode = scenario.params.get("output_mode", "append")
     mode_used = [default_mode]
 
     def build() -> tuple[Any, str]:
         frames = {name: src.dataframe() for name, src in sources.items()}
-        value = fn(frames, scenario.params)
+        try:
+            value = call(frames, scenario.params)
+        except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
+            raise PipelineRaised(impl_name, exc) from exc
         df, mode = (value.df, value.output_mode or default_mode) if isinstance(value, Output) else (value, default_mode)
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"pipeline {impl_name} returned {type(df).__name__}, not a streaming DataFrame")
-        have = [f.name for f in df.schema.fields]
-        lacking = [c.name for c in scenario.contract.output if c.name not in have]
-        if lacking:
-            raise PipelineError(f"pipeline {impl_name} does not produce column(s) {', '.join(lacking)} that "
-                                f"contract {scenario.contract.name!r} promises (it produces: {', '.join(have)})")
-        wanted = [c.name for c in scenario.contract.output]
+        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        positions = check_output(fields, scenario.contract)  # OutputMismatch: a failed verdict
         mode_used[0] = mode
-        return df.select(*wanted), mode
+        # by position, so that an output with two columns of one name stays readable
+        positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
+        return positional.select(*[f"_{i}" for i in positions]).toDF(*scenario.contract.output_names), mode
 
     trigger_ms = scenario.trigger.total_ms if scenario.trigger else None
     run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
@@ -198,6 +205,15 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
             fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
             if isinstance(exc, PipelineError):
                 failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), step_result.index)
+        except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
+            failure = FailureInfo(str(exc), [], ["eventtime.signatures.OutputMismatch"], str(exc), step_result.index)
+            step_result.status, step_result.message = FAILED, str(exc)
+            step_result.failures = [CheckFailure("output_schema", scenario.contract.where or scenario.where,
+                                                 f"pipeline {impl_name}: {exc}")]
+        except PipelineRaised as exc:  # the user's pipeline raised while the query was built
+            failure = _failure_from(exc.original, compat, step_result.index)
+            failure.summary = str(exc)
+            step_result.status, step_result.message = ERROR, str(exc)
         except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
             failure = _failure_from(exc, compat, step_result.index)
             step_result.status, step_result.message = ERROR, str(failure)

@@ -30,7 +30,8 @@ from typing import Any, Mapping
 
 from hypothesis import strategies as st
 
-from .contracts import CONTRACTS, Contract
+from .contracts import Contract
+from .registry import CONTRACTS
 from .model import Scenario
 from .timeparse import format_time, parse_duration, parse_time
 

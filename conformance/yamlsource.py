@@ -88,6 +88,8 @@ class Located:
     data: Any
     values: dict[Path, Position] = field(default_factory=dict)
     keys: dict[Path, Position] = field(default_factory=dict)
+    # The text of each scalar read as a float, as written: a decimal column reads `12.10` exactly.
+    float_texts: dict[Path, str] = field(default_factory=dict)
 
     def at(self, path: Path) -> Position:
         """Where the value at `path` starts; falls back to the nearest enclosing value."""
@@ -220,7 +222,10 @@ def _convert(node: yaml.Node, path: Path, out: Located, depth: int, budget: list
         raise YamlSyntaxError(f"YAML tag {node.tag!r} is not allowed in scenario files",
                               _pos(node.start_mark))
     if isinstance(node, yaml.ScalarNode):
-        return _scalar(node)
+        value = _scalar(node)
+        if isinstance(value, float):
+            out.float_texts[path] = node.value.strip()
+        return value
     if id(node) in active:
         raise YamlSyntaxError("a YAML alias refers to its own ancestor", _pos(node.start_mark))
     active.add(id(node))

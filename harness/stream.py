@@ -13,12 +13,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
+from .sparkvalues import arrow_payload, from_spark_python, parse_schema, read_back_exprs, to_spark_python
 
 __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
-           "QueryFailed", "SPARK_TYPES"]
+           "QueryFailed"]
 
-SPARK_TYPES = {"string": "string", "int": "int", "long": "bigint", "double": "double",
-               "boolean": "boolean", "timestamp": "timestamp"}
 MAX_TRIGGERS_PER_STEP = 1000
 
 
@@ -40,29 +39,12 @@ class QueryFailed(HarnessError):
         self.chain = list(chain)
 
 
-def _ddl(columns: Sequence[tuple[str, str]], *, timestamps_as_long: bool = False) -> str:
-    parts = []
-    for name, typ in columns:
-        spark_type = SPARK_TYPES[typ]
-        if timestamps_as_long and typ == "timestamp":
-            spark_type = "bigint"
-        parts.append(f"`{name}` {spark_type}")
-    return ", ".join(parts)
+def _has_container(dt: Any) -> bool:
+    from pyspark.sql.types import ArrayType, MapType, StructType
 
-
-_ARROW_TYPES = {"string": "string", "int": "int32", "long": "int64", "double": "float64", "boolean": "bool_"}
-
-
-def _arrow_payload(columns: Sequence[tuple[str, str]], rows: Sequence[tuple]) -> bytes:
-    """Rows as one serialized Arrow record batch (the IPC message without the schema), column by column."""
-    import pyarrow as pa
-
-    arrays = []
-    for (_, typ), values in zip(columns, zip(*rows)):
-        arrow_type = pa.timestamp("us", tz="UTC") if typ == "timestamp" else getattr(pa, _ARROW_TYPES[typ])()
-        arrays.append(pa.array(values, arrow_type))
-    batch = pa.RecordBatch.from_arrays(arrays, names=[name for name, _ in columns])
-    return batch.serialize().to_pybytes()
+    if isinstance(dt, (ArrayType, MapType)):
+        return True
+    return isinstance(dt, StructType) and any(_has_container(f.dataType) for f in dt.fields)
 
 
 class MemorySource:
@@ -74,21 +56,20 @@ class MemorySource:
 
     def __init__(self, spark: Any, name: str, columns: Sequence[tuple[str, str]],
                  num_partitions: int | None = None):
+        """`columns`: (name, Spark DDL type) pairs, any type Spark's DDL writes (`sparkvalues`)."""
         self.spark = spark
         self.name = name
         self.columns = list(columns)
         self.num_partitions = num_partitions
         self._compat = compat_for(spark)
-        from pyspark.sql.types import _parse_datatype_string
-
-        self._schema = _parse_datatype_string(_ddl(self.columns))
-        self._wire_schema = _parse_datatype_string(_ddl(self.columns, timestamps_as_long=True))
+        self._schema = parse_schema(self.columns)
         jschema = spark._jsparkSession.parseDataType(self._schema.json())
         self._stream = self._compat.memory_stream(jschema, num_partitions)
-        self._casts = [f"timestamp_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
-                       for n, t in self.columns]
         self._jschema = jschema
-        self._deserializer = self._compat.row_deserializer(jschema) if self._compat.arrow_ingest else None
+        # Arrays and maps take the DataFrame path: read from Arrow, a null element of an array or map
+        # fails Spark's Row deserializer (EXPRESSION_DECODING_FAILED, measured on 4.3.0).
+        arrow = self._compat.arrow_ingest and not any(_has_container(f.dataType) for f in self._schema.fields)
+        self._deserializer = self._compat.row_deserializer(jschema) if arrow else None
         self.offsets = 0
         self._log: list[list[tuple]] = []  # every add, in order: what a replay re-adds
 
@@ -100,12 +81,14 @@ class MemorySource:
         """Add rows (timestamps as epoch microseconds) in bulk: one JVM hop, one offset."""
         rows: list[tuple] = [tuple(r) for r in given]
         if rows and self._deserializer is not None:
-            self._stream.addData(self._compat.rows_from_arrow(_arrow_payload(self.columns, rows), self._jschema,
+            self._stream.addData(self._compat.rows_from_arrow(arrow_payload(self._schema, rows), self._jschema,
                                                               self._deserializer))
         else:
             if rows:
-                local = self.spark.createDataFrame(rows, self._wire_schema, verifySchema=False)
-                jrows = local.selectExpr(*self._casts)._jdf.collectAsList()
+                fields = self._schema.fields
+                local = self.spark.createDataFrame(
+                    [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], self._schema)
+                jrows = local._jdf.collectAsList()
             else:
                 jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
             self._stream.addData(self._compat.to_seq(jrows))
@@ -209,6 +192,7 @@ class StreamRun:
         self._query: Any = None
         self._sink: Any = None
         self._schema: list[tuple[str, str]] = []
+        self._struct: Any = None
         self._jschema: Any = None
         self._select: list[str] = []
         self.history: dict[int, BatchObservation] = {}
@@ -235,9 +219,9 @@ class StreamRun:
             df, output_mode = self._build()
             self._sink = self.compat.new_memory_sink()
             self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+            self._struct = df.schema
             self._jschema = df._jdf.schema()
-            self._select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`"
-                            for n, t in self._schema]
+            self._select = read_back_exprs(df.schema)
             # A new clock per start: the old one stays freed so its thread can never block again.
             self.clock = SteppedClock(self.clock.now_ms, trigger_ms=self.trigger_ms,
                                       current_connection=self.compat.callback_connection)
@@ -418,7 +402,11 @@ class StreamRun:
         from pyspark.sql import DataFrame
 
         jdf = self.spark._jsparkSession.createDataFrame(self.compat.to_java_list(data), self._jschema)
-        return [tuple(r) for r in DataFrame(jdf, self.spark).selectExpr(*self._select).collect()]
+        # by position: an output may have two columns of one name (a join keeping both sides' times)
+        positional = DataFrame(jdf, self.spark).toDF(*[f"_{i}" for i in range(len(self._select))])
+        fields = self._struct.fields
+        return [tuple(from_spark_python(v, f.dataType) for v, f in zip(r, fields))
+                for r in positional.selectExpr(*self._select).collect()]
 
     # -- conf ----------------------------------------------------------------------------------------
     def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Mapping, Sequence
 
+from .. import coltypes
 from ..timeparse import DEFAULT_DATE, format_time
 
 __all__ = ["scenario_date", "format_ts", "format_wm", "format_value", "format_row", "output_types",
@@ -29,11 +30,7 @@ def format_wm(ms: int | None, date: _dt.date | None) -> str:
 
 
 def format_value(value: Any, column_type: str | None, date: _dt.date | None) -> str:
-    if value is None:
-        return "null"
-    if column_type == "timestamp" and isinstance(value, int) and not isinstance(value, bool):
-        return format_time(value, date=date)
-    return str(value)
+    return coltypes.format_value(value, column_type, lambda us: format_time(us, date=date), quote_text=False)
 
 
 def output_types(definition: Mapping[str, Any] | None, columns: Sequence[str] | None = None) -> list[str | None]:

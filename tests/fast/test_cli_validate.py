@@ -56,7 +56,7 @@ def test_directory_mixes_valid_and_invalid(capsys, write_scenario, base_scenario
     lines = out.splitlines()
     assert lines[-1] == "2 valid, 1 invalid (3 files)"
     assert lines[:-1] == [f"{bad}:1:1: missing required key '{key}'"
-                          for key in ("contract", "description", "sources", "steps")]
+                          for key in ("contract", "description", "steps")]
 
 
 def test_several_paths(capsys, write_scenario, base_scenario):
@@ -178,7 +178,7 @@ def test_certify_unresolvable_pipeline_is_a_usage_error(capsys):
 
 def test_list_shows_every_contract_and_concept(capsys):
     from eventtime.concepts import CONCEPTS
-    from eventtime.contracts import CONTRACTS
+    from eventtime.registry import CONTRACTS
 
     assert main(["list"]) == EXIT_OK
     out = capsys.readouterr().out

@@ -289,7 +289,7 @@ CASES = [
     ("unknown contract", "contract: tumbling_count", "contract: tumbling_cnt", 3, 11,
      "unknown contract 'tumbling_cnt'; did you mean 'tumbling_count'?"),
     ("contract not text", "contract: tumbling_count", "contract: [tumbling_count]", 3, 11,
-     "'contract' must be text, not a list"),
+     "'contract' must be text or a mapping, not a list"),
     ("missing parameter", "  window: 10 seconds\n", "", 5, 3,
      "contract 'tumbling_count' needs parameter 'window' (window length)"),
     ("bad duration unit", "10 seconds", "10 parsecs", 5, 11, "unknown unit 'parsecs' in duration '10 parsecs'"),
@@ -311,13 +311,11 @@ CASES = [
      "event_time 'tz' is not a column of source 'events'"),
     ("event_time column not a timestamp", "    event_time: ts", "    event_time: key", 10, 17,
      "event_time column 'key' must be a timestamp, not string"),
-    ("missing event_time", "    event_time: ts\n", "", 9, 5,
-     "source 'events' needs an event_time column for contract 'tumbling_count'"),
-    ("column type unknown", _ROW_TAIL, _ROW_TAIL.replace("timestamp}", "timestamp, n: float}").replace('"]', '", x]'),
-     9, 46, "'float' is not allowed here (one of: string, int, long, double, boolean, timestamp)"),
+    ("column type unknown", _ROW_TAIL, _ROW_TAIL.replace("timestamp}", "timestamp, n: uuid}").replace('"]', '", x]'),
+     9, 46, "column 'n': unknown type 'uuid' (types: array<T>, bigint, binary, boolean, byte, date, decimal(p,s)"),
     ("column type misspelled", _ROW_TAIL,
      _ROW_TAIL.replace("timestamp}", "timestamp, n: boolen}").replace('"]', '", x]'), 9, 46,
-     "'boolen' is not allowed here; did you mean 'boolean'?"),
+     "column 'n': unknown type 'boolen'; did you mean 'boolean'?"),
     ("contract column missing", "{key: string, ts: timestamp}", "{k: string, ts: timestamp}", 9, 14,
      "source 'events' needs column 'key' (string) for contract 'tumbling_count'"),
     ("scenario name with capitals", "scenario: demo", "scenario: Demo", 1, 11,
@@ -407,11 +405,17 @@ def test_steps_of_the_wrong_form(base_scenario, steps, column, phrase):
     assert (problem.line, problem.column, problem.message) == (11, column, phrase)
 
 
+def test_a_source_without_event_time_takes_the_contracts(base_scenario):
+    """The contract names each source's event-time column; a scenario need not repeat it."""
+    sc = load_scenario_text(edit(base_scenario, "    event_time: ts\n", ""), "s.yaml")
+    assert sc.sources["events"].event_time == "ts"
+
+
 def test_missing_steps_and_sources(base_scenario):
     head = base_scenario.split("sources:")[0]
     found = problems(head)
-    assert [str(p) for p in found] == ["s.yaml:1:1: missing required key 'sources'",
-                                       "s.yaml:1:1: missing required key 'steps'"]
+    # sources may be left out (the contract's are taken); steps may not
+    assert [str(p) for p in found] == ["s.yaml:1:1: missing required key 'steps'"]
 
 
 def first_problems(text: str, n: int) -> list[str]:
@@ -466,7 +470,8 @@ def test_undeclared_contract_source(base_scenario):
     found = problems(edit(base_scenario, "  events:\n    columns", "  other:\n    columns"))
     messages = [str(p) for p in found]
     assert "s.yaml:8:3: contract 'tumbling_count' reads no source 'other' (it reads: events)" in messages
-    assert "s.yaml:8:3: contract 'tumbling_count' reads source 'events'; declare it" in messages
+    assert ("s.yaml:8:3: contract 'tumbling_count' reads source 'events'; declare it (or leave `sources:` out to "
+            "take the contract's)") in messages
     assert any(m_.startswith("s.yaml:13:7: unknown source 'events'") for m_ in messages)
 
 
@@ -503,7 +508,7 @@ def test_did_you_mean():
 def test_schema_is_the_bundled_json_schema():
     sc = schema()
     assert sc["$id"] == "urn:eventtime:scenario:1"
-    assert set(sc["required"]) == {"scenario", "description", "contract", "sources", "steps"}
+    assert set(sc["required"]) == {"scenario", "description", "contract", "steps"}
     assert "spark.sql.session.timeZone" in ALLOWED_CONF
 
 
@@ -541,7 +546,7 @@ def test_leading_zero_number_in_a_long_column(base_scenario):
 
 def test_unknown_column_type_is_not_called_string(base_scenario):
     text = edit(base_scenario, _ROW_TAIL,
-                _ROW_TAIL.replace("timestamp}", "timestamp, n: float}").replace('"]', '", 1.5]'))
+                _ROW_TAIL.replace("timestamp}", "timestamp, n: uuid}").replace('"]', '", 1.5]'))
     found = problems(text)
     assert not any("is string" in p.message for p in found), "\n".join(map(str, found))
 

@@ -82,7 +82,7 @@ def test_no_module_names_a_repository_folder_as_a_package_in_a_string():
     on sys.path) and fail in an installed wheel: package names in strings are the installed ones."""
     calls = ("files", "import_module", "PackageLoader", "find_spec")
     offenders = []
-    for name, path in _modules().items():
+    for path in _modules().values():
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) or getattr(node.func, "id", None)) in calls:
                 for arg in node.args[:1]:

@@ -11,7 +11,7 @@ import yaml
 
 import eventtime
 from eventtime import cli
-from eventtime.contracts import CONTRACTS
+from eventtime.registry import CONTRACTS
 from eventtime.loader import ALLOWED_CONF, ScenarioInvalid, find_scenario_files, load_scenario, schema
 from eventtime.model import Scenario
 from eventtime.scenarios import SUITE_DIR
@@ -209,7 +209,7 @@ TEXT_SLOTS = {
     "/properties/scenario": "name (pattern: no '/')",
     "/properties/description": "prose",
     "/properties/tags/items": "tag (pattern: no '/')",
-    "/properties/contract": "contract name, looked up in the registry",
+    "/properties/contract": "contract name, looked up among the contracts declared near the scenario, registered or bundled (or an inline contract)",
     "/properties/params/additionalProperties": "parameter value: a duration or a choice",
     "/properties/requires/properties/spark": "version specifier",
     "/properties/requires/properties/features/items": "feature name, looked up in eventtime.harness.features",
@@ -221,6 +221,8 @@ TEXT_SLOTS = {
     "/$defs/duration": "duration literal",
     "/$defs/value": "a row value",
     "/$defs/source/properties/event_time": "column name",
+    "/$defs/source/properties/columns/oneOf/0": "columns as Spark DDL ('name type, ...'), read by eventtime.coltypes",
+    "/$defs/source/properties/columns/oneOf/1/additionalProperties": "a Spark DDL type, read by eventtime.coltypes",
     "/$defs/generate/properties/source": "source name, looked up among the scenario's sources",
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
@@ -289,7 +291,7 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/properties/conf",            # names: ALLOWED_CONF
         "/properties/sources",         # names: the contract's sources
         "/$defs/row/oneOf/1",          # names: the source's or the output's columns
-        "/$defs/source/properties/columns",  # names: columns, types from a fixed list
+        "/$defs/source/properties/columns/oneOf/1",  # names: columns, types read by eventtime.coltypes
         "/$defs/conf_change/properties/conf",  # names: ALLOWED_CONF
         "/$defs/add",                  # names: the declared sources
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions

@@ -14,7 +14,7 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventtime.contracts import CONTRACTS
+from eventtime.registry import CONTRACTS
 from eventtime.semantics import simulate
 from eventtime.strategies import contract_params, scenarios
 from eventtime.timeparse import parse_duration

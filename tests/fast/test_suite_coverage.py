@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from eventtime.concepts import CONCEPTS
-from eventtime.contracts import CONTRACTS
+from eventtime.registry import CONTRACTS
 from eventtime.loader import find_scenario_files, load_scenario
 from eventtime.scenarios import SUITE_DIR
 
@@ -55,7 +55,7 @@ def test_at_least_ten_contracts_with_implementations():
 def test_docs_contracts_md_is_generated_from_the_registry():
     from pathlib import Path
 
-    from eventtime.contracts import contracts_markdown
+    from eventtime.registry import contracts_markdown
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
     assert doc.read_text() == contracts_markdown(), (

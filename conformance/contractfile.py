@@ -1,0 +1,344 @@
+"""Reads contracts written as data: `*.contract.yaml` files and inline `contract:` mappings.
+
+A contract file (the bundled ones are in the suite folder, `scenarios/*.contract.yaml`):
+
+    contract: page_clicks                     # the name scenarios use
+    title: Clicks and revenue per page and country, 5-minute windows
+    description: clicks(page, country, ts, revenue) -> count and sum per (page, country) and window.
+    sources:
+      clicks:
+        columns: "page string, country string, ts timestamp, revenue decimal(12,2)"   # or a mapping
+        event_time: ts                        # the source's event-time column, if it has one
+    params:
+      window: {kind: duration, doc: window length}
+      watermark_delay: {kind: duration, default: 10 minutes}
+      currency: {kind: choice, choices: [EUR, USD], default: EUR}
+    output:
+      columns: {page: string, country: string, window_start: timestamp, clicks: long,
+                revenue: "decimal(22,2)"}
+      modes: [append, update]                 # the output modes it allows (the first is the default)
+      key: [page, country, window_start]      # optional: the columns that identify a row
+    requires: [multiple_stateful_operators]   # optional: Spark features every implementation needs
+    implementations: [my_jobs.clicks:count]   # optional: what `eventtime certify` runs without --pipeline
+
+Parameter kinds: duration (a Spark interval: `params.window.interval`), choice, string, int, double,
+bool. Column types are Spark DDL (`coltypes`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from .coltypes import TypeSyntaxError, parse_type
+from .contracts import Column, Contract, ParamSpec, SourceSpec
+from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mean
+from .timeparse import TimeFormatError, parse_duration
+from .yamlsource import YamlSyntaxError, load_yaml
+
+__all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "load_contract_file", "read_contract", "parse_columns"]
+
+CONTRACT_SUFFIXES = (".contract.yaml", ".contract.yml")
+PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool")
+OUTPUT_MODES = ("append", "update", "complete")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_TOP_KEYS = ("contract", "name", "title", "description", "sources", "params", "output", "requires", "implementations")
+
+
+class ContractInvalid(ScenarioInvalid):
+    """A contract file (or inline contract) has problems, each at its file:line:column."""
+
+
+def load_contract_file(path: str | Path, *, display_path: str | None = None, bundled: bool = False) -> Contract:
+    """Read and check one contract file; raises ContractInvalid listing every problem."""
+    shown = display_path or str(path)
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContractInvalid([Problem(shown, 1, 1, f"cannot read contract file: {exc}")]) from None
+    try:
+        located = load_yaml(text)
+    except YamlSyntaxError as exc:
+        raise ContractInvalid([Problem(shown, exc.position.line, exc.position.column, exc.message)]) from None
+    checker = Checker(shown, located)
+    if not isinstance(located.data, dict):
+        checker.at((), f"a contract file is a YAML mapping (contract:, description:, sources:, output:), "
+                       f"not {_json_type(located.data)}")
+        raise ContractInvalid(checker.problems)
+    contract = read_contract(located.data, checker, (), bundled=bundled)
+    if checker.problems or contract is None:
+        raise ContractInvalid(checker.problems)
+    return contract
+
+
+def parse_columns(raw: Any) -> list[tuple[str, str]]:
+    """Columns as (name, type) from a DDL list (`"page string, n bigint"`) or a mapping {name: type};
+    raises ValueError saying what is wrong. Types are checked by `coltypes.parse_type`."""
+    if isinstance(raw, dict):
+        return [(str(k), v if isinstance(v, str) else repr(v)) for k, v in raw.items()]
+    if not isinstance(raw, str):
+        raise ValueError(f"columns are a DDL list ('page string, n bigint') or a mapping {{name: type}}, "
+                         f"not {_json_type(raw)}")
+    out = []
+    for part in _split_top_level(raw):
+        m = re.match(r"\s*(`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_]*)\s*:?\s+(.+?)\s*$", part, re.S)
+        if not m:
+            raise ValueError(f"{part.strip()!r} is not 'name type'")
+        name = m.group(1)
+        name = name[1:-1].replace("``", "`") if name.startswith("`") else name
+        out.append((name, m.group(2)))
+    if not out:
+        raise ValueError("no columns")
+    return out
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for ch in text:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if "".join(current).strip():
+        parts.append("".join(current))
+    return parts
+
+
+class _Reader:
+    def __init__(self, checker: Checker, prefix: tuple):
+        self.c = checker
+        self.prefix = prefix
+
+    def at(self, path: tuple, message: str, *, key: bool = False) -> None:
+        self.c.at(self.prefix + path, message, key=key)
+
+    def columns(self, raw: Any, path: tuple, what: str) -> tuple[Column, ...] | None:
+        try:
+            pairs = parse_columns(raw)
+        except ValueError as exc:
+            self.at(path, f"{what}: {exc}")
+            return None
+        out, seen = [], set()
+        for name, text in pairs:
+            where = path + (name,) if isinstance(raw, dict) else path
+            if name in seen:
+                self.at(where, f"{what}: column {name!r} appears twice", key=isinstance(raw, dict))
+                return None
+            seen.add(name)
+            try:
+                out.append(Column(name, parse_type(text).name))
+            except TypeSyntaxError as exc:
+                self.at(where, f"{what}: column {name!r}: {exc}")
+                return None
+        return tuple(out)
+
+    def text(self, doc: dict, key: str, *, required: bool = False) -> str | None:
+        value = doc.get(key)
+        if value is None:
+            if required:
+                self.at((), f"a contract needs `{key}:`")
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.at((key,), f"`{key}` is text, not {_json_type(value)}")
+            return None
+        return value.strip()
+
+    def names(self, raw: Any, path: tuple, what: str) -> tuple[str, ...] | None:
+        if raw is None:
+            return ()
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            self.at(path, f"{what} is a list of names, not {_json_type(raw)}")
+            return None
+        return tuple(raw)
+
+
+def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str | None = None,
+                  bundled: bool = False) -> Contract | None:
+    """The Contract a mapping declares; problems go to `checker` at `prefix` + the key's path.
+    `name` is the contract's name when the mapping does not say (an inline contract)."""
+    r = _Reader(checker, prefix)
+    before = len(checker.problems)
+    for key in doc:
+        if key not in _TOP_KEYS:
+            r.at((key,), f"a contract has no key {key!r}{did_you_mean(key, _TOP_KEYS)} "
+                         f"(keys: {', '.join(_TOP_KEYS)})", key=True)
+    given = doc.get("contract", doc.get("name"))
+    if given is None and name is None:
+        r.at((), "a contract needs `contract: NAME`")
+    if given is not None and (not isinstance(given, str) or not _NAME.match(given)):
+        r.at(("contract" if "contract" in doc else "name",),
+             f"a contract's name is a word of letters, digits and '_', not {given!r}")
+    contract_name = given if isinstance(given, str) else (name or "")
+    description = r.text(doc, "description", required=True) or ""
+    title = r.text(doc, "title") or contract_name
+
+    sources = _sources(r, doc.get("sources"))
+    params = _params(r, doc.get("params"))
+    output, modes, key = _output(r, doc.get("output"))
+    requires = r.names(doc.get("requires"), ("requires",), "requires") or ()
+    if requires:
+        from eventtime.harness.features import FEATURES
+
+        for i, feature in enumerate(requires):
+            if feature not in FEATURES:
+                r.at(("requires", i), f"unknown Spark feature {feature!r}{did_you_mean(feature, FEATURES)} "
+                                      f"(features: {', '.join(sorted(FEATURES))})")
+    implementations = r.names(doc.get("implementations"), ("implementations",), "implementations") or ()
+    for i, target in enumerate(implementations):
+        if not _TARGET.match(target):
+            r.at(("implementations", i), f"an implementation is 'module:function', not {target!r}")
+    if modes and any(p.name == "output_mode" for p in params):
+        r.at(("params", "output_mode"), "declare output modes under `output: {modes: [...]}`, not as a parameter",
+             key=True)
+    if modes:
+        params = params + (ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises",
+                                     required=False, default=modes[0], choices=modes),)
+    if len(checker.problems) > before or sources is None or output is None:
+        return None
+    return Contract(name=contract_name, title=title, description=description, sources=sources, params=params,
+                    output=output, reference=implementations[0] if implementations else "",
+                    alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
+                    where=checker.where(prefix), bundled=bundled)
+
+
+def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
+    if not isinstance(raw, dict) or not raw:
+        r.at(("sources",) if raw is not None else (), "a contract needs `sources:`, a mapping of source name to "
+                                                      "{columns: ..., event_time: COLUMN}")
+        return None
+    out = []
+    for name, spec in raw.items():
+        path = ("sources", name)
+        if not _NAME.match(str(name)):
+            r.at(path, f"a source's name is a word of letters, digits and '_', not {name!r}", key=True)
+            continue
+        if not isinstance(spec, dict) or "columns" not in spec:
+            r.at(path, f"source {name!r} needs `columns:` (a DDL list or a mapping of name to type)")
+            continue
+        for key in spec:
+            if key not in ("columns", "event_time"):
+                r.at(path + (key,), f"a source has no key {key!r} (keys: columns, event_time)", key=True)
+        columns = r.columns(spec["columns"], path + ("columns",), f"source {name!r}")
+        if columns is None:
+            continue
+        event_time = spec.get("event_time")
+        if event_time is not None:
+            col = next((c for c in columns if c.name == event_time), None)
+            if col is None:
+                r.at(path + ("event_time",), f"event_time {event_time!r} is not a column of source {name!r}"
+                                             f"{did_you_mean(str(event_time), [c.name for c in columns])}")
+                continue
+            if col.type not in ("timestamp", "timestamp_ntz"):
+                r.at(path + ("event_time",), f"event_time column {event_time!r} must be a timestamp, not {col.type}")
+                continue
+        out.append(SourceSpec(str(name), columns, event_time))
+    return tuple(out) if len(out) == len(raw) else None
+
+
+def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        r.at(("params",), f"`params` is a mapping of parameter name to {{kind: ..., doc: ...}}, not {_json_type(raw)}")
+        return ()
+    out = []
+    for name, spec in raw.items():
+        path = ("params", name)
+        if not _NAME.match(str(name)):
+            r.at(path, f"a parameter's name is a word of letters, digits and '_', not {name!r}", key=True)
+            continue
+        if isinstance(spec, str):
+            spec = {"kind": spec}
+        if not isinstance(spec, dict):
+            r.at(path, f"parameter {name!r} is {{kind: {'|'.join(PARAM_KINDS)}, doc: ..., default: ...}}")
+            continue
+        for key in spec:
+            if key not in ("kind", "doc", "default", "choices", "conf"):
+                r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf)", key=True)
+        kind = spec.get("kind")
+        if kind not in PARAM_KINDS:
+            r.at(path + ("kind",) if "kind" in spec else path,
+                 f"parameter {name!r} needs a kind: one of {', '.join(PARAM_KINDS)}"
+                 + (f", not {kind!r}{did_you_mean(str(kind), PARAM_KINDS)}" if kind is not None else ""))
+            continue
+        choices: tuple = ()
+        if kind == "choice":
+            raw_choices = spec.get("choices")
+            if not isinstance(raw_choices, list) or not raw_choices or not all(
+                    isinstance(c, (str, int, float, bool)) for c in raw_choices):
+                r.at(path, f"choice parameter {name!r} needs `choices: [...]`")
+                continue
+            choices = tuple(raw_choices)
+        elif "choices" in spec:
+            r.at(path + ("choices",), f"`choices` is for choice parameters; {name!r} is a {kind}", key=True)
+        conf = spec.get("conf")
+        if conf is not None and not isinstance(conf, str):
+            r.at(path + ("conf",), "`conf` names the Spark SQL setting the parameter sets")
+            conf = None
+        required = "default" not in spec
+        default = param_value(kind, spec.get("default"), choices) if not required else None
+        if not required and isinstance(default, _Bad):
+            r.at(path + ("default",), f"default of {name!r}: {default.message}")
+            continue
+        doc = spec["doc"] if isinstance(spec.get("doc"), str) else str(name)
+        out.append(ParamSpec(str(name), kind, doc, required=required, default=default, choices=choices, conf=conf))
+    return tuple(out)
+
+
+class _Bad:
+    def __init__(self, message: str):
+        self.message = message
+
+
+def param_value(kind: str, value: Any, choices: tuple = ()) -> Any:
+    """A parameter value read for its kind, or a `_Bad` with the reason."""
+    if kind == "duration":
+        try:
+            return parse_duration(value)
+        except TimeFormatError as exc:
+            return _Bad(str(exc))
+    if kind == "choice":
+        if value not in choices:
+            return _Bad(f"must be one of {', '.join(map(str, choices))}, not {value!r}"
+                        f"{did_you_mean(str(value), [str(c) for c in choices])}")
+        return value
+    if kind == "string":
+        return value if isinstance(value, str) else _Bad(f"expected text, got {_json_type(value)}")
+    if kind == "int":
+        return value if isinstance(value, int) and not isinstance(value, bool) else _Bad(
+            f"expected a whole number, got {_json_type(value)}")
+    if kind == "double":
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _Bad(
+            f"expected a number, got {_json_type(value)}")
+    if kind == "bool":
+        return value if isinstance(value, bool) else _Bad(f"expected true or false, got {_json_type(value)}")
+    return _Bad(f"unknown kind {kind!r}")
+
+
+def _output(r: _Reader, raw: Any) -> tuple[tuple[Column, ...] | None, tuple[str, ...], tuple[str, ...]]:
+    if not isinstance(raw, dict) or "columns" not in raw:
+        r.at(("output",) if raw is not None else (), "a contract needs `output: {columns: ..., modes: [...]}`")
+        return None, (), ()
+    for key in raw:
+        if key not in ("columns", "modes", "key"):
+            r.at(("output", key), f"`output` has no key {key!r} (keys: columns, modes, key)", key=True)
+    columns = r.columns(raw["columns"], ("output", "columns"), "output")
+    modes = r.names(raw.get("modes", ["append"]), ("output", "modes"), "output modes") or ()
+    for i, mode in enumerate(modes):
+        if mode not in OUTPUT_MODES:
+            r.at(("output", "modes", i), f"output mode {mode!r} is not one of {', '.join(OUTPUT_MODES)}")
+    key = r.names(raw.get("key"), ("output", "key"), "output key") or ()
+    if columns is not None:
+        names = [c.name for c in columns]
+        for i, k in enumerate(key):
+            if k not in names:
+                r.at(("output", "key", i), f"key column {k!r} is not an output column{did_you_mean(k, names)}")
+    return columns, tuple(modes), tuple(key)

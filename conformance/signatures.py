@@ -1,0 +1,146 @@
+"""How the kit calls a user's pipeline function, and what it checks of the DataFrame it returns.
+
+A pipeline may be written in any of three ways; the kit reads the function's signature:
+- `fn(df)` for a contract with one source: the source's streaming DataFrame;
+- parameters named after the contract's sources and parameters, in any order
+  (`def transform(clicks, window, watermark_delay)`): sources as streaming DataFrames, durations as
+  Spark interval strings (`"5 minutes"`), other parameters as their values; a function parameter with
+  a default that the contract does not supply keeps its default;
+- `fn(sources, params)`: a mapping of source name to DataFrame and the `Params` (durations have
+  `.interval`).
+A function that fits none of these is an error naming it, its signature and what the contract supplies.
+The returned DataFrame must have exactly the contract's output columns, with the contract's types.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import traceback
+from typing import Any, Callable, Mapping
+
+from .contracts import Contract
+
+__all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_caller", "check_output",
+           "user_frames"]
+
+
+class SignatureError(TypeError):
+    """A pipeline function whose parameters the kit cannot supply."""
+
+
+class OutputMismatch(ValueError):
+    """The pipeline's output columns or types differ from the contract's; names every column."""
+
+
+class PipelineRaised(Exception):
+    """The user's pipeline raised while the query was built; `frames` are the user's own."""
+
+    def __init__(self, name: str, exc: BaseException):
+        self.original = exc
+        self.frames = user_frames(exc)
+        where = f"\n{self.frames}" if self.frames else ""
+        super().__init__(f"pipeline {name} raised {type(exc).__name__}: {exc}{where}")
+
+
+def _describe(fn: Callable) -> str:
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+    module = getattr(fn, "__module__", None)
+    try:
+        signature = str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        signature = "(...)"
+    return f"{module + ':' if module else ''}{name}{signature}"
+
+
+def pipeline_caller(fn: Callable, contract: Contract) -> Callable[[Mapping[str, Any], Any], Any]:
+    """A function (frames, params) -> what `fn` returns, calling `fn` the way its signature asks."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return lambda frames, params: fn(frames, params)
+    parameters = [p for p in signature.parameters.values()
+                  if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    has_kwargs = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+    names = [p.name for p in parameters]
+    sources = [s.name for s in contract.sources]
+    params = [p.name for p in contract.params]
+    supplied = ", ".join([f"source {s}" for s in sources] + [f"parameter {p}" for p in params])
+
+    if names[:2] == ["sources", "params"] and all(p.default is not inspect.Parameter.empty for p in parameters[2:]):
+        return lambda frames, values: fn(frames, values)
+
+    known = set(sources) | set(params)
+    if names and all(n in known or p.default is not inspect.Parameter.empty for n, p in zip(names, parameters)) \
+            and any(n in known for n in names):
+        wanted = [n for n in names if n in known] if not has_kwargs else sources + params
+
+        def by_name(frames: Mapping[str, Any], values: Any) -> Any:
+            kwargs = {}
+            for n in wanted:
+                if n in frames:
+                    kwargs[n] = frames[n]
+                elif n in values:
+                    value = values[n]
+                    kwargs[n] = getattr(value, "interval", value)
+            return fn(**kwargs)
+        return by_name
+
+    required = [p for p in parameters if p.default is inspect.Parameter.empty
+                and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(sources) == 1 and len(required) == 1:
+        (source,) = sources
+        return lambda frames, values: fn(frames[source])
+
+    unknown = [n for n, p in zip(names, parameters) if n not in known and p.default is inspect.Parameter.empty]
+    hint = (f"; it asks for {', '.join(repr(u) for u in unknown)}, which the contract does not supply"
+            if unknown else "")
+    raise SignatureError(
+        f"pipeline {_describe(fn)} does not fit contract {contract.name!r}{hint}. Write it as "
+        + (f"fn(df) (the one source, {sources[0]!r}), " if len(sources) == 1 else "")
+        + "fn(...) with parameters named after what the contract supplies (" + supplied + "), "
+        "or fn(sources, params)")
+
+
+def check_output(fields: list[tuple[str, str]], contract: Contract) -> list[int]:
+    """The positions of the DataFrame's columns (`fields`: name and Spark simple type) that give the
+    contract's output columns, in the contract's order; raises OutputMismatch naming every missing,
+    extra or mistyped column."""
+    from .coltypes import TypeSyntaxError, parse_type
+
+    declared = list(contract.output)
+    available = list(enumerate(fields))
+    positions: list[int] = []
+    problems: list[str] = []
+    for column in declared:
+        match = next(((i, t) for i, (n, t) in available if n == column.name), None)
+        if match is None:
+            problems.append(f"column {column.name!r} ({column.type}) is missing")
+            continue
+        available.remove((match[0], fields[match[0]]))
+        try:
+            actual = parse_type(match[1]).name
+        except TypeSyntaxError:
+            actual = match[1]
+        if actual != column.type:
+            problems.append(f"column {column.name!r} is {actual}, the contract says {column.type}")
+        positions.append(match[0])
+    for _, (name, typ) in available:
+        problems.append(f"column {name!r} ({typ}) is not in the contract's output")
+    if problems:
+        produced = ", ".join(f"{n} {t}" for n, t in fields)
+        raise OutputMismatch(f"the output does not match contract {contract.name!r}: " + "; ".join(problems)
+                             + f" (the pipeline produces: {produced})")
+    return positions
+
+
+_OWN = (os.path.dirname(os.path.abspath(__file__)),)
+
+
+def user_frames(exc: BaseException, limit: int = 8) -> str:
+    """The traceback frames of `exc` that are the user's code (not the kit's, pyspark's or py4j's)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(_OWN)
+              and not any(part in f.filename for part in (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}"))]
+    if not frames:
+        return ""
+    return "".join(traceback.format_list(frames[-limit:])).rstrip()

@@ -1,0 +1,125 @@
+"""A user's own contract on Spark: Spark's types end to end, the user's signatures, strict output.
+
+The contract (a file beside the scenario, as in a user's repository) has decimal, array, struct and
+map columns and a derived output; the right pipeline passes, and each wrong one (a wrong decimal, a
+missing column, an extra column, a column of another type) fails with a message naming the column.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from pyspark.sql import functions as F
+
+from eventtime import load_scenario, run_scenario
+from eventtime.textreport import describe_failure
+
+pytestmark = pytest.mark.spark
+
+CONTRACT = textwrap.dedent("""\
+    contract: shop_clicks
+    description: clicks with a JSON-ish payload -> clicks, revenue and tags per page and 5-minute window.
+    sources:
+      clicks:
+        columns: "page string, ts timestamp, revenue decimal(12,2), tags array<string>, ua struct<name: string, v: int>"
+        event_time: ts
+    params:
+      window: {kind: duration, doc: window length}
+      watermark_delay: {kind: duration, default: 0 seconds}
+    output:
+      columns: "page string, window struct<start: timestamp, end: timestamp>, clicks bigint,
+                revenue decimal(22,2), tags array<string>, agents map<string, bigint>"
+      modes: [append]
+      key: [page, window]
+    """)
+
+SCENARIO = textwrap.dedent("""\
+    scenario: shop-clicks-typed
+    description: Revenue sums exactly as decimal(22,2); tags and agents are nested values; append mode.
+    contract: shop_clicks
+    params: {window: 5 minutes}
+    steps:
+      - add:
+          clicks:
+            - {page: home, ts: "00:01:00", revenue: 12.10, tags: [b, a], ua: {name: ff, v: 1}}
+            - {page: home, ts: "00:02:00", revenue: "0.05", tags: [a], ua: [ff, 2]}
+            - {page: cart, ts: "00:03:00", revenue: null, tags: [], ua: null}
+      - process
+      - expect: {no_output: true}
+      - add:
+          clicks: [[home, "00:06:00", 1.00, [c], {name: ie, v: 9}]]
+      - process
+      - expect:
+          rows:
+            - page: home
+              window: {start: "00:00:00", end: "00:05:00"}
+              clicks: 2
+              revenue: 12.15
+              tags: [a, b]
+              agents: {ff: 2}
+            - [cart, {start: "00:00:00", end: "00:05:00"}, 1, null, [], {}]
+    """)
+
+
+def transform(clicks, window, watermark_delay):
+    """The user's own signature: parameters named after the contract's source and parameters."""
+    w = F.window("ts", window)
+    counted = (clicks.withWatermark("ts", watermark_delay).groupBy("page", w.alias("window"))
+               .agg(F.count(F.lit(1)).alias("clicks"), F.sum("revenue").alias("revenue"),
+                    F.array_sort(F.array_distinct(F.flatten(F.collect_list("tags")))).alias("tags"),
+                    F.collect_list("ua.name").alias("names")))
+    agents = F.map_from_entries(F.transform(
+        F.array_distinct("names"),
+        lambda n: F.struct(n, F.size(F.filter("names", lambda m: m == n)).cast("bigint"))))
+    return counted.select("page", "window", "clicks", "revenue", "tags", agents.alias("agents"))
+
+
+def wrong_decimal(clicks, window, watermark_delay):
+    return transform(clicks, window, watermark_delay).withColumn("revenue", F.col("revenue") + F.lit(0.01).cast("decimal(3,2)")).select(
+        "page", "window", "clicks", F.col("revenue").cast("decimal(22,2)").alias("revenue"), "tags", "agents")
+
+
+def missing_column(df):
+    """The one-source form: `fn(df)`; the window and delay are its own."""
+    return transform(df, "5 minutes", "0 seconds").drop("agents")
+
+
+def extra_column(clicks, window, watermark_delay):
+    return transform(clicks, window, watermark_delay).withColumn("debug", F.lit(1))
+
+
+def wrong_type(clicks, window, watermark_delay):
+    return transform(clicks, window, watermark_delay).withColumn("clicks", F.col("clicks").cast("double"))
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shop")
+    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
+    (root / "shop_clicks.contract.yaml").write_text(CONTRACT)
+    path = root / "typed.scenario.yaml"
+    path.write_text(SCENARIO)
+    return load_scenario(path)
+
+
+def test_the_users_pipeline_passes_with_every_type(scenario, spark):
+    result = run_scenario(scenario, transform, session=spark)
+    assert result.status == "passed", describe_failure(result)
+
+
+def test_a_wrong_decimal_fails_on_the_rows(scenario, spark):
+    result = run_scenario(scenario, wrong_decimal, session=spark)
+    assert result.status == "failed", describe_failure(result)
+    text = describe_failure(result)
+    assert "1 missing, 1 unexpected" in text and "12.16" in text and "12.15" in text
+
+
+@pytest.mark.parametrize("pipeline, message", [
+    (missing_column, "column 'agents' (map<string,long>) is missing"),
+    (extra_column, "column 'debug' (int) is not in the contract's output"),
+    (wrong_type, "column 'clicks' is double, the contract says long"),
+])
+def test_a_wrong_output_schema_fails_naming_the_column(scenario, spark, pipeline, message):
+    result = run_scenario(scenario, pipeline, session=spark)
+    assert result.status == "failed", describe_failure(result)
+    assert message in describe_failure(result)
