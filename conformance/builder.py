@@ -35,26 +35,41 @@ def _plain(value: Any) -> Any:
 class ScenarioBuilder:
     """Accumulates steps; `run()` runs them on Spark and raises AssertionError if an expectation fails."""
 
-    def __init__(self, contract: str, *, pipeline: Any = None, params: Mapping[str, Any] | None = None,
+    def __init__(self, contract: Any, *, pipeline: Any = None, params: Mapping[str, Any] | None = None,
                  sources: Mapping[str, Any] | None = None, conf: Mapping[str, Any] | None = None,
                  clock: Mapping[str, Any] | None = None, name: str | None = None, date: str | None = None,
-                 session: Any = None, timeout: float = 60.0):
-        from eventtime.registry import CONTRACTS
+                 session: Any = None, timeout: float = 60.0, contracts: Any = None):
+        """`contract`: a Contract, or a name looked up as a scenario file beside the calling test would
+        look it up (contract files in the test's folder and above it, in `contracts`' folders (a
+        ContractLookup), registered, bundled)."""
+        from pathlib import Path
 
-        if contract not in CONTRACTS:
-            from eventtime.loader import did_you_mean
+        from eventtime.contracts import Contract
+        from eventtime.registry import ContractLookup
 
-            raise ValueError(f"unknown contract {contract!r}{did_you_mean(contract, CONTRACTS)}")
-        self.contract = CONTRACTS[contract]
+        self.origin_file, self.origin_line = _caller()
+        self.origin = f"{self.origin_file}:{self.origin_line}"
+        extra = [contract] if isinstance(contract, Contract) else []
+        self.lookup = ContractLookup(contracts.dirs if contracts is not None else (), extra=extra)
+        if isinstance(contract, Contract):
+            self.contract = contract
+        else:
+            found, reason = self.lookup.resolve(str(contract), Path(self.origin_file))
+            if found is None:
+                from eventtime.problems import did_you_mean
+
+                names = self.lookup.names(Path(self.origin_file))
+                detail = reason if isinstance(reason, str) else (
+                    "; ".join(map(str, reason)) if reason else f"known here: {', '.join(names)}")
+                raise ValueError(f"unknown contract {contract!r}{did_you_mean(str(contract), names)} ({detail})")
+            self.contract = found
         self.pipeline = pipeline
         self.session = session
         self.timeout = timeout
-        caller = sys._getframe(1)
-        self.origin = f"{caller.f_code.co_filename}:{caller.f_lineno}"
         self.doc: dict[str, Any] = {
             "scenario": name or f"python-{self.contract.name.replace('_', '-')}",
             "description": f"Written in Python at {self.origin}.",
-            "contract": contract,
+            "contract": self.contract.name,
         }
         if params:
             self.doc["params"] = _plain(dict(params))
@@ -117,7 +132,10 @@ class ScenarioBuilder:
         from eventtime.runner import run_scenario
         from eventtime.textreport import describe_failure
 
-        scenario = load_scenario_text(self.yaml(), path=f"<scenario built at {self.origin}>")
+        from pathlib import Path
+
+        scenario = load_scenario_text(self.yaml(), path=f"<scenario built at {self.origin}>", contracts=self.lookup,
+                                      file=Path(self.origin_file))
         self.result = run_scenario(scenario, self.pipeline, session=self.session, timeout=self.timeout)
         if self.result.status in ("failed", "error"):
             raise AssertionError(describe_failure(self.result) + "\n  as YAML:\n"
@@ -130,6 +148,18 @@ class ScenarioBuilder:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.run()
+
+
+def _caller() -> tuple[str, int]:
+    """The file and line of the code that built the scenario: the first frame outside this package
+    (a test calling the `eventtime_scenario` fixture, or code calling ScenarioBuilder directly)."""
+    import os
+
+    own = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(own):
+        frame = frame.f_back
+    return frame.f_code.co_filename, frame.f_lineno
 
 
 def _start_step(kind: str, conf: Mapping[str, Any] | None, new_session: bool) -> Any:

@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check scenario files; print file:line:column: message per problem")
     v.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories")
+    v.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
 
     r = sub.add_parser("run", help="run scenarios on Spark and print a verdict per scenario")
     r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
@@ -71,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
+    r.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
 
     c = sub.add_parser("certify", help="run every scenario of a contract against an implementation; "
                                        "print a verdict table and certify or reject it")
@@ -88,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
     c.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
+    c.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
 
     rp = sub.add_parser("report", help="merge results files into an HTML report, a Markdown summary and JUnit XML")
     rp.add_argument("results", nargs="+", metavar="RESULTS.json", help="results files (--json of run/certify)")
@@ -115,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "validate":
-            return _validate(args.paths)
+            return _validate(args.paths, args.contracts)
         if args.command == "run":
             return _run(args)
         if args.command == "certify":
@@ -145,8 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def _validate(paths: Sequence[str]) -> int:
+def _validate(paths: Sequence[str], contract_dirs: Sequence[str] = ()) -> int:
     from .loader import find_scenario_files, validate_file
+    from .registry import ContractLookup
+
+    lookup = ContractLookup(contract_dirs)
 
     files, missing = find_scenario_files(paths)
     for path in missing:
@@ -158,7 +164,7 @@ def _validate(paths: Sequence[str]) -> int:
         return EXIT_USAGE
     bad = 0
     for f in files:
-        problems = validate_file(f)
+        problems = validate_file(f, contracts=lookup)
         for problem in problems:
             print(problem)
         bad += bool(problems)
@@ -188,14 +194,17 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
     return list(files)
 
 
-def load_scenarios(files: Sequence[Path]) -> tuple[list[Any], int]:
-    """Load each file, printing every invalid one with its problems; returns (scenarios, invalid count)."""
+def load_scenarios(files: Sequence[Path], contract_dirs: Sequence[str] = ()) -> tuple[list[Any], int]:
+    """Load each file, printing every invalid one with its problems; returns (scenarios, invalid count).
+    Contracts are found beside or above each file, in `contract_dirs`, registered or bundled."""
     from .loader import ScenarioInvalid, load_scenario
+    from .registry import ContractLookup
 
+    lookup = ContractLookup(contract_dirs)
     scenarios, invalid = [], 0
     for f in files:
         try:
-            scenarios.append(load_scenario(f, display_path=_display(f)))
+            scenarios.append(load_scenario(f, display_path=_display(f), contracts=lookup))
         except ScenarioInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
@@ -210,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     files = scenario_files(args.paths)
     if files is None:
         return EXIT_USAGE
-    scenarios, invalid = load_scenarios(files)
+    scenarios, invalid = load_scenarios(files, args.contracts)
     if args.pipeline:
         from .runner import PipelineError, resolve_pipeline
 
@@ -286,11 +295,6 @@ def _certify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     conf = _conf_pairs(args.spark_conf)
     contracts = args.contract or sorted(CONTRACTS)
-    for name in contracts:
-        if name not in CONTRACTS:
-            print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, CONTRACTS)} "
-                  f"(contracts: {', '.join(sorted(CONTRACTS))})", file=sys.stderr)
-            return EXIT_USAGE
     if args.pipeline:
         if len(contracts) != 1 or not args.contract:
             print("eventtime: error: --pipeline certifies one implementation of one contract: "
@@ -307,7 +311,14 @@ def _certify(args: argparse.Namespace) -> int:
         if extra is None:
             return EXIT_USAGE
         files = list(dict.fromkeys(files + extra))
-    loaded, invalid = load_scenarios(files)
+    loaded, invalid = load_scenarios(files, args.contracts)
+    known = sorted(set(CONTRACTS) | {sc.contract.name for sc in loaded})  # bundled, and those of --scenarios
+    for name in contracts:
+        if name not in known:
+            print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, known)} (contracts: "
+                  f"{', '.join(known)}; a contract of your own comes with its scenarios: --scenarios PATH)",
+                  file=sys.stderr)
+            return EXIT_USAGE
     scenarios = [sc for sc in loaded if sc.contract.name in contracts]
     if not scenarios:
         print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)

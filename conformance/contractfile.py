@@ -120,7 +120,9 @@ class _Reader:
     def at(self, path: tuple, message: str, *, key: bool = False) -> None:
         self.c.at(self.prefix + path, message, key=key)
 
-    def columns(self, raw: Any, path: tuple, what: str) -> tuple[Column, ...] | None:
+    def columns(self, raw: Any, path: tuple, what: str, *, duplicates: bool = False) -> tuple[Column, ...] | None:
+        """Columns from DDL or a mapping; `duplicates`: an output may repeat a name (rows are read by
+        position), a source may not."""
         try:
             pairs = parse_columns(raw)
         except ValueError as exc:
@@ -129,7 +131,7 @@ class _Reader:
         out, seen = [], set()
         for name, text in pairs:
             where = path + (name,) if isinstance(raw, dict) else path
-            if name in seen:
+            if name in seen and not duplicates:
                 self.at(where, f"{what}: column {name!r} appears twice", key=isinstance(raw, dict))
                 return None
             seen.add(name)
@@ -330,7 +332,7 @@ def _output(r: _Reader, raw: Any) -> tuple[tuple[Column, ...] | None, tuple[str,
     for key in raw:
         if key not in ("columns", "modes", "key"):
             r.at(("output", key), f"`output` has no key {key!r} (keys: columns, modes, key)", key=True)
-    columns = r.columns(raw["columns"], ("output", "columns"), "output")
+    columns = r.columns(raw["columns"], ("output", "columns"), "output", duplicates=True)
     modes = r.names(raw.get("modes", ["append"]), ("output", "modes"), "output modes") or ()
     for i, mode in enumerate(modes):
         if mode not in OUTPUT_MODES:

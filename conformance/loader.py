@@ -178,10 +178,10 @@ def _leaves(error: Any) -> list[Any]:
 
 # ------------------------------------------------------------------------------------------------
 
-def validate_file(path: str | Path) -> list[Problem]:
+def validate_file(path: str | Path, *, contracts: ContractLookup | None = None) -> list[Problem]:
     """Every problem in the scenario file at `path` (empty when it is valid)."""
     try:
-        load_scenario(path)
+        load_scenario(path, contracts=contracts)
     except ScenarioInvalid as exc:
         return exc.problems
     return []

@@ -11,6 +11,7 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-report-json PATH                    ini: eventtime_report_json
     --eventtime-timeout SECONDS                     ini: eventtime_timeout
     --eventtime-master URL                          ini: eventtime_master
+    --eventtime-contracts DIR                       ini: eventtime_contracts (folders of *.contract.yaml)
 
 In `conftest.py`: `from eventtime.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
@@ -21,7 +22,9 @@ Fixtures: `eventtime_spark` (the session), `eventtime_scenario` (a scenario writ
 """
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -41,7 +44,9 @@ def bind(contract: str, pipeline: Any = None):
     Used as a call (`bind("tumbling_count", "jobs.windows:count")`) or as a decorator
     (`@bind("tumbling_count")`). Command-line and ini bindings win over these.
     """
-    _check_contract(contract, "bind()")
+    import sys
+
+    _check_contract(contract, "bind()", Path(sys._getframe(1).f_code.co_filename).parent)
     if pipeline is None:
         def decorate(fn):
             _BOUND[contract] = fn
@@ -53,19 +58,45 @@ def bind(contract: str, pipeline: Any = None):
     return pipeline
 
 
-def _contracts() -> dict[str, Any]:
-    from eventtime.registry import CONTRACTS  # pure Python, no pyspark
+def _contracts(root: Path | None = None) -> list[str]:
+    """Contract names a binding may name: bundled, registered from Python, and declared by the
+    `*.contract.yaml` files under `root` (the rootdir; for bind(), the calling conftest's folder)."""
+    from eventtime.registry import CONTRACTS, registered_contracts  # pure Python, no pyspark
 
-    return dict(CONTRACTS)
+    names = set(CONTRACTS) | set(registered_contracts())
+    if root is not None:
+        names |= _declared_under(root.resolve())
+    return sorted(names)
 
 
-def _check_contract(name: str, where: str) -> None:
-    contracts = _contracts()
+_SKIP_DIRS = {"node_modules", "__pycache__", "build", "dist", "site-packages"}
+
+
+@functools.lru_cache(maxsize=16)
+def _declared_under(root: Path) -> frozenset[str]:
+    from eventtime.contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
+
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]
+        for name in files:
+            if name.endswith(CONTRACT_SUFFIXES):
+                try:
+                    found.add(load_contract_file(os.path.join(folder, name)).name)
+                except ContractInvalid:
+                    pass  # its problems are reported with the scenarios that use it
+    return frozenset(found)
+
+
+def _check_contract(name: str, where: str, root: Path | None = None) -> None:
+    contracts = _contracts(root)
     if name not in contracts:
-        from eventtime.loader import did_you_mean
+        from eventtime.problems import did_you_mean
 
         raise pytest.UsageError(f"{where}: unknown contract {name!r}{did_you_mean(name, contracts)}; "
-                                f"accepted: {', '.join(sorted(contracts))}")
+                                f"accepted: {', '.join(contracts)} (bundled, registered, or declared by a "
+                                f"*.contract.yaml file under {root or 'the rootdir'})")
 
 
 # -- options ----------------------------------------------------------------------------------------
@@ -87,6 +118,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_report_json", default="", help="path of the JSON results file")
     parser.addini("eventtime_timeout", default="60", help="bound on each wait for Spark, seconds")
     parser.addini("eventtime_master", default="", help="Spark master URL")
+    group.addoption("--eventtime-contracts", action="append", default=[], metavar="DIR",
+                    help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
+    parser.addini("eventtime_contracts", type="paths", default=[],
+                  help="folders of *.contract.yaml files (relative to the ini file)")
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -97,12 +132,14 @@ def pytest_addhooks(pluginmanager: Any) -> None:
 
 class _Settings:
     def __init__(self, config: pytest.Config):
-        self.cli_bindings = self._bindings(config.getoption("eventtime_pipeline"), "--eventtime-pipeline")
-        self.ini_bindings = self._bindings(config.getini("eventtime_pipelines"), "ini eventtime_pipelines")
+        self.cli_bindings = self._bindings(config.getoption("eventtime_pipeline"), "--eventtime-pipeline",
+                                           config.rootpath)
+        self.ini_bindings = self._bindings(config.getini("eventtime_pipelines"), "ini eventtime_pipelines",
+                                           config.rootpath)
         self.suites = list(dict.fromkeys(list(config.getini("eventtime_suite"))
                                          + list(config.getoption("eventtime_suite"))))
         for name in self.suites:
-            _check_contract(name, "--eventtime-suite / ini eventtime_suite")
+            _check_contract(name, "--eventtime-suite / ini eventtime_suite")  # bundled suites only
         raw_timeout = config.getoption("eventtime_timeout") or config.getini("eventtime_timeout")
         try:
             self.timeout = float(raw_timeout)
@@ -111,6 +148,12 @@ class _Settings:
         except ValueError:
             raise pytest.UsageError(f"--eventtime-timeout / ini eventtime_timeout: {raw_timeout!r} is not a "
                                     "positive number of seconds") from None
+        self.contract_dirs = [Path(p) for p in config.getini("eventtime_contracts")] + [
+            Path(p) for p in config.getoption("eventtime_contracts")]
+        for folder in self.contract_dirs:
+            if not folder.is_dir():
+                raise pytest.UsageError(f"--eventtime-contracts / ini eventtime_contracts: {folder} is not a folder")
+        self._lookup: Any = None
         self.master = config.getoption("eventtime_master") or config.getini("eventtime_master") or None
         if self.master is not None:
             from eventtime.harness.cluster import MasterURLError, check_master
@@ -125,7 +168,7 @@ class _Settings:
         self.config = config
 
     @staticmethod
-    def _bindings(values: list[str], where: str) -> dict[str, str]:
+    def _bindings(values: list[str], where: str, root: Path) -> dict[str, str]:
         out = {}
         for value in values:
             if not value.strip():
@@ -134,9 +177,18 @@ class _Settings:
             if not m or not _TARGET.match(m.group("target")):
                 raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION "
                                         "(e.g. tumbling_count=my_jobs.windows:count)")
-            _check_contract(m.group("contract"), where)
+            _check_contract(m.group("contract"), where, root)
             out[m.group("contract")] = m.group("target")
         return out
+
+    @property
+    def contracts(self) -> Any:
+        """The ContractLookup every scenario of this run uses (its files read once)."""
+        if self._lookup is None:
+            from eventtime.registry import ContractLookup
+
+            self._lookup = ContractLookup(self.contract_dirs)
+        return self._lookup
 
     def binding(self, contract: str) -> Any:
         """The pipeline bound to `contract` (a callable or 'module:function'), or None."""
@@ -144,7 +196,7 @@ class _Settings:
             self._hook_bindings = {}
             for result in self.config.hook.pytest_eventtime_pipelines(config=self.config):
                 for name, target in (result or {}).items():
-                    _check_contract(name, "pytest_eventtime_pipelines()")
+                    _check_contract(name, "pytest_eventtime_pipelines()", self.config.rootpath)
                     self._hook_bindings[name] = target
         for source in (self.cli_bindings, self.ini_bindings, self._hook_bindings, _BOUND):
             if contract in source:
@@ -214,11 +266,11 @@ class ScenarioFile(pytest.File):
             display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:  # e.g. the bundled suite, installed elsewhere: `scenarios/...`
             display = display_path(self.path)
+        settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
         try:
-            sc = load_scenario(self.path, display_path=str(display))
+            sc = load_scenario(self.path, display_path=str(display), contracts=settings.contracts)
         except ScenarioInvalid as exc:
             raise InvalidScenario(str(exc)) from None
-        settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
         bound = settings.binding(sc.contract.name)
         suite = bool(settings.suites) and _in_suite(self.path)
         if suite:  # --eventtime-suite: only the chosen contracts, only against the bound pipeline
@@ -229,6 +281,13 @@ class ScenarioFile(pytest.File):
                     f"--eventtime-suite {sc.contract.name}: no pipeline is bound to contract {sc.contract.name!r}; "
                     f"bind one with --eventtime-pipeline {sc.contract.name}=MODULE:FUNCTION, the ini key "
                     "eventtime_pipelines, or bind() in conftest.py")
+        if bound is None and not sc.contract.bundled:  # never a green run that tested nobody's code
+            name = sc.contract.name
+            raise InvalidScenario(
+                f"{display}: no pipeline is bound to contract {name!r}; bind one with a line "
+                f"'{name} = MODULE:FUNCTION' in the ini key eventtime_pipelines (pyproject.toml [tool.pytest."
+                f"ini_options] or pytest.ini), --eventtime-pipeline {name}=MODULE:FUNCTION, or "
+                f"bind({name!r}, 'MODULE:FUNCTION') in conftest.py")
         targets = [bound] if bound is not None else list(sc.contract.implementations)
         for target in targets:
             item = ScenarioItem.from_parent(self, name=f"{sc.name}[{_label(target)}]", scenario=sc, target=target,
@@ -369,9 +428,10 @@ def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config) -> Cal
 
     settings: _Settings = pytestconfig._eventtime  # type: ignore[attr-defined]
 
-    def make(contract: str, pipeline: Any = None, **kwargs: Any) -> ScenarioBuilder:
-        target = pipeline if pipeline is not None else settings.binding(contract)
+    def make(contract: Any, pipeline: Any = None, **kwargs: Any) -> ScenarioBuilder:
+        target = pipeline if pipeline is not None else settings.binding(getattr(contract, "name", contract))
         return ScenarioBuilder(contract, pipeline=settings.resolve(target) if target is not None else None,
-                               session=eventtime_spark, timeout=settings.timeout, **kwargs)
+                               session=eventtime_spark, timeout=settings.timeout, contracts=settings.contracts,
+                               **kwargs)
 
     return make

@@ -134,6 +134,12 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
         return result
+    if pipeline is None and not scenario.contract.reference:
+        result.status = ERROR
+        result.reason = (f"no pipeline is bound to contract {scenario.contract.name!r}: pass one (--pipeline "
+                         f"MODULE:FUNCTION, run_scenario(scenario, fn)), or bind it in pytest (ini eventtime_pipelines "
+                         f"'{scenario.contract.name} = MODULE:FUNCTION', --eventtime-pipeline, or bind() in conftest.py)")
+        return result
     try:
         fn = resolve_pipeline(pipeline or scenario.contract.reference) if pipeline is None or isinstance(
             pipeline, str) else pipeline

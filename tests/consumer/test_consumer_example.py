@@ -1,9 +1,10 @@
 """examples/consumer, installed from a freshly built wheel into a fresh virtual environment.
 
-Proves the pytest plugin works for another repository: its own scenarios pass under `pytest -n 2`,
-the bundled standard suite certifies its pipeline, results JSON is written by the controller, and
-a scenario with a wrong expectation fails with the row diff and a re-run command. pip's cache is
-reused, so only the first run downloads anything.
+Proves the pytest plugin works for another repository: a shop's two jobs, their own contract files,
+scenario files and a Python fixture test pass under `pytest -n 2` with one ini line per binding and
+no adapter code; results JSON is written by the controller; wrong versions of a job (a wrong
+decimal, a missing, an extra and a mistyped column) and a wrong expectation each fail, naming what
+is wrong. pip's cache is reused, so only the first run downloads anything.
 """
 from __future__ import annotations
 
@@ -57,26 +58,78 @@ def consumer(tmp_path_factory):
     return py, project, env
 
 
-def test_consumer_scenarios_and_bundled_suite_pass_under_xdist(consumer):
+def test_the_shops_own_contracts_scenarios_and_python_test_pass_under_xdist(consumer):
     py, project, env = consumer
     rc, out = _run([str(py), "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q",
-                    "--eventtime-suite", "tumbling_count", "--eventtime-report-json", "results.json"],
-                   cwd=project, env=env, timeout=RUN_TIMEOUT)
+                    "--eventtime-report-json", "results.json", "tests"], cwd=project, env=env, timeout=RUN_TIMEOUT)
     assert rc == 0, out
+    assert "6 passed" in out, out
     data = json.loads((project / "results.json").read_text())
-    names = {r["scenario"] for r in data["results"]}
-    assert {"orders-per-minute", "late-order-is-dropped"} <= names
-    assert len(names) > 10  # the bundled tumbling_count scenarios ran too
-    assert {r["implementation"] for r in data["results"]} == {"consumer_jobs.windows:count_per_window"}
-    assert all(r["status"] in ("passed", "not_applicable") for r in data["results"])
+    assert {r["scenario"] for r in data["results"]} == {
+        "window-emitted-when-watermark-passes", "out-of-order-click-is-counted", "late-click-is-dropped",
+        "bad-payload-is-dropped", "bridging-click-merges-two-sessions"}
+    assert {r["implementation"] for r in data["results"]} == {"shop.clicks:transform", "shop.sessions:transform"}
+    assert all(r["status"] == "passed" for r in data["results"])
+
+
+WRONG_JOBS = """\
+\"\"\"Wrong versions of the shop's clicks job: each must fail, naming what is wrong.\"\"\"
+import pytest
+from pyspark.sql import functions as F
+
+from shop.clicks import transform
+
+
+def click(page, at, price):
+    import json
+    return {"value": json.dumps({"user_id": "u", "page": page, "country": "NL", "ts": f"2024-01-01T{at}Z",
+                                 "price": price})}
+
+
+WRONG = {
+    "wrong decimal": lambda clicks: transform(clicks).withColumn(
+        "revenue", (F.col("revenue") + F.lit(1)).cast("decimal(12,2)")),
+    "missing column": lambda clicks: transform(clicks).drop("revenue"),
+    "extra column": lambda clicks: transform(clicks).withColumn("debug", F.lit("x")),
+    "wrong type": lambda clicks: transform(clicks).withColumn("clicks", F.col("clicks").cast("int")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG))
+def test_wrong(eventtime_scenario, name):
+    with pytest.raises(AssertionError) as info:
+        with eventtime_scenario("page_clicks", pipeline=WRONG[name]) as s:
+            s.add(clicks=[click("home", "09:01:00", "2.50")]).process()
+            s.add(clicks=[click("home", "09:20:00", "1.00")]).process()
+            s.expect(rows=[{"page": "home", "country": "NL", "window_start": "09:00:00",
+                            "window_end": "09:05:00", "clicks": 1, "revenue": "2.50"}])
+    print(f"=== {name}\\n{info.value}")
+"""
+
+
+def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_naming_it(consumer):
+    py, project, env = consumer
+    wrong = project / "tests" / "test_wrong_jobs.py"
+    wrong.write_text(WRONG_JOBS)
+    try:
+        rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-s", str(wrong)], cwd=project,
+                       env=env, timeout=RUN_TIMEOUT)
+    finally:
+        wrong.unlink()
+    assert rc == 0 and "4 passed" in out, out
+    sections = dict(part.split("\n", 1) for part in out.split("=== ")[1:])
+    assert "1 missing, 1 unexpected" in sections["wrong decimal"] and "3.50" in sections["wrong decimal"]
+    assert "column 'revenue' (decimal(12,2)) is missing" in sections["missing column"]
+    assert "column 'debug' (string) is not in the contract's output" in sections["extra column"]
+    assert "column 'clicks' is int, the contract says long" in sections["wrong type"]
 
 
 def test_a_wrong_expectation_fails_with_the_diff(consumer):
     py, project, env = consumer
-    good = (project / "tests" / "scenarios" / "orders-per-minute.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "wrong.scenario.yaml"
-    bad.write_text(good.replace("scenario: orders-per-minute", "scenario: wrong-expectation")
-                   .replace("[bob, \"09:00:00\", \"09:01:00\", 1]", "[bob, \"09:00:00\", \"09:01:00\", 5]"))
+    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
+    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
+    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
+                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
     try:
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", str(bad)], cwd=project, env=env,
                        timeout=RUN_TIMEOUT)
@@ -84,5 +137,5 @@ def test_a_wrong_expectation_fails_with_the_diff(consumer):
         bad.unlink()
     assert rc == 1, out
     assert "1 missing, 1 unexpected" in out
-    assert '- [bob, "09:00:00", "09:01:00", 5]' in out  # the failing step's YAML line
-    assert "re-run: pytest 'tests/scenarios/wrong.scenario.yaml::wrong-expectation[" in out
+    assert "revenue: 10.01}" in out  # the failing step's YAML line
+    assert "re-run: pytest 'tests/scenarios/clicks/wrong.scenario.yaml::wrong-expectation[" in out

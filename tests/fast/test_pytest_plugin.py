@@ -124,3 +124,49 @@ def test_bundled_suite_is_collected_against_the_bound_pipeline(pytester):
                                 "--eventtime-pipeline", "tumbling_count=jobs:count")
     result.stdout.fnmatch_lines([f"{n} tests collected*"])
     assert "[jobs:count]" in result.stdout.str()
+
+
+# -- a consumer repository's own contracts ---------------------------------------------------------
+_USER_CONTRACT = """\
+contract: page_clicks
+description: clicks -> count per page.
+sources:
+  clicks: {columns: "page string, ts timestamp", event_time: ts}
+output: {columns: "page string, n bigint"}
+"""
+_USER_SCENARIO = """\
+scenario: one-click
+description: a click.
+contract: page_clicks
+steps:
+  - add: {clicks: [[home, "00:00:01"]]}
+  - process
+"""
+
+
+def _consumer(pytester, ini: str) -> None:
+    pytester.makefile(".toml", pyproject=f"[tool.pytest.ini_options]\n{ini}\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "page_clicks.contract.yaml").write_text(_USER_CONTRACT)
+    (pytester.path / "tests" / "one.scenario.yaml").write_text(_USER_SCENARIO)
+
+
+def test_a_users_contract_is_bound_by_one_ini_line(pytester):
+    _consumer(pytester, 'eventtime_pipelines = ["page_clicks = jobs:count"]')
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["tests/one.scenario.yaml::one-click[[]jobs:count[]]"])
+    assert result.ret == 0
+
+
+def test_a_scenario_whose_contract_is_unbound_is_an_error_not_a_silent_pass(pytester):
+    _consumer(pytester, "")
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*no pipeline is bound to contract 'page_clicks'*eventtime_pipelines*"])
+    assert result.ret != 0
+
+
+def test_a_binding_naming_an_unknown_contract_is_a_usage_error(pytester):
+    _consumer(pytester, 'eventtime_pipelines = ["page_click = jobs:count"]')
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stderr.fnmatch_lines(["*unknown contract 'page_click'; did you mean 'page_clicks'?*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

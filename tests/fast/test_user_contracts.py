@@ -306,3 +306,26 @@ def test_the_output_check_names_every_missing_extra_and_mistyped_column():
     assert "column 'revenue' is double, the contract says decimal(12,2)" in message
     assert "column 'n' (long) is missing" in message
     assert "column 'debug' (int) is not in the contract's output" in message
+
+
+# -- the model stays honest ------------------------------------------------------------------------
+def test_the_model_predicts_nothing_for_a_users_contract(project, capsys):
+    """check-model and expect --write say "not covered" for a contract the model does not implement
+    and never write values into the file; a bundled contract's scenario is covered (the control)."""
+    from eventtime.cli import main
+
+    path = write(project, "one.scenario.yaml", SCENARIO)
+    before = path.read_text()
+    assert main(["check-model", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "not covered by the model" in out and "0 agree" in out and "1 not covered" in out
+    assert main(["expect", str(path), "--write"]) != 0
+    captured = capsys.readouterr()
+    assert "not covered by the model" in captured.out + captured.err
+    assert path.read_text() == before
+
+    from eventtime.scenarios import SUITE_DIR
+
+    bundled = next(SUITE_DIR.glob("tumbling/*.scenario.yaml"))
+    assert main(["check-model", str(bundled)]) == 0
+    assert "1 agree" in capsys.readouterr().out

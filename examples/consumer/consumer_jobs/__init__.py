@@ -1,1 +1,0 @@
-"""Example pipelines of a project that uses eventtime-conformance in its tests."""

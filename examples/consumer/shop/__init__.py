@@ -1,0 +1,1 @@
+"""A small shop's streaming jobs: clicks per page and country, and user sessions."""
