@@ -80,7 +80,7 @@ class ScenarioInvalid(Exception):
 
 @lru_cache(maxsize=None)
 def schema() -> dict:
-    text = resources.files("conformance").joinpath("schema/scenario.schema.json").read_text("utf-8")
+    text = resources.files("eventtime").joinpath("schema/scenario.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
