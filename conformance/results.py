@@ -6,7 +6,7 @@ from typing import Any
 
 from .model import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "StepResult",
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "FailureInfo", "StepResult",
            "ScenarioResult"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
@@ -31,6 +31,20 @@ class CheckFailure:
                 "expected": self.expected, "actual": self.actual,
                 "missing": [list(r) for r in self.missing], "unexpected": [list(r) for r in self.unexpected],
                 "columns": list(self.columns), "part": self.part}
+
+
+@dataclass
+class FailureInfo:
+    """A failure of the query or of the pipeline, kept for `expect: failure` and for reports."""
+
+    summary: str
+    error_classes: list[str] = field(default_factory=list)
+    exception_names: list[str] = field(default_factory=list)
+    text: str = ""
+    step: int = 0
+
+    def __str__(self) -> str:
+        return self.summary
 
 
 @dataclass

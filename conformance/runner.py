@@ -5,14 +5,14 @@ import importlib
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import model as m
 from .contracts import implementation_info
 from .judge import Observed, judge
-from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
            "DEFAULT_TIMEOUT"]
@@ -68,20 +68,6 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     if missing:
         return f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
     return None
-
-
-@dataclass
-class FailureInfo:
-    """A failure of the query or of the pipeline, kept for `expect: failure` and for reports."""
-
-    summary: str
-    error_classes: list[str] = field(default_factory=list)
-    exception_names: list[str] = field(default_factory=list)
-    text: str = ""
-    step: int = 0
-
-    def __str__(self) -> str:
-        return self.summary
 
 
 def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:

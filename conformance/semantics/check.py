@@ -8,11 +8,10 @@ expectation), `failed` (a disagreement, located at the expectation's file:line) 
 """
 from __future__ import annotations
 
-from typing import Any
 
 from ..judge import Observed, judge
 from ..model import ExpectStep, Scenario
-from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
+from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult
 from .simulate import ModelError, NotCovered, PredictedFailure, simulate
 
 __all__ = ["check_scenario", "MODEL_IMPLEMENTATION"]
@@ -73,10 +72,8 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
     return result
 
 
-def _failure_info(failure: PredictedFailure | None) -> Any:
-    """The predicted failure in the shape the judge reads for `failure` checks (the runner's FailureInfo)."""
+def _failure_info(failure: PredictedFailure | None) -> FailureInfo | None:
+    """The predicted failure as the judge reads a query's failure for `failure` checks."""
     if failure is None:
         return None
-    from ..runner import FailureInfo
-
     return FailureInfo(failure.message, [failure.error_class], [], failure.message, failure.index)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from eventtime.harness.stream import BatchObservation
+from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
 from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
