@@ -7,6 +7,7 @@ without loading the driver.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["BatchObservation"]
 
@@ -24,7 +25,9 @@ class BatchObservation:
     dropped: int = 0
     state_rows: int = 0
     operators: list[dict] = field(default_factory=list)
-    event_time: dict[str, int] = field(default_factory=dict)
+    # min/max/avg event time of the batch (epoch ms); the model gives `avg_range` (lowest, highest)
+    # instead of `avg` when the average depends on the order Spark's tasks finish in
+    event_time: dict[str, Any] = field(default_factory=dict)
     duration_ms: int | None = None
     run: int = 0  # which start of the query ran it (0 = first)
 

@@ -144,7 +144,7 @@ def expectations_yaml(sim: Any) -> str:
 
     sc = sim.scenario
     out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
-    for step, window, history in sim.observed_by_expects():
-        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, window, history), 6)
+    for step, since_expect, history in sim.observed_by_expects():
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, since_expect, history), 6)
         out += lines + [""]
     return "\n".join(out)

@@ -55,13 +55,13 @@ class Simulation:
 
     def observed_by_expects(self) -> list[tuple[m.ExpectStep, list[BatchObservation], list[BatchObservation]]]:
         """For each `expect`: (the step, batches since the previous expect, every batch so far)."""
-        out, window, history = [], [], []
+        out, since_expect, history = [], [], []
         for s in self.steps:
-            window += s.batches
+            since_expect += s.batches
             history += s.batches
             if isinstance(s.step, m.ExpectStep):
-                out.append((s.step, window, list(history)))
-                window = []
+                out.append((s.step, since_expect, list(history)))
+                since_expect = []
         return out
 
 
