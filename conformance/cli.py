@@ -7,7 +7,9 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import NoReturn, Sequence
+
+from .cli_files import load_scenarios, scenario_files
 
 __all__ = ["main"]
 
@@ -172,45 +174,6 @@ def _validate(paths: Sequence[str], contract_dirs: Sequence[str] = ()) -> int:
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
-                   allow_empty: bool = False) -> list[Path] | None:
-    """The scenario files under `paths` (the bundled suite when there are none); None once a usage
-    error (a missing path; no files, unless `allow_empty`) has been printed."""
-    from .loader import find_scenario_files
-
-    if paths:
-        files, missing = find_scenario_files(paths)
-        for path in missing:
-            print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
-        if missing:
-            return None
-    else:
-        from eventtime.scenarios import SUITE_DIR
-
-        files, _ = find_scenario_files([SUITE_DIR])
-    if not files and not allow_empty:
-        print(f"eventtime: error: no scenario files (*.scenario.yaml) {what}", file=sys.stderr)
-        return None
-    return list(files)
-
-
-def load_scenarios(files: Sequence[Path], contract_dirs: Sequence[str] = ()) -> tuple[list[Any], int]:
-    """Load each file, printing every invalid one with its problems; returns (scenarios, invalid count).
-    Contracts are found beside or above each file, in `contract_dirs`, registered or bundled."""
-    from .loader import ScenarioInvalid, load_scenario
-    from .registry import ContractLookup
-
-    lookup = ContractLookup(contract_dirs)
-    scenarios, invalid = [], 0
-    for f in files:
-        try:
-            scenarios.append(load_scenario(f, display_path=_display(f), contracts=lookup))
-        except ScenarioInvalid as exc:
-            invalid += 1
-            print(exc, file=sys.stderr)
-    return scenarios, invalid
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
@@ -229,12 +192,6 @@ def _run(args: argparse.Namespace) -> int:
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
     return _execute(scenarios, args, conf, invalid)
-
-
-def _display(path: Path) -> str:
-    from eventtime.scenarios import display_path
-
-    return display_path(path)
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:

@@ -6,10 +6,29 @@ Programming Guide; seed files are the Flink / Dataflow texts the project was con
 """
 from __future__ import annotations
 
-__all__ = ["CONCEPTS", "SPARK_GUIDE", "SEEDS"]
+__all__ = ["CONCEPTS", "SPARK_GUIDE", "SEEDS", "GUIDE_SECTIONS", "SEED_TEXTS"]
 
 SPARK_GUIDE = "Spark Structured Streaming Programming Guide"
 SEEDS = "Flink event-time documentation and the Dataflow model (seed texts)"
+
+# The sections of the Spark guide a scenario's description may cite as `Spark guide, "Section"`:
+# headings of the Structured Streaming Programming Guide (transformWithState: its page, Spark 4.0+).
+GUIDE_SECTIONS = frozenset({
+    "Arbitrary Stateful Operations", "Conditions for watermarking to clean aggregation state",
+    "Handling Late Data and Watermarking", "Inner Joins with optional Watermarking",
+    "Outer Joins with Watermarking", "Output Modes", "Policy for handling multiple watermarks",
+    "Recovering from Failures with Checkpointing", "Recovery Semantics after Changes in a Streaming Query",
+    "Stream-stream Joins", "Streaming Deduplication", "Support matrix for joins in streaming queries",
+    "Triggers", "Types of time windows", "Window Operations on Event Time", "transformWithState",
+})
+# The seed texts a description may cite as `seed 000`: number -> what the text is
+SEED_TEXTS = {
+    "000": "Flink, Event Time Details",
+    "001": "Flink, Generating Timestamps / Watermarks",
+    "002": "Apache Flink 101 course, Event Time and Watermarks",
+    "003": "Flink, Event Time (zh)",
+    "004": "Flink, Generating Timestamps / Watermarks (zh)",
+}
 
 # tag -> (what the concept is, where it is documented)
 CONCEPTS: dict[str, tuple[str, str]] = {

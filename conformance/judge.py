@@ -5,23 +5,26 @@ import math
 from collections import Counter
 from typing import Any, Sequence
 
+from eventtime.harness.observations import BatchObservation
+
 from . import coltypes
 from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
-from .results import CheckFailure
+from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 
-__all__ = ["Observed", "judge", "match_rows", "format_value"]
+__all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value"]
 
 REL_TOL = 1e-9
 
 
 class Observed:
-    """What a check looks at: the batches since the previous `expect`, and all batches so far."""
+    """What a check looks at: the batches since the previous `expect`, all batches so far, and the
+    query's failure if it has failed. The harness and the model both fill it in."""
 
-    def __init__(self, window: Sequence[Any], history: Sequence[Any], output_mode: str,
-                 columns: Sequence[str], failure: Any = None):
-        self.window = list(window)
+    def __init__(self, since_expect: Sequence[BatchObservation], history: Sequence[BatchObservation],
+                 output_mode: str, columns: Sequence[str], failure: FailureInfo | None = None):
+        self.since_expect = list(since_expect)
         self.history = sorted(history, key=lambda b: b.batch_id)
         self.output_mode = output_mode
         self.columns = list(columns)
@@ -36,7 +39,7 @@ class Observed:
 
     def rows(self, scope: str) -> list[tuple]:
         if scope == "rows":
-            return [r for b in self.window for r in b.rows]
+            return [r for b in self.since_expect for r in b.rows]
         if scope == "last_batch":
             return list(self.history[-1].rows) if self.history else []
         if self.output_mode == "complete":  # the memory sink keeps only the latest result table
@@ -125,6 +128,17 @@ def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
     return [f for f in failures if f.check not in unjudged and f.part not in unjudged]
 
 
+def judge_expect(result: StepResult, step: ExpectStep, observed: Observed, scenario: Scenario,
+                 unjudged: frozenset[str] = frozenset()) -> None:
+    """Judge one `expect` step into its result. Once the query has failed only a `failure` check is
+    judged: the step's other checks could only repeat that failure, so the step is skipped."""
+    if observed.failure is not None and step.failure is None:
+        result.status, result.message = SKIPPED, "not checked: the query failed earlier"
+        return
+    result.failures = judge(step, observed, scenario, unjudged)
+    result.status = FAILED if result.failures else PASSED
+
+
 def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     out: list[CheckFailure] = []
     names = tuple(c.name for c in scenario.contract.output)
@@ -143,7 +157,7 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
                 f"watermark is {_fmt_wm(actual, scenario)}, expected {_fmt_wm(step.watermark // 1000, scenario)}",
                 expected=step.watermark // 1000, actual=actual))
     if step.dropped is not None:
-        actual = sum(b.dropped for b in observed.window)
+        actual = sum(b.dropped for b in observed.since_expect)
         if actual != step.dropped:
             out.append(CheckFailure("dropped", step.where,
                                     f"{actual} row(s) dropped as late since the previous expect, expected {step.dropped}",
@@ -154,10 +168,10 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
             out.append(CheckFailure("state_rows", step.where,
                                     f"{actual} row(s) in state, expected {step.state_rows}",
                                     expected=step.state_rows, actual=actual))
-    if step.batch_count is not None and len(observed.window) != step.batch_count:
+    if step.batch_count is not None and len(observed.since_expect) != step.batch_count:
         out.append(CheckFailure("batches", step.where,
-                                f"{len(observed.window)} micro-batch(es) ran since the previous expect, "
-                                f"expected {step.batch_count}", expected=step.batch_count, actual=len(observed.window)))
+                                f"{len(observed.since_expect)} micro-batch(es) ran since the previous expect, "
+                                f"expected {step.batch_count}", expected=step.batch_count, actual=len(observed.since_expect)))
     if step.batches is not None:
         out.extend(_judge_batches(step, observed, scenario, names))
     if step.event_time is not None:
@@ -183,18 +197,18 @@ def _judge_batches(step: ExpectStep, observed: Observed, scenario: Scenario, nam
                    ) -> list[CheckFailure]:
     assert step.batches is not None
     out: list[CheckFailure] = []
-    if len(step.batches) != len(observed.window):
+    if len(step.batches) != len(observed.since_expect):
         out.append(CheckFailure("batches", step.where,
-                                f"{len(observed.window)} micro-batch(es) ran since the previous expect, "
-                                f"expected {len(step.batches)}", expected=len(step.batches), actual=len(observed.window)))
+                                f"{len(observed.since_expect)} micro-batch(es) ran since the previous expect, "
+                                f"expected {len(step.batches)}", expected=len(step.batches), actual=len(observed.since_expect)))
         return out
-    for i, (want, got) in enumerate(zip(step.batches, observed.window)):
+    for i, (want, got) in enumerate(zip(step.batches, observed.since_expect)):
         label = f"batch {got.batch_id} (#{i + 1} since the previous expect)"
         out.extend(_judge_batch(want, got, label, scenario, names))
     return out
 
 
-def _judge_batch(want: BatchCheck, got: Any, label: str, scenario: Scenario, names: tuple[str, ...]
+def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: Scenario, names: tuple[str, ...]
                  ) -> list[CheckFailure]:
     out = []
     if want.data is not None and want.data != got.has_data:
@@ -223,7 +237,7 @@ def _judge_batch(want: BatchCheck, got: Any, label: str, scenario: Scenario, nam
 
 def _judge_event_time(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     assert step.event_time is not None
-    stats = next((b.event_time for b in reversed(observed.window) if b.event_time), None)
+    stats = next((b.event_time for b in reversed(observed.since_expect) if b.event_time), None)
     if stats is None:
         return [CheckFailure("event_time", step.event_time.where,
                              "no batch since the previous expect reported event-time statistics")]
@@ -255,12 +269,12 @@ def _judge_failure(step: ExpectStep, observed: Observed) -> list[CheckFailure]:
     if failure is None:
         return [CheckFailure("failure", want.where, "expected the query to have failed, but it has not")]
     out = []
-    classes = getattr(failure, "error_classes", [])
+    classes = failure.error_classes
     if want.error_class and want.error_class not in classes:
         out.append(CheckFailure("failure", want.where,
                                 f"the failure has error class(es) {', '.join(classes) or 'none'}, expected {want.error_class}",
                                 expected=want.error_class, actual=classes))
-    exceptions = getattr(failure, "exception_names", [])
+    exceptions = failure.exception_names
     if want.exception and not any(n == want.exception or n.rsplit(".", 1)[-1] == want.exception for n in exceptions):
         out.append(CheckFailure("failure", want.where,
                                 f"the failure's exceptions are {', '.join(exceptions)}, expected {want.exception}",

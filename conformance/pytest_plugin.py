@@ -34,8 +34,12 @@ import pytest
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<target>\S+)\s*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_BOUND: dict[str, Any] = {}  # filled by bind() from conftest files
 _RESULT_KEY = "eventtime_result"
+
+# bind() runs while a conftest file is imported, before or after pytest_configure, and is not
+# handed the config: it records here, and the session drains this into its own stash
+# (`_Settings.binding`); pytest_unconfigure empties it, so no binding outlives its session.
+_PENDING_BINDINGS: dict[str, Any] = {}
 
 
 def bind(contract: str, pipeline: Any = None):
@@ -49,12 +53,12 @@ def bind(contract: str, pipeline: Any = None):
     _check_contract(contract, "bind()", Path(sys._getframe(1).f_code.co_filename).parent)
     if pipeline is None:
         def decorate(fn):
-            _BOUND[contract] = fn
+            _PENDING_BINDINGS[contract] = fn
             return fn
         return decorate
     if isinstance(pipeline, str) and not _TARGET.match(pipeline):
         raise pytest.UsageError(f"bind({contract!r}, {pipeline!r}): a pipeline is 'module:function' or a callable")
-    _BOUND[contract] = pipeline
+    _PENDING_BINDINGS[contract] = pipeline
     return pipeline
 
 
@@ -164,8 +168,14 @@ class _Settings:
                 raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
         self._hook_bindings: dict[str, Any] | None = None
+        self.conftest_bindings: dict[str, Any] = {}  # bind() calls of this session's conftest files
         self._resolved: dict[str, Any] = {}
         self.config = config
+
+    def take_pending_bindings(self) -> None:
+        """Move what bind() recorded since the last call into this session's bindings."""
+        self.conftest_bindings.update(_PENDING_BINDINGS)
+        _PENDING_BINDINGS.clear()
 
     @staticmethod
     def _bindings(values: list[str], where: str, root: Path) -> dict[str, str]:
@@ -198,7 +208,8 @@ class _Settings:
                 for name, target in (result or {}).items():
                     _check_contract(name, "pytest_eventtime_pipelines()", self.config.rootpath)
                     self._hook_bindings[name] = target
-        for source in (self.cli_bindings, self.ini_bindings, self._hook_bindings, _BOUND):
+        self.take_pending_bindings()  # conftest files below the root are imported during collection
+        for source in (self.cli_bindings, self.ini_bindings, self._hook_bindings, self.conftest_bindings):
             if contract in source:
                 return source[contract]
         return None
@@ -216,11 +227,27 @@ class _Settings:
         return self._resolved[target]
 
 
+# this session's state, in the config's stash (never in module globals: pytest may run sessions in one
+# process, as pytester and IDEs do)
+_SETTINGS = pytest.StashKey["_Settings"]()
+_SPARK = pytest.StashKey[Any]()
+_COLLECTOR = pytest.StashKey["_ResultsCollector"]()
+
+
+def _settings(config: pytest.Config) -> _Settings:
+    return config.stash[_SETTINGS]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "eventtime: an event-time scenario run on Spark (eventtime-conformance)")
     config.addinivalue_line("markers", "eventtime_suite: a scenario of the bundled standard suite")
     settings = _Settings(config)
-    config._eventtime = settings  # type: ignore[attr-defined]
+    settings.take_pending_bindings()  # from the conftest files pytest imported before configuring
+    config.stash[_SETTINGS] = settings
+    if settings.report_json and not hasattr(config, "workerinput"):  # xdist workers send their reports
+        collector = _ResultsCollector(settings.report_json)
+        config.stash[_COLLECTOR] = collector
+        config.pluginmanager.register(collector, "eventtime-results")
     if settings.suites:  # collect the bundled suite like any directory given on the command line
         from eventtime.scenarios import SUITE_DIR
 
@@ -231,7 +258,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # -- collection -------------------------------------------------------------------------------------
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> None:
-    settings: _Settings = session.config._eventtime  # type: ignore[attr-defined]
+    settings = _settings(session.config)
     for contract in settings.suites:
         if settings.binding(contract) is None:
             raise pytest.UsageError(
@@ -266,7 +293,7 @@ class ScenarioFile(pytest.File):
             display = str(self.path.relative_to(self.config.rootpath))
         except ValueError:  # e.g. the bundled suite, installed elsewhere: `scenarios/...`
             display = display_path(self.path)
-        settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
+        settings = _settings(self.config)
         try:
             sc = load_scenario(self.path, display_path=str(display), contracts=settings.contracts)
         except ScenarioInvalid as exc:
@@ -318,15 +345,12 @@ class InvalidScenario(Exception):
 
 
 # -- running ----------------------------------------------------------------------------------------
-_SESSION: list[Any] = []
-
-
 def _spark(config: pytest.Config) -> Any:
-    if not _SESSION:
+    if _SPARK not in config.stash:
         from eventtime.harness.session import get_session
 
-        _SESSION.append(get_session(master=config._eventtime.master))  # type: ignore[attr-defined]
-    return _SESSION[0]
+        config.stash[_SPARK] = get_session(master=_settings(config).master)
+    return config.stash[_SPARK]
 
 
 class ScenarioFailed(Exception):
@@ -347,7 +371,7 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from eventtime.runner import run_scenario
 
-        settings: _Settings = self.config._eventtime  # type: ignore[attr-defined]
+        settings = _settings(self.config)
         fn = settings.resolve(self.target)
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         self.result = run_scenario(self.scenario, fn, session=_spark(self.config), timeout=settings.timeout,
@@ -373,29 +397,38 @@ class ScenarioItem(pytest.Item):
         return self.path, self.scenario.where.line - 1, f"scenario {self.scenario.name} [{_label(self.target)}]"
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when != "call":
-        return
-    for key, value in getattr(report, "user_properties", ()):
-        if key == _RESULT_KEY:
-            _RESULTS.append(json.loads(value))
+class _ResultsCollector:
+    """Gathers the results the items recorded and writes the `--eventtime-report-json` file; registered
+    only when that file is asked for, and not on xdist workers (their reports reach the controller)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.results: list[dict] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in getattr(report, "user_properties", ()):
+            if key == _RESULT_KEY:
+                self.results.append(json.loads(value))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from eventtime.resultsfile import build_document, write_results
+
+        command = " ".join(["pytest"] + [str(a) for a in session.config.invocation_params.args])
+        write_results(self.path, build_document(self.results, tool="pytest", command=command))
 
 
-_RESULTS: list[dict] = []
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller writes the file
-        return
-    path = config._eventtime.report_json  # type: ignore[attr-defined]
-    if not path:
-        return
-    from eventtime.resultsfile import build_document, write_results
-
-    command = " ".join(["pytest"] + [str(a) for a in config.invocation_params.args])
-    write_results(path, build_document(_RESULTS, tool="pytest", command=command))
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.stash.get(_COLLECTOR, None)
+    if collector is not None:
+        config.pluginmanager.unregister(collector)
+        del config.stash[_COLLECTOR]
+    for key in (_SETTINGS, _SPARK):
+        if key in config.stash:
+            del config.stash[key]
+    _PENDING_BINDINGS.clear()
 
 
 # -- fixtures ---------------------------------------------------------------------------------------
@@ -426,7 +459,7 @@ def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config) -> Cal
     `s.expect(rows=..., watermark=..., dropped=...)`, and `s.run()` (also run at the end of a `with`)."""
     from eventtime.builder import ScenarioBuilder
 
-    settings: _Settings = pytestconfig._eventtime  # type: ignore[attr-defined]
+    settings = _settings(pytestconfig)
 
     def make(contract: Any, pipeline: Any = None, **kwargs: Any) -> ScenarioBuilder:
         target = pipeline if pipeline is not None else settings.binding(getattr(contract, "name", contract))

@@ -4,10 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eventtime.harness.observations import BatchObservation
+
 from .model import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "StepResult",
-           "ScenarioResult"]
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "FailureInfo", "StepResult",
+           "ScenarioResult", "conclude"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
 
@@ -34,12 +36,26 @@ class CheckFailure:
 
 
 @dataclass
+class FailureInfo:
+    """A failure of the query or of the pipeline, kept for `expect: failure` and for reports."""
+
+    summary: str
+    error_classes: list[str] = field(default_factory=list)
+    exception_names: list[str] = field(default_factory=list)
+    text: str = ""
+    step: int = 0
+
+    def __str__(self) -> str:
+        return self.summary
+
+
+@dataclass
 class StepResult:
     index: int  # 1-based position in the file's step list; 0 = the implicit start
     kind: str
     where: Where | None
     status: str = PASSED  # passed | failed | error | skipped
-    batches: list[Any] = field(default_factory=list)  # harness BatchObservation
+    batches: list[BatchObservation] = field(default_factory=list)
     failures: list[CheckFailure] = field(default_factory=list)
     message: str | None = None
     watermark_ms: int | None = None  # global watermark after the step
@@ -62,7 +78,6 @@ class ScenarioResult:
     seconds: float = 0.0
     spark_version: str | None = None
     rerun: str | None = None
-    output_columns: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. checks the implementation is not judged on
     runtime: dict[str, str] = field(default_factory=dict)  # Spark / PySpark / Java versions, master
 
@@ -84,3 +99,22 @@ class ScenarioResult:
                 "implementation": self.implementation, "status": self.status, "reason": self.reason,
                 "seconds": round(self.seconds, 3), "spark_version": self.spark_version, "rerun": self.rerun,
                 "notes": list(self.notes), "steps": [s.to_dict() for s in self.steps]}
+
+
+def conclude(result: ScenarioResult, expected_failure_step: int | None = None) -> None:
+    """Set the scenario's verdict from its steps' (the one aggregation the Spark runner and the model
+    share): `error` if a step erred (the reason names the first), else `failed` if a check failed,
+    else `passed`. `expected_failure_step`: the step where the query failed when a `failure` check
+    expected that failure; that step did its job, so its error becomes a pass."""
+    if expected_failure_step is not None:
+        for sr in result.steps:
+            if sr.status == ERROR and sr.index == expected_failure_step:
+                sr.status = PASSED
+    first_error = next((s for s in result.steps if s.status == ERROR), None)
+    if first_error is not None:
+        result.status = ERROR
+        result.reason = f"step {first_error.index} ({first_error.kind}): {first_error.message}"
+    elif any(s.status == FAILED for s in result.steps):
+        result.status = FAILED
+    else:
+        result.status = PASSED

@@ -5,15 +5,16 @@ import importlib
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from . import model as m
 from .contracts import implementation_info
-from .judge import Observed, judge
+from .judge import Observed, judge_expect
+from .results import (ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo, ScenarioResult,
+                      StepResult, conclude)
 from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, pipeline_caller
-from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, ScenarioResult, StepResult
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
            "DEFAULT_TIMEOUT"]
@@ -69,20 +70,6 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     if missing:
         return f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
     return None
-
-
-@dataclass
-class FailureInfo:
-    """A failure of the query or of the pipeline, kept for `expect: failure` and for reports."""
-
-    summary: str
-    error_classes: list[str] = field(default_factory=list)
-    exception_names: list[str] = field(default_factory=list)
-    text: str = ""
-    step: int = 0
-
-    def __str__(self) -> str:
-        return self.summary
 
 
 def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:
@@ -187,7 +174,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
                     clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
                     name=None)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
-    window: list[Any] = []
+    since_expect: list[Any] = []
     failure: FailureInfo | None = None
     failure_consumed = False
     fatal = False
@@ -198,7 +185,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         try:
             batches = action()
             step_result.batches.extend(batches)
-            window.extend(batches)
+            since_expect.extend(batches)
         except QueryFailed as exc:
             failure = _failure_from(exc, compat, step_result.index)
             step_result.message = str(failure)
@@ -231,7 +218,6 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         start = StepResult(0, "start", scenario.where)
         result.steps.append(start)
         execute(start, lambda: run.start(query_conf))
-        result.output_columns = run.output_columns
         for step in scenario.steps:
             sr = StepResult(step.index, step.kind, step.where)
             result.steps.append(sr)
@@ -239,17 +225,15 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
                 sr.status = SKIPPED
                 continue
             if isinstance(step, m.ExpectStep):
-                if failure is not None and step.failure is None:
-                    sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
-                    continue
-                observed = Observed(window, list(run.history.values()), mode_used[0],
+                observed = Observed(since_expect, list(run.history.values()), mode_used[0],
                                     [c.name for c in scenario.contract.output], failure)
-                sr.failures = judge(step, observed, scenario, unjudged)
-                sr.status = FAILED if sr.failures else PASSED
+                judge_expect(sr, step, observed, scenario, unjudged)
+                if sr.status == SKIPPED:
+                    continue
                 sr.watermark_ms = observed.watermark_ms
                 if step.failure is not None and failure is not None:
                     failure_consumed = True
-                window = []
+                since_expect = []
                 continue
             if failure is not None:
                 sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
@@ -259,17 +243,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         run.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
-    if failure is not None and failure_consumed:
-        for sr in result.steps:  # the failure was expected: the step that hit it did its job
-            if sr.status == ERROR and sr.index == failure.step:
-                sr.status = PASSED
-    statuses = {s.status for s in result.steps}
-    if ERROR in statuses:
-        result.status = ERROR
-        first = next(s for s in result.steps if s.status == ERROR)
-        result.reason = f"step {first.index} ({first.kind}): {first.message}"
-    elif FAILED in statuses:
-        result.status = FAILED
+    conclude(result, failure.step if failure is not None and failure_consumed else None)
     result.seconds = time.monotonic() - started
     return result
 

@@ -35,7 +35,6 @@ for _names, _canon, _unit_micros in (
         _UNITS[_n] = (_canon, _unit_micros)
 
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*,?", re.IGNORECASE)
-_ORDER = ["month", "week", "day", "hour", "minute", "second", "millisecond", "microsecond"]
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ import re
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
+from .observations import BatchObservation
 from .sparkvalues import arrow_payload, from_spark_python, parse_schema, read_back_exprs, to_spark_python
 
 __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
@@ -115,37 +115,6 @@ class MemorySource:
         for rows in self._log:
             other.add(rows)
         return other
-
-
-@dataclass
-class BatchObservation:
-    """What one micro-batch did, as the harness saw it. Times are epoch milliseconds."""
-
-    batch_id: int
-    input_rows: int
-    timestamp_ms: int | None
-    watermark_before_ms: int | None
-    watermark_after_ms: int | None
-    rows: list[tuple] = field(default_factory=list)
-    dropped: int = 0
-    state_rows: int = 0
-    operators: list[dict] = field(default_factory=list)
-    event_time: dict[str, int] = field(default_factory=dict)
-    duration_ms: int | None = None
-    run: int = 0  # which start of the query ran it (0 = first)
-
-    @property
-    def has_data(self) -> bool:
-        return self.input_rows > 0
-
-    def to_dict(self) -> dict:
-        return {
-            "batch_id": self.batch_id, "input_rows": self.input_rows, "data": self.has_data,
-            "timestamp_ms": self.timestamp_ms, "watermark_before_ms": self.watermark_before_ms,
-            "watermark_after_ms": self.watermark_after_ms, "rows": [list(r) for r in self.rows],
-            "dropped": self.dropped, "state_rows": self.state_rows, "operators": self.operators,
-            "event_time": self.event_time, "duration_ms": self.duration_ms, "run": self.run,
-        }
 
 
 def _iso_ms(text: str | None) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .merge import Cell, Column, Matrix, Row
+from .merge import Cell, VersionColumn, Matrix, Row
 from .values import format_row, format_wm, output_types, scenario_date
 
 __all__ = ["Difference", "find_differences", "VERDICT", "BEHAVIOUR", "AVAILABILITY"]
@@ -72,7 +72,7 @@ def _step_label(row: Row, index: int, cell: Cell) -> str:
     return f"step {index}" + (f" (line {line})" if line is not None else "")
 
 
-def behaviour_details(row: Row, columns: Sequence[Column]) -> list[str]:
+def behaviour_details(row: Row, columns: Sequence[VersionColumn]) -> list[str]:
     """Each observation that differs between the applicable cells of `row`, with its value per column."""
     present = [c for c in columns if c.key in row.cells and row.cells[c.key].applicable]
     if len(present) < 2:

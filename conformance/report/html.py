@@ -9,7 +9,7 @@ import jinja2
 from ..concepts import CONCEPTS
 from .changes import Change
 from .differences import AVAILABILITY, Difference
-from .merge import Cell, Column, Matrix, Row
+from .merge import Cell, VersionColumn, Matrix, Row
 from .timeline import Timeline, build_timeline
 from .values import failure_lines, step_summary
 
@@ -18,7 +18,7 @@ __all__ = ["render_html", "environment"]
 
 @dataclass
 class Picture:
-    column: Column
+    column: VersionColumn
     cell: Cell
     timeline: Timeline | None
     failures: list[str]  # the failed expectations of this cell, as text
@@ -54,7 +54,7 @@ def _cell_failures(row: Row, cell: Cell) -> list[str]:
     return lines
 
 
-def _pictures(row: Row, columns: Sequence[Column], differs: bool) -> list[Picture]:
+def _pictures(row: Row, columns: Sequence[VersionColumn], differs: bool) -> list[Picture]:
     """Timelines for failing cells and, when versions differ, for every applicable cell; otherwise one
     passing cell (the newest Spark version's)."""
     present = [c for c in columns if c.key in row.cells and row.cells[c.key].applicable]

@@ -11,13 +11,13 @@ from packaging.version import InvalidVersion, Version
 from ..resultsfile import ResultsFile, ResultsFileError, read_results
 from ..textreport import certification_verdict, short_name, verdict_mark
 
-__all__ = ["Column", "Cell", "Row", "Matrix", "merge", "read_all", "STATUSES"]
+__all__ = ["VersionColumn", "Cell", "Row", "Matrix", "merge", "read_all", "STATUSES"]
 
 STATUSES = ("passed", "failed", "error", "not_applicable")
 
 
 @dataclass(frozen=True)
-class Column:
+class VersionColumn:
     """One Spark version; split per file when two files hold the same scenario on that version."""
 
     key: str
@@ -59,7 +59,7 @@ class Row:
     file: str | None
     tags: list[str]
     definition: dict[str, Any] | None
-    cells: dict[str, Cell] = field(default_factory=dict)  # Column.key -> Cell
+    cells: dict[str, Cell] = field(default_factory=dict)  # VersionColumn.key -> Cell
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -78,7 +78,7 @@ class Row:
 @dataclass
 class Matrix:
     files: list[ResultsFile]
-    columns: list[Column]
+    columns: list[VersionColumn]
     rows: list[Row]
     warnings: list[str]
 
@@ -203,7 +203,7 @@ def merge(files: Sequence[ResultsFile]) -> Matrix:
         for r in rf.results:
             by_version.setdefault(_result_version(rf, r), []).append((rf, r))
     labels = _file_labels(files)
-    columns: list[Column] = []
+    columns: list[VersionColumn] = []
     placed: list[tuple[str, ResultsFile, dict[str, Any]]] = []  # (column key, file, result)
     for version in sorted(by_version, key=version_key):
         entries = by_version[version]
@@ -214,10 +214,10 @@ def merge(files: Sequence[ResultsFile]) -> Matrix:
         if any(len(o) > 1 for o in owners.values()):
             for p in paths:
                 key = f"{version} ({labels[p]})"
-                columns.append(Column(key, version, (p,)))
+                columns.append(VersionColumn(key, version, (p,)))
                 placed += [(key, rf, r) for rf, r in entries if rf.path == p]
         else:
-            columns.append(Column(version, version, tuple(paths)))
+            columns.append(VersionColumn(version, version, tuple(paths)))
             placed += [(version, rf, r) for rf, r in entries]
 
     rows: dict[tuple[str, str], Row] = {}

@@ -63,7 +63,7 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class Output:
+class OutputMark:
     """An output row: a span (window or session) or, without one, a point at its first timestamp."""
 
     x: float
@@ -108,7 +108,7 @@ class Timeline:
     y_ticks: list[Tick] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     watermark: list[Segment] = field(default_factory=list)
-    outputs: list[Output] = field(default_factory=list)
+    outputs: list[OutputMark] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
     legend: list[LegendItem] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
@@ -318,7 +318,7 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
         for k, (r, s) in enumerate(spans):
             x = bx(i) + col_w * 0.6 + k * min(5.0, col_w * 0.32 / max(1, len(spans)))
             y1, y2 = (y(s[1]), y(s[0])) if s else (plot_bottom - 4, plot_bottom - 4)
-            tl.outputs.append(Output(round(x, 1), y1, y2, "output",
+            tl.outputs.append(OutputMark(round(x, 1), y1, y2, "output",
                                      f"batch {bid} wrote {format_row(r, out_types, date)}"))
     # connect consecutive watermark segments; a stub after the last batch shows the watermark it left
     joined = []
@@ -356,7 +356,7 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
         y1, y2 = (y(s[1]), y(s[0])) if s else (top + 6, top + 6)
         types = output_types(definition, cols)
         what = "expected, not produced" if kind == "missing" else "produced, not expected"
-        tl.outputs.append(Output(round(max(x, bx(col) + col_w * 0.5), 1), y1, y2, kind,
+        tl.outputs.append(OutputMark(round(max(x, bx(col) + col_w * 0.5), 1), y1, y2, kind,
                                  f"{kind} ({what}): {format_row(r, types, date)}"))
 
     # -- markers at batch boundaries ---------------------------------------------------------------

@@ -8,11 +8,12 @@ expectation), `failed` (a disagreement, located at the expectation's file:line) 
 """
 from __future__ import annotations
 
-from typing import Any
 
-from ..judge import Observed, judge
+from eventtime.harness.observations import BatchObservation
+
+from ..judge import Observed, judge_expect
 from ..model import ExpectStep, Scenario
-from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
+from ..results import ERROR, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
 from .simulate import ModelError, NotCovered, PredictedFailure, simulate
 
 __all__ = ["check_scenario", "MODEL_IMPLEMENTATION"]
@@ -36,47 +37,34 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
         return result
     mode = scenario.params.get("output_mode", "append")
     columns = [c.name for c in scenario.contract.output]
-    window: list = []
-    history: list = []
+    since_expect: list[BatchObservation] = []
+    history: list[BatchObservation] = []
     failed = _failure_info(sim.failure)
     consumed = False
     for obs in sim.steps:
         sr = StepResult(obs.index, obs.kind, obs.step.where if obs.step else scenario.where,
                         batches=list(obs.batches), watermark_ms=obs.watermark_ms)
         result.steps.append(sr)
-        window += obs.batches
+        since_expect += obs.batches
         history += obs.batches
         # as the runner does: after a failure only `failure` checks are judged, other steps are skipped
         failure_now = failed if sim.failure is not None and obs.index >= sim.failure.index else None
         if isinstance(obs.step, ExpectStep):
-            if failure_now is not None and obs.step.failure is None:
-                sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
+            judge_expect(sr, obs.step, Observed(since_expect, history, mode, columns, failure_now), scenario)
+            if sr.status == SKIPPED:
                 continue
-            sr.failures = judge(obs.step, Observed(window, history, mode, columns, failure_now), scenario)
-            sr.status = FAILED if sr.failures else PASSED
             consumed = consumed or (obs.step.failure is not None and failure_now is not None)
-            window = []
+            since_expect = []
         elif sim.failure is not None and obs.index == sim.failure.index:
             sr.status, sr.message = ERROR, f"the model predicts the query fails here: {sim.failure.message}"
         elif not obs.ran:
             sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
-    if consumed:
-        for sr in result.steps:  # the failure was expected: the step that hit it did its job
-            if sr.status == ERROR:
-                sr.status = PASSED
-    if any(s.status == ERROR for s in result.steps):
-        result.status = ERROR
-        first = next(s for s in result.steps if s.status == ERROR)
-        result.reason = f"step {first.index} ({first.kind}): {first.message}"
-    elif any(s.status == FAILED for s in result.steps):
-        result.status = FAILED
+    conclude(result, sim.failure.index if sim.failure is not None and consumed else None)
     return result
 
 
-def _failure_info(failure: PredictedFailure | None) -> Any:
-    """The predicted failure in the shape the judge reads for `failure` checks (the runner's FailureInfo)."""
+def _failure_info(failure: PredictedFailure | None) -> FailureInfo | None:
+    """The predicted failure as the judge reads a query's failure for `failure` checks."""
     if failure is None:
         return None
-    from ..runner import FailureInfo
-
     return FailureInfo(failure.message, [failure.error_class], [], failure.message, failure.index)

@@ -6,9 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["add_parsers", "run", "expectations_yaml", "COMMANDS"]
+__all__ = ["add_parsers", "run", "expectations_yaml"]
 
-COMMANDS = ("check-model", "expect")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
-    from ..cli import load_scenarios, scenario_files
+    from ..cli_files import load_scenarios, scenario_files
     from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED
     from ..textreport import describe_failure
     from .check import check_scenario
@@ -145,7 +144,7 @@ def expectations_yaml(sim: Any) -> str:
 
     sc = sim.scenario
     out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
-    for step, window, history in sim.observed_by_expects():
-        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, window, history), 6)
+    for step, since_expect, history in sim.observed_by_expects():
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, since_expect, history), 6)
         out += lines + [""]
     return "\n".join(out)

@@ -80,21 +80,21 @@ def rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario) -> str:
     return "[" + ", ".join(row_text(r, scenario) for r in rows) + "]"
 
 
-def model_checks(scenario: m.Scenario, window: Sequence[Any], history: Sequence[Any], *,
+def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Sequence[Any], *,
                  batches: bool = True) -> dict[str, Any]:
     """What the model observed at one expect step, as checks: key -> flow text (`batches` as a
-    list of flow mappings). `window` holds the batches since the previous expect, `history`
+    list of flow mappings). `since_expect` holds the batches since the previous expect, `history`
     every batch so far. Complete mode gets `output` (the latest table) instead of `rows`."""
     checks: dict[str, Any] = {}
     if scenario.params.get("output_mode", "append") == "complete":
         checks["output"] = rows_text(history[-1].rows if history else [], scenario)
     else:
-        checks["rows"] = rows_text([r for b in window for r in b.rows], scenario)
+        checks["rows"] = rows_text([r for b in since_expect for r in b.rows], scenario)
     checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
-    checks["dropped"] = str(sum(b.dropped for b in window))
+    checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
         checks["state_rows"] = str(history[-1].state_rows if history else 0)
-    stats = next((b.event_time for b in reversed(window) if b.event_time), None)
+    stats = next((b.event_time for b in reversed(since_expect) if b.event_time), None)
     if stats:
         # an avg that depends on the order Spark's tasks finish in is not expected (`avg_range` instead)
         checks["event_time"] = "{" + ", ".join(f"{k}: {_time(stats[k] * 1000, scenario)}"
@@ -107,7 +107,7 @@ def model_checks(scenario: m.Scenario, window: Sequence[Any], history: Sequence[
             f"watermark_after: {watermark_text(b.watermark_after_ms, scenario)}, dropped: {b.dropped}, "
             + (f"state_rows: {b.state_rows}, " if pinned else "")
             + f"rows: {rows_text(b.rows, scenario)}}}"
-            for b in window] or "0"
+            for b in since_expect] or "0"
     return checks
 
 
@@ -133,15 +133,15 @@ def insert_expectations(sim: Any) -> str:
     sc: m.Scenario = sim.scenario
     lines = list(sc.lines)
     inserts: list[tuple[int, list[str]]] = []  # (after line number, lines)
-    window: list[Any] = []
+    since_expect: list[Any] = []
     history: list[Any] = []
     last = sim.steps[-1].step if sim.steps else None
     failure = sim.failure
     for obs in sim.steps:
-        window += obs.batches
+        since_expect += obs.batches
         history += obs.batches
         if isinstance(obs.step, m.ExpectStep):
-            window = []
+            since_expect = []
             continue
         failing = failure is not None and obs.index == failure.index
         if obs.step is None or (obs.kind not in BATCH_STEPS and obs.step is not last and not failing):
@@ -156,9 +156,9 @@ def insert_expectations(sim: Any) -> str:
             inserts.append((end, [" " * dash + "- expect:",
                                   " " * (dash + 4) + f"failure: {{message: {FAILURE_TEXT[failure.error_class]}}}"]))
             break
-        block = [" " * dash + "- expect:"] + checks_block(model_checks(sc, window, history), dash + 4)
+        block = [" " * dash + "- expect:"] + checks_block(model_checks(sc, since_expect, history), dash + 4)
         inserts.append((end, block))
-        window = []
+        since_expect = []
     for after, block in reversed(inserts):
         lines[after:after] = block
     return "\n".join(lines) + "\n"
@@ -204,12 +204,12 @@ def _same_rows(expected: Sequence[tuple], actual: Sequence[tuple], ordered: bool
     return Counter(map(tuple, expected)) == Counter(map(tuple, actual))
 
 
-def _batch_field_edits(seq: yaml.SequenceNode, window: Sequence[Any], expected: Sequence[m.BatchCheck],
+def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], expected: Sequence[m.BatchCheck],
                        sc: m.Scenario) -> list[tuple[int, int, str]]:
     """Edits that set each field a `batches` entry has to the model's batch, leaving the fields the
     author chose (and the comments after the entries) alone; values that already agree keep their text."""
     edits = []
-    for item, b, want in zip(seq.value, window, expected):
+    for item, b, want in zip(seq.value, since_expect, expected):
         if not isinstance(item, yaml.MappingNode):
             raise WriteError(f"line {item.start_mark.line + 1}: a `batches` entry that is not a mapping")
         model = {
@@ -253,12 +253,12 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
         raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), by character index
     complete = sc.params.get("output_mode", "append") == "complete"
-    for node, (step, window, history) in zip(nodes, observed):
+    for node, (step, since_expect, history) in zip(nodes, observed):
         if step.failure is not None:
             continue
-        checks: dict[str, Any] = model_checks(sc, window, history)
+        checks: dict[str, Any] = model_checks(sc, since_expect, history)
         row_lists = {
-            "rows": [row_text(r, sc) for b in window for r in b.rows],
+            "rows": [row_text(r, sc) for b in since_expect for r in b.rows],
             "last_batch": [row_text(r, sc) for r in (history[-1].rows if history else [])],
             "output": [row_text(r, sc) for r in (history[-1].rows if history else [])] if complete
             else [row_text(r, sc) for b in history for r in b.rows],
@@ -266,7 +266,7 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
         block = not node.flow_style
         present = {k.value: (k, v) for k, v in node.value}
         model_rows = {
-            "rows": [r for b in window for r in b.rows],
+            "rows": [r for b in since_expect for r in b.rows],
             "last_batch": list(history[-1].rows) if history else [],
             "output": (list(history[-1].rows) if history else []) if complete else [r for b in history for r in b.rows],
         }
@@ -284,17 +284,17 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
             if key in row_lists:
                 new: Any = row_lists[key]
                 as_block = block and _is_block_list(v)
-            elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(window):
-                edits += _batch_field_edits(v, window, step.batches or (), sc)  # same batches: field by field
+            elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(since_expect):
+                edits += _batch_field_edits(v, since_expect, step.batches or (), sc)  # same batches: field by field
                 continue
             elif key == "batches" and isinstance(v, yaml.ScalarNode):
-                if step.batch_count == len(window):
+                if step.batch_count == len(since_expect):
                     continue
-                new, as_block = str(len(window)), False
+                new, as_block = str(len(since_expect)), False
             elif key == "batches":
-                new, as_block = (checks["batches"] if window else []), block
+                new, as_block = (checks["batches"] if since_expect else []), block
             elif key == "event_time" and isinstance(v, yaml.MappingNode) and "event_time" in checks:
-                stats = next(b.event_time for b in reversed(window) if b.event_time)
+                stats = next(b.event_time for b in reversed(since_expect) if b.event_time)
                 for fk, fv in v.value:  # only the statistics the author checks
                     if fk.value in stats and getattr(step.event_time, fk.value, None) != stats[fk.value] * 1000:
                         edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))

@@ -14,9 +14,9 @@ Watermarking"); StreamingSymmetricHashJoinExec and StreamingJoinHelper. The cond
   below its side's state watermark, since this batch's right rows may still match it; a right row
   unless it is at or below its side's state watermark, except that in a right or full outer join
   an unmatched right row is buffered anyway, so that its eviction at the end of the batch emits
-  its null row. Before that fix (measured on 3.5.3) no row below its state watermark was
-  buffered: such a left row could not match this batch's right rows, and no such row ever got a
-  null row. The model follows the fixed Spark (scenario `join/outer-row-evicted-on-arrival`).
+  its null row. Spark without that fix (3.4.3, 3.5.3 and older) buffers no row below its state
+  watermark: such a left row cannot match this batch's right rows, and no such row gets a null
+  row. The model follows the fixed Spark (scenario `join/outer-row-evicted-on-arrival`).
 - State watermarks (getStateValueWatermark), from the eviction watermark W: a left row can only
   match right rows above W, so it is kept while `l.ts > W - upper - 1 ms`; a right row while
   `r.ts > W + lower - 1 ms`. The extra millisecond is Spark's: for an inclusive bound it subtracts

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from eventtime.harness.stream import BatchObservation
+from eventtime.harness.observations import BatchObservation
 
 from .plans import Plan
 from .state import OperatorWatermarks

@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..model import Scenario
 from .aggregation import Aggregates, CountRows, StreamingAggregation, Sum
-from .dataflow import LatenessWindows
+from .lateness import LatenessWindows
 from .dedup import Deduplicate, DeduplicateWithinWatermark
 from .joins import IntervalJoin
 from .sessions import SESSION_OUTPUT_MODES, SessionAggregation
@@ -192,7 +192,7 @@ class Hold(Plan):
 
 class FlinkWindows(StatefulOperator):
     """The lateness_count pipeline's applyInPandasWithState function, as Spark runs it: Flink's window
-    operator (`dataflow.LatenessWindows`) driven by Spark's global watermark, whose delay the
+    operator (`lateness.LatenessWindows`) driven by Spark's global watermark, whose delay the
     pipeline sets to bound + 1 ms so that it equals Flink's bounded-out-of-orderness watermark.
 
     The operator's input has no event-time column Spark could filter by, so Spark drops nothing:

@@ -11,8 +11,8 @@ SessionWindowStateStoreSaveExec. The rules, per batch:
   late when its end is <= the watermark for late events, even if it overlaps a session of its key
   that is still open. It counts the partial aggregates that reach it: rows of one key with the
   same session in the same input partition count once. This holds in complete mode too (unlike a
-  time-window aggregate, which keeps late rows there): measured on Spark 4.3.0, found by the
-  differential test; the guide says only that complete mode keeps all aggregate state.
+  time-window aggregate, which keeps late rows there), although the guide says only that complete
+  mode keeps all aggregate state (scenario `session/complete-mode-drops-late-rows` pins it on Spark).
 - The rest merges with the key's sessions in state (touching sessions merge; see `windows`).
 - append: sessions whose end is <= the eviction watermark are removed and emitted, once.
   complete: nothing is evicted (late rows are still dropped); every batch emits every session. Update mode is rejected by

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from eventtime.harness.stream import BatchObservation
+from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
 from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
@@ -55,13 +55,13 @@ class Simulation:
 
     def observed_by_expects(self) -> list[tuple[m.ExpectStep, list[BatchObservation], list[BatchObservation]]]:
         """For each `expect`: (the step, batches since the previous expect, every batch so far)."""
-        out, window, history = [], [], []
+        out, since_expect, history = [], [], []
         for s in self.steps:
-            window += s.batches
+            since_expect += s.batches
             history += s.batches
             if isinstance(s.step, m.ExpectStep):
-                out.append((s.step, window, list(history)))
-                window = []
+                out.append((s.step, since_expect, list(history)))
+                since_expect = []
         return out
 
 

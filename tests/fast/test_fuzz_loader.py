@@ -69,7 +69,8 @@ def test_crashes_found_by_the_fuzzer(base_scenario, old, new, expected):
 
 
 def test_sources_of_the_wrong_type_with_an_add_step(base_scenario):
-    """Found by the long run: TypeError: argument of type 'int' is not iterable (an `add` naming a source)."""
+    """`sources` that is not a mapping, with an `add` naming a source: two problems with places, not a
+    TypeError from inside the loader."""
     text = base_scenario.replace("sources:\n  events:\n    columns: {key: string, ts: timestamp}\n"
                                  "    event_time: ts\n", "sources: 5\n")
     assert problems_of(text) == ["s.yaml:7:10: 'sources' must be a mapping, not an integer",

@@ -1,6 +1,7 @@
 """The pytest plugin without Spark: options, ini keys, usage errors, collection (pytester)."""
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -124,6 +125,52 @@ def test_bundled_suite_is_collected_against_the_bound_pipeline(pytester):
                                 "--eventtime-pipeline", "tumbling_count=jobs:count")
     result.stdout.fnmatch_lines([f"{n} tests collected*"])
     assert "[jobs:count]" in result.stdout.str()
+
+
+def test_a_conftest_binding_ends_with_its_session(pytester):
+    """Plugin state lives in the config's stash: a second in-process session, without the first one's
+    conftest, sees none of its bindings (before, a module global carried them over)."""
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    conftest = pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
+    pytester.runpytest("--collect-only", "-q").stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
+    conftest.unlink()
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]reference:tumbling_count[]]"])
+    assert "from_conftest" not in result.stdout.str()
+
+
+def test_a_binding_in_a_conftest_below_the_root_is_seen(pytester):
+    """bind() in a conftest pytest imports during collection (after configure) still binds."""
+    sub = pytester.mkpydir("jobs_tests")
+    (sub / "conftest.py").write_text("from eventtime.pytest_plugin import bind\nbind('tumbling_count', 'nested:fn')\n")
+    (sub / "mine.scenario.yaml").write_text(SCENARIO)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]nested:fn[]]"])
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_recorded_results_reach_the_json_file(pytester, xdist):
+    """`eventtime_record` results are written to --eventtime-report-json by the controller, once each;
+    without the option no file is written (the collector is registered only when asked for)."""
+    pytester.makepyfile(test_rec="""
+        import pytest
+        from eventtime.loader import find_scenario_files, load_scenario
+        from eventtime.scenarios import SUITE_DIR
+        from eventtime.semantics import check_scenario
+
+        FILES = sorted(find_scenario_files([SUITE_DIR])[0])[:3]
+
+        @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+        def test_one(path, eventtime_record):
+            eventtime_record(check_scenario(load_scenario(path)))
+    """)
+    out = pytester.path / "results.json"
+    pytester.runpytest_subprocess("-p", "no:randomly", *xdist).assert_outcomes(passed=3)
+    assert not out.exists()
+    pytester.runpytest_subprocess("-p", "no:randomly", "--eventtime-report-json", str(out), *xdist
+                                  ).assert_outcomes(passed=3)
+    doc = json.loads(out.read_text())
+    assert len(doc["results"]) == 3, doc.keys()
 
 
 # -- a consumer repository's own contracts ---------------------------------------------------------

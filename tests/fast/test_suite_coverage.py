@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from eventtime.concepts import CONCEPTS
+from eventtime.concepts import CONCEPTS, GUIDE_SECTIONS, SEED_TEXTS
 from eventtime.registry import CONTRACTS
 from eventtime.loader import find_scenario_files, load_scenario
 from eventtime.scenarios import SUITE_DIR
@@ -29,10 +29,45 @@ def test_every_tag_is_a_known_concept(sc):
     assert not unknown, f"{sc.path}: tags not in conformance/concepts.py: {unknown}"
 
 
+# `Spark guide, "Section"`, `Spark guide ("A", "B")`, `the Spark guide's "Section" and "Other"`
+_GUIDE = re.compile(r'(?:Spark guide|Programming Guide)(?:\'s)?\s*[,(:]?\s*((?:(?:,\s*|\s+and\s+|\s*/\s*)?"[^"]+")+)')
+_SEED = re.compile(r"\bseeds? (\d{3}(?:(?:, | and )\d{3})*)\b")
+_OTHER_REFERENCES = ("Spark SQL reference", "Spark configuration", "API docs")
+
+
+def citation_problems(description: str) -> list[str]:
+    """What is wrong with where a description says its rule is documented: a guide section or a seed
+    text that does not exist, or no citation at all."""
+    text = " ".join(description.split())
+    sections = [t for m in _GUIDE.finditer(text) for t in re.findall(r'"([^"]+)"', m.group(1))]
+    seeds = [n for m in _SEED.finditer(text) for n in re.findall(r"\d{3}", m.group(1))]
+    problems = [f"Spark guide section {t!r} is not in eventtime.concepts.GUIDE_SECTIONS"
+                for t in sections if t not in GUIDE_SECTIONS]
+    problems += [f"seed {n} is not a seed text (eventtime.concepts.SEED_TEXTS)" for n in seeds if n not in SEED_TEXTS]
+    if not sections and not seeds and not any(ref in text for ref in _OTHER_REFERENCES):
+        problems.append('names no source: a Spark guide section (Spark guide, "Output Modes"), a seed text '
+                        f"(seed 000) or one of {', '.join(_OTHER_REFERENCES)}")
+    return problems
+
+
 @pytest.mark.parametrize("sc", SCENARIOS, ids=lambda s: s.name)
 def test_every_description_says_where_the_rule_is_documented(sc):
-    assert re.search(r"Spark guide|Programming Guide|seed|Spark SQL reference|Spark configuration|API docs", sc.description), (
-        f"{sc.path}: the description must name where its rule is documented (a Spark guide section or a seed file)")
+    assert citation_problems(sc.description) == [], sc.path
+
+
+@pytest.mark.parametrize("description, problem", [
+    ('As the seed says, rows are late.', "names no source"),  # a bare word is no citation
+    ('Spark guide, "Late Data Handling": rows are late.', "'Late Data Handling' is not in"),
+    ('Flink drops them (seed 009).', "seed 009 is not a seed text"),
+    ('Spark guide ("Output Modes", "Watermarks Explained").', "'Watermarks Explained' is not in"),
+])
+def test_a_citation_that_names_nothing_real_is_refused(description, problem):
+    """Control for the check above: it can fail."""
+    problems = citation_problems(description)
+    assert len(problems) == 1 and problem in problems[0], problems
+    assert citation_problems(description.replace("009", "002").replace("Late Data Handling", "Output Modes")
+                             .replace("Watermarks Explained", "Triggers").replace("the seed says", "seed 000 says")
+                             ) == []
 
 
 @pytest.mark.parametrize("concept", sorted(CONCEPTS))

@@ -46,7 +46,10 @@ def test_passing_scenario_records_each_batch(spark):
     assert process.batches[0].watermark_before_ms == 0
     assert process.batches[0].watermark_after_ms == 1704067211000
     assert process.batches[1].rows == [("a", 1704067200000000, 1704067210000000, 1)]
-    json.dumps(result.to_dict(), default=str)  # the structured result serialises
+    doc = json.loads(json.dumps(result.to_dict()))  # plain JSON: no value needs a fallback to str
+    assert (doc["status"], doc["steps"][2]["kind"]) == ("passed", "process")
+    assert doc["steps"][2]["batches"][1]["rows"] == [["a", 1704067200000000, 1704067210000000, 1]]
+    assert doc["steps"][2]["batches"][0]["watermark_after_ms"] == 1704067211000
 
 
 def test_wrong_expectation_fails_with_a_diff_naming_file_and_line(spark):
@@ -153,7 +156,10 @@ def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_
 
     chosen = compat_for(spark).query_conf[CHECKPOINT_KEY]
     assert chosen.endswith(".FileSystemBasedCheckpointFileManager")
-    assert spark._jvm.java.lang.Class.forName(chosen) is not None
+    jclass = spark._jvm.java.lang.Class
+    manager = jclass.forName(chosen.rpartition(".")[0] + ".CheckpointFileManager")  # the interface beside it
+    assert manager.isAssignableFrom(jclass.forName(chosen))
+    assert not manager.isAssignableFrom(jclass.forName("java.lang.String"))  # control: the check can say no
     assert spark.conf.get(CHECKPOINT_KEY, None) is None
     assert _conf_seen_at_start(spark, tmp_path) == chosen
     assert spark.conf.get(CHECKPOINT_KEY, None) is None  # restored after the start

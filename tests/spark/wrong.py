@@ -1,7 +1,8 @@
 """Deliberately wrong implementations: the standard suite must reject every one of them.
 
 Each is a plausible mistake a data engineer makes, and each is listed in WRONG with the contract it
-claims to implement and what is wrong with it. `tests/spark/test_teeth.py` certifies them against
+claims to implement and what is wrong with it. Each must run: a scenario has to catch it by a
+wrong result (`failed`); a query Spark refuses outright (`error`) proves nothing about the suite. `tests/spark/test_teeth.py` certifies them against
 the suite and `benchmarks/kill_rate.py` records which scenarios catch each one.
 """
 from __future__ import annotations
@@ -107,10 +108,12 @@ def union_one_watermark_after_union(sources, params):
 
 
 # -- chained_window_count -------------------------------------------------------------------------
-def chained_outer_window_on_inner_end(sources, params):
+def chained_outer_window_slides_by_inner(sources, params):
+    """Passes the inner window's length as the outer window's slide: `window(col, duration, slide)`
+    read as (inner, outer), so the outer windows overlap and each inner window is counted twice."""
     events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
     per_key = events.groupBy(F.window("ts", params.window.interval).alias("w"), "key").count()
-    outer = F.window(F.col("w.end"), params.outer_window.interval).alias("w")
+    outer = F.window(F.window_time("w"), params.outer_window.interval, params.window.interval).alias("w")
     return (per_key.groupBy(outer).agg(F.count(F.lit(1)).alias("groups"), F.sum("count").alias("events"))
             .select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "groups", "events"))
 
@@ -151,8 +154,8 @@ WRONG = {
     "join_bound_one_sided": ("interval_join", join_bound_one_sided, "range condition only on one side of left.ts"),
     "union_one_watermark_after_union": ("union_tumbling_count", union_one_watermark_after_union,
                                         "one watermark on the union (smallest delay), policy ignored"),
-    "chained_outer_window_on_inner_end": ("chained_window_count", chained_outer_window_on_inner_end,
-                                          "second window placed by the inner window's end, not window_time"),
+    "chained_outer_window_slides_by_inner": ("chained_window_count", chained_outer_window_slides_by_inner,
+                                             "outer window slides by the inner window's length: windows overlap"),
     "inactivity_fires_at_equality": ("inactivity_timeout", inactivity_fires_at_equality,
                                      "the timeout fires when the watermark equals last_ts + timeout"),
 }
