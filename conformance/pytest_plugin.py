@@ -32,34 +32,44 @@ from typing import Any, Callable, Iterator
 import pytest
 
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
-_BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<target>\S+)\s*$")
+_BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _RESULT_KEY = "eventtime_result"
 
 # bind() runs while a conftest file is imported, before or after pytest_configure, and is not
 # handed the config: it records here, and the session drains this into its own stash
 # (`_Settings.binding`); pytest_unconfigure empties it, so no binding outlives its session.
-_PENDING_BINDINGS: dict[str, Any] = {}
+# (contract, folder or None) -> (pipeline, where bind() was called)
+_PENDING_BINDINGS: dict[tuple[str, str | None], tuple[Any, str]] = {}
 
 
-def bind(contract: str, pipeline: Any = None):
-    """Bind `contract` to a pipeline (`"module:function"` or a callable) for this test run.
+def bind(contract: str, pipeline: Any = None, *, under: str | None = None):
+    """Bind `contract` to a pipeline (`"module:function"` or a callable) for this test run; with
+    `under="tests/eu"`, only for the scenario files under that folder (relative to the rootdir).
 
     Used as a call (`bind("tumbling_count", "jobs.windows:count")`) or as a decorator
-    (`@bind("tumbling_count")`). Command-line and ini bindings win over these.
+    (`@bind("tumbling_count")`). A contract bound twice for one folder is a usage error naming both
+    places; the command line (`--eventtime-pipeline`) overrides every other binding.
     """
     import sys
 
-    _check_contract(contract, "bind()", Path(sys._getframe(1).f_code.co_filename).parent)
+    caller = sys._getframe(1)
+    where = f"bind() at {caller.f_code.co_filename}:{caller.f_lineno}"
+    _check_contract(contract, "bind()", Path(caller.f_code.co_filename).parent)
+
+    def record(target: Any) -> Any:
+        known = _PENDING_BINDINGS.get((contract, under))
+        if known is not None and known[0] is not target and known[0] != target:
+            raise pytest.UsageError(f"contract {contract!r} is bound twice: {_label(known[0])} ({known[1]}) and "
+                                    f"{_label(target)} ({where}); bind it once (or per folder: under=...)")
+        _PENDING_BINDINGS[(contract, under)] = (target, where)
+        return target
+
     if pipeline is None:
-        def decorate(fn):
-            _PENDING_BINDINGS[contract] = fn
-            return fn
-        return decorate
+        return record
     if isinstance(pipeline, str) and not _TARGET.match(pipeline):
         raise pytest.UsageError(f"bind({contract!r}, {pipeline!r}): a pipeline is 'module:function' or a callable")
-    _PENDING_BINDINGS[contract] = pipeline
-    return pipeline
+    return record(pipeline)
 
 
 def _contracts(root: Path | None = None) -> list[str]:
@@ -167,8 +177,9 @@ class _Settings:
             except MasterURLError as exc:
                 raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
-        self._hook_bindings: dict[str, Any] | None = None
-        self.conftest_bindings: dict[str, Any] = {}  # bind() calls of this session's conftest files
+        self._hook_bindings: dict[tuple[str, str | None], tuple[Any, str]] | None = None
+        # bind() calls of this session's conftest files: (contract, folder) -> (pipeline, where)
+        self.conftest_bindings: dict[tuple[str, str | None], tuple[Any, str]] = {}
         self._resolved: dict[str, Any] = {}
         self.config = config
 
@@ -178,17 +189,23 @@ class _Settings:
         _PENDING_BINDINGS.clear()
 
     @staticmethod
-    def _bindings(values: list[str], where: str, root: Path) -> dict[str, str]:
-        out = {}
+    def _bindings(values: list[str], where: str, root: Path) -> dict[tuple[str, str | None], tuple[Any, str]]:
+        out: dict[tuple[str, str | None], tuple[Any, str]] = {}
         for value in values:
             if not value.strip():
                 continue
             m = _BINDING.match(value)
             if not m or not _TARGET.match(m.group("target")):
-                raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION "
-                                        "(e.g. tumbling_count=my_jobs.windows:count)")
+                raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
+                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count)")
             _check_contract(m.group("contract"), where, root)
-            out[m.group("contract")] = m.group("target")
+            under = m.group("under").strip().strip("/") if m.group("under") else None
+            key = (m.group("contract"), under)
+            if key in out and out[key][0] != m.group("target"):
+                folder = f" for {under}" if under else ""
+                raise pytest.UsageError(f"{where}: contract {key[0]!r} is bound twice{folder}: {out[key][1]!r} and "
+                                        f"{value.strip()!r}; bind it once (or per folder: CONTRACT[FOLDER]=...)")
+            out[key] = (m.group("target"), value.strip())
         return out
 
     @property
@@ -200,19 +217,54 @@ class _Settings:
             self._lookup = ContractLookup(self.contract_dirs)
         return self._lookup
 
-    def binding(self, contract: str) -> Any:
-        """The pipeline bound to `contract` (a callable or 'module:function'), or None."""
+    def binding(self, contract: str, scenario: Path | None = None) -> Any:
+        """The pipeline bound to `contract` (a callable or 'module:function') for a scenario file at
+        `scenario` (the binding of the nearest folder above it, else the contract's), or None.
+        The command line overrides; an ini line and a conftest bind() or the hook for one contract
+        and folder are a usage error naming both."""
         if self._hook_bindings is None:
             self._hook_bindings = {}
             for result in self.config.hook.pytest_eventtime_pipelines(config=self.config):
                 for name, target in (result or {}).items():
                     _check_contract(name, "pytest_eventtime_pipelines()", self.config.rootpath)
-                    self._hook_bindings[name] = target
+                    self._hook_bindings[(name, None)] = (target, "pytest_eventtime_pipelines()")
         self.take_pending_bindings()  # conftest files below the root are imported during collection
-        for source in (self.cli_bindings, self.ini_bindings, self._hook_bindings, self.conftest_bindings):
-            if contract in source:
-                return source[contract]
+        levels = [("ini eventtime_pipelines", self.ini_bindings), ("the hook", self._hook_bindings),
+                  ("conftest", self.conftest_bindings)]
+        for key in {k for _, level in levels for k in level if k[0] == contract}:
+            places = [(name, level[key]) for name, level in levels if key in level]
+            targets = {id(t) if callable(t) else t for _, (t, _) in places}
+            if len(targets) > 1 and key not in self.cli_bindings:
+                both = " and ".join(f"{_label(t)} ({where})" for _, (t, where) in places)
+                raise pytest.UsageError(f"contract {contract!r} is bound twice: {both}; bind it once "
+                                        "(--eventtime-pipeline overrides for one run)")
+        for level in (self.cli_bindings, self.ini_bindings, self._hook_bindings, self.conftest_bindings):
+            found = self._nearest(level, contract, scenario)
+            if found is not None:
+                return found
         return None
+
+    def _nearest(self, level: dict[tuple[str, str | None], tuple[Any, str]], contract: str,
+                 scenario: Path | None) -> Any:
+        """The binding of `contract` in one level for the folder nearest above `scenario`."""
+        best, depth = None, -1
+        for (name, under), (target, _) in level.items():
+            if name != contract:
+                continue
+            if under is None:
+                if depth < 0:
+                    best, depth = target, 0
+                continue
+            if scenario is None:
+                continue
+            folder = (self.config.rootpath / under).resolve()
+            try:
+                scenario.resolve().relative_to(folder)
+            except ValueError:
+                continue
+            if len(folder.parts) > depth:
+                best, depth = target, len(folder.parts)
+        return best
 
     def resolve(self, target: Any) -> Callable:
         if callable(target):
@@ -298,7 +350,7 @@ class ScenarioFile(pytest.File):
             sc = load_scenario(self.path, display_path=str(display), contracts=settings.contracts)
         except ScenarioInvalid as exc:
             raise InvalidScenario(str(exc)) from None
-        bound = settings.binding(sc.contract.name)
+        bound = settings.binding(sc.contract.name, self.path)
         suite = bool(settings.suites) and _in_suite(self.path)
         if suite:  # --eventtime-suite: only the chosen contracts, only against the bound pipeline
             if sc.contract.name not in settings.suites:

@@ -89,9 +89,13 @@ def test_ini_and_conftest_bindings_and_precedence(pytester):
     pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
+    # an ini line as well: one contract bound twice is a usage error naming both (issue 17: the last
+    # binding used to win silently)
     pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = from_ini:fn\n")
     result = pytester.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*mine[[]from_ini:fn[]]"])
+    result.stdout.fnmatch_lines(["*contract 'tumbling_count' is bound twice: from_ini:fn (tumbling_count = from_ini:fn) "
+                                 "and from_conftest:fn (bind() at *conftest.py:2)*"])
+    # the command line overrides both, for one run
     result = pytester.runpytest("--collect-only", "-q", "--eventtime-pipeline", "tumbling_count=from_cli:fn")
     result.stdout.fnmatch_lines(["*mine[[]from_cli:fn[]]"])
 
@@ -217,3 +221,31 @@ def test_a_binding_naming_an_unknown_contract_is_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("--collect-only", "-q")
     result.stderr.fnmatch_lines(["*unknown contract 'page_click'; did you mean 'page_clicks'?*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_two_bindings_of_one_contract_are_a_usage_error_naming_both(pytester):
+    _consumer(pytester, 'eventtime_pipelines = ["page_clicks = jobs:count", "page_clicks = jobs:other"]')
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stderr.fnmatch_lines(["*contract 'page_clicks' is bound twice*'page_clicks = jobs:count'*"
+                                 "'page_clicks = jobs:other'*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_an_ini_binding_and_a_conftest_binding_of_one_contract_are_a_usage_error(pytester):
+    _consumer(pytester, 'eventtime_pipelines = ["page_clicks = jobs:count"]')
+    pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('page_clicks', 'jobs:other')\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*contract 'page_clicks' is bound twice: jobs:count (page_clicks = jobs:count) "
+                                 "and jobs:other (bind() at *conftest.py:2)*"])
+    assert result.ret != 0
+
+
+def test_one_repository_binds_pipelines_per_folder(pytester):
+    """Two teams, two jobs of one shape: the binding of the nearest folder above a scenario wins."""
+    _consumer(pytester, 'eventtime_pipelines = ["page_clicks = jobs:count", "page_clicks[tests/eu] = jobs:eu_count"]')
+    (pytester.path / "tests" / "eu").mkdir()
+    (pytester.path / "tests" / "eu" / "two.scenario.yaml").write_text(_USER_SCENARIO.replace("one-click", "two-click"))
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["tests/eu/two.scenario.yaml::two-click[[]jobs:eu_count[]]",
+                                 "tests/one.scenario.yaml::one-click[[]jobs:count[]]"])
+    assert result.ret == 0

@@ -44,7 +44,7 @@ def diff_out(tmp_path) -> Path:
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_spark_agrees_with_the_model(family, spark, diff_out):
-    from eventtime.contracts import CONTRACTS
+    from eventtime.registry import CONTRACTS
     from eventtime.harness.compat import compat_for
 
     missing = [f for f in CONTRACTS[family].requires if f not in compat_for(spark).features]
