@@ -38,7 +38,8 @@ class ScenarioBuilder:
     def __init__(self, contract: Any, *, pipeline: Any = None, params: Mapping[str, Any] | None = None,
                  sources: Mapping[str, Any] | None = None, conf: Mapping[str, Any] | None = None,
                  clock: Mapping[str, Any] | None = None, name: str | None = None, date: str | None = None,
-                 session: Any = None, timeout: float = 60.0, contracts: Any = None):
+                 session: Any = None, timeout: float = 60.0, contracts: Any = None,
+                 on_result: Any = None):
         """`contract`: a Contract, or a name looked up as a scenario file beside the calling test would
         look it up (contract files in the test's folder and above it, in `contracts`' folders (a
         ContractLookup), registered, bundled)."""
@@ -64,6 +65,7 @@ class ScenarioBuilder:
                 raise ValueError(f"unknown contract {contract!r}{did_you_mean(str(contract), names)} ({detail})")
             self.contract = found
         self.pipeline = pipeline
+        self.on_result = on_result  # called with each ScenarioResult (the pytest fixture records it)
         self.session = session
         self.timeout = timeout
         self.doc: dict[str, Any] = {
@@ -137,6 +139,8 @@ class ScenarioBuilder:
         scenario = load_scenario_text(self.yaml(), path=f"<scenario built at {self.origin}>", contracts=self.lookup,
                                       file=Path(self.origin_file))
         self.result = run_scenario(scenario, self.pipeline, session=self.session, timeout=self.timeout)
+        if self.on_result is not None:
+            self.on_result(self.result)
         if self.result.status in ("failed", "error"):
             raise AssertionError(describe_failure(self.result) + "\n  as YAML:\n"
                                  + "\n".join(f"    {n:>4} | {line}" for n, line in enumerate(self.yaml().splitlines(), 1)))

@@ -505,10 +505,12 @@ def eventtime_record(request: pytest.FixtureRequest) -> Callable[[Any], None]:
 
 
 @pytest.fixture
-def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config) -> Callable[..., Any]:
+def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config,
+                       eventtime_record: Callable[[Any], None]) -> Callable[..., Any]:
     """Factory for a scenario written in Python: `s = eventtime_scenario("tumbling_count", pipeline=fn,
     params={...})`, then `s.add(...)`, `s.process()`, `s.advance("5s")`, `s.stop()`, `s.start()`,
-    `s.expect(rows=..., watermark=..., dropped=...)`, and `s.run()` (also run at the end of a `with`)."""
+    `s.expect(rows=..., watermark=..., dropped=...)`, and `s.run()` (also run at the end of a `with`).
+    Every run goes into the `--eventtime-report-json` file, like a collected scenario file's."""
     from eventtime.builder import ScenarioBuilder
 
     settings = _settings(pytestconfig)
@@ -517,6 +519,6 @@ def eventtime_scenario(eventtime_spark: Any, pytestconfig: pytest.Config) -> Cal
         target = pipeline if pipeline is not None else settings.binding(getattr(contract, "name", contract))
         return ScenarioBuilder(contract, pipeline=settings.resolve(target) if target is not None else None,
                                session=eventtime_spark, timeout=settings.timeout, contracts=settings.contracts,
-                               **kwargs)
+                               on_result=eventtime_record, **kwargs)
 
     return make

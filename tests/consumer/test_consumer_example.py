@@ -65,9 +65,9 @@ def test_the_shops_own_contracts_scenarios_and_python_test_pass_under_xdist(cons
     assert rc == 0, out
     assert "6 passed" in out, out
     data = json.loads((project / "results.json").read_text())
-    assert {r["scenario"] for r in data["results"]} == {
+    assert {r["scenario"] for r in data["results"]} == {  # the scenario files and the Python fixture test
         "window-emitted-when-watermark-passes", "out-of-order-click-is-counted", "late-click-is-dropped",
-        "bad-payload-is-dropped", "bridging-click-merges-two-sessions"}
+        "bad-payload-is-dropped", "bridging-click-merges-two-sessions", "python-user-sessions"}
     assert {r["implementation"] for r in data["results"]} == {"shop.clicks:transform", "shop.sessions:transform"}
     assert all(r["status"] == "passed" for r in data["results"])
 
