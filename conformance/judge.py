@@ -66,7 +66,8 @@ def _rows_equal(a: tuple, b: tuple) -> bool:
 
 
 def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: bool = False,
-               types: Sequence[ColumnType] | None = None) -> tuple[list[tuple], list[tuple]]:
+               types: Sequence[ColumnType] | None = None, rel_tol: float | None = None
+               ) -> tuple[list[tuple], list[tuple]]:
     """(missing, unexpected): expected rows not produced, produced rows not expected (multisets).
 
     With the columns' `types`, values compare as `ColumnType.equal` says (exact, float/double within a
@@ -76,9 +77,10 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
         actual = [tuple(t.canonical(v) for t, v in zip(types, row)) if len(row) == len(types) else row
                   for row in actual]
         typed = list(types)
+        tol = REL_TOL if rel_tol is None else rel_tol
 
         def same(a: tuple, b: tuple) -> bool:
-            return len(a) == len(b) and all(t.equal(x, y) for t, x, y in zip(typed, a, b))
+            return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(typed, a, b))
         approximate = any(t.approximate for t in types)
     else:
         same = _rows_equal
@@ -141,14 +143,14 @@ def judge_expect(result: StepResult, step: ExpectStep, observed: Observed, scena
 
 def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     out: list[CheckFailure] = []
-    names = tuple(c.name for c in scenario.contract.output)
-    types = [c.ctype for c in scenario.contract.output]
+    names, types, pick = _compared(step, scenario)
     if step.failure is not None:
         return _judge_failure(step, observed)
     if observed.failure is not None:
         return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
     for check in step.rows:
-        out.extend(_judge_rows(check, observed.rows(check.scope), step.ordered, names, types))
+        out.extend(_judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
+                               step.tolerance))
     if step.watermark is not None:
         actual = observed.watermark_ms
         if actual * 1000 != step.watermark:
@@ -179,9 +181,20 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     return out
 
 
+def _compared(step: ExpectStep, scenario: Scenario) -> tuple[tuple[str, ...], list[ColumnType], Any]:
+    """The output columns an expect's row checks compare (`columns:` / `ignore:`, else all), their types,
+    and a function that picks those values out of an output row (which holds every output column)."""
+    output = scenario.contract.output
+    if step.columns is None:
+        return tuple(c.name for c in output), [c.ctype for c in output], lambda row: row
+    positions = [next(i for i, c in enumerate(output) if c.name == name) for name in step.columns]
+    return (tuple(step.columns), [output[i].ctype for i in positions],
+            lambda row: tuple(row[i] for i in positions) if len(row) == len(output) else row)
+
+
 def _judge_rows(check: RowsCheck, actual: list[tuple], ordered: bool, names: tuple[str, ...],
-                types: Sequence[ColumnType] | None = None) -> list[CheckFailure]:
-    missing, unexpected = match_rows(check.rows, actual, ordered=ordered, types=types)
+                types: Sequence[ColumnType] | None = None, tolerance: float | None = None) -> list[CheckFailure]:
+    missing, unexpected = match_rows(check.rows, actual, ordered=ordered, types=types, rel_tol=tolerance)
     if not missing and not unexpected:
         return []
     what = {"rows": "rows since the previous expect", "output": "the whole output",
@@ -204,12 +217,14 @@ def _judge_batches(step: ExpectStep, observed: Observed, scenario: Scenario, nam
         return out
     for i, (want, got) in enumerate(zip(step.batches, observed.since_expect)):
         label = f"batch {got.batch_id} (#{i + 1} since the previous expect)"
-        out.extend(_judge_batch(want, got, label, scenario, names))
+        out.extend(_judge_batch(want, got, label, scenario, names, step))
     return out
 
 
-def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: Scenario, names: tuple[str, ...]
-                 ) -> list[CheckFailure]:
+def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: Scenario, names: tuple[str, ...],
+                 step: ExpectStep) -> list[CheckFailure]:
+    _, types, pick = _compared(step, scenario)
+    tolerance = step.tolerance
     out = []
     if want.data is not None and want.data != got.has_data:
         out.append(CheckFailure("batches", want.where,
@@ -227,7 +242,7 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
                                     expected=expected, actual=actual, part=field_name))
     if want.rows is not None:
-        missing, unexpected = match_rows(want.rows, got.rows, types=[c.ctype for c in scenario.contract.output])
+        missing, unexpected = match_rows(want.rows, [pick(r) for r in got.rows], types=types, rel_tol=tolerance)
         if missing or unexpected:
             out.append(CheckFailure("batches", want.where,
                                     f"{label}: rows: {len(missing)} missing, {len(unexpected)} unexpected",

@@ -706,6 +706,10 @@ class _Builder:
     def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.Step:
         out_cols = contract.output
         what = f"the output of contract {contract.name!r}"
+        selected = self.selected_columns(body, contract, path)
+        if selected is not None:
+            out_cols = tuple(c for name in selected for c in contract.output if c.name == name)
+            what += f" ({', '.join(selected)})"
         checks = []
         for scope in ("rows", "output", "last_batch"):
             if scope in body:
@@ -753,7 +757,34 @@ class _Builder:
             where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
-            batches=batches, event_time=event_time, failure=failure)
+            batches=batches, event_time=event_time, failure=failure, columns=selected,
+            tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
+
+    def selected_columns(self, body: dict, contract: Contract, path: tuple) -> tuple[str, ...] | None:
+        """`columns: [...]` (these, in this order) or `ignore: [...]` (the others): what row checks compare."""
+        names = list(contract.output_names)
+        if "columns" in body and "ignore" in body:
+            self.c.at(path + ("ignore",), "give `columns` (what to compare) or `ignore` (what not to), not both",
+                      key=True)
+            return None
+        for key in ("columns", "ignore"):
+            given = body.get(key)
+            if not isinstance(given, list):
+                continue
+            bad = [i for i, n in enumerate(given) if n not in names]
+            for i in bad:
+                self.c.at(path + (key, i), f"contract {contract.name!r} has no output column {given[i]!r}"
+                                           f"{did_you_mean(str(given[i]), names)} (columns: {', '.join(names)})")
+            if bad:
+                return None
+            if key == "columns":
+                return tuple(given)
+            kept = tuple(n for n in names if n not in given)
+            if not kept:
+                self.c.at(path + (key,), "`ignore` leaves no column to compare")
+                return None
+            return kept
+        return None
 
 
 def find_scenario_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:

@@ -172,6 +172,9 @@ class ExpectStep(Step):
     batches: tuple[BatchCheck, ...] | None = None
     event_time: EventTimeCheck | None = None
     failure: FailureCheck | None = None
+    # `columns:` / `ignore:`: the output columns its row checks give and compare, in that order (None: all)
+    columns: tuple[str, ...] | None = None
+    tolerance: float | None = None  # relative, for float/double values in row checks (None: the default)
     kind = "expect"
 
 

@@ -227,6 +227,8 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
+    "/$defs/expect/properties/columns/items": "output column name, checked against the contract",
+    "/$defs/expect/properties/ignore/items": "output column name, checked against the contract",
     "/$defs/expect/properties/failure/properties/error_class": "text to find in the error",
     "/$defs/expect/properties/failure/properties/exception": "text to find in the error",
     "/$defs/expect/properties/failure/properties/message": "text to find in the error",

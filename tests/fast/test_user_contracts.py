@@ -329,3 +329,61 @@ def test_the_model_predicts_nothing_for_a_users_contract(project, capsys):
     bundled = next(SUITE_DIR.glob("tumbling/*.scenario.yaml"))
     assert main(["check-model", str(bundled)]) == 0
     assert "1 agree" in capsys.readouterr().out
+
+
+# -- what an expectation compares ------------------------------------------------------------------
+EXPECT = '''  - expect:
+      rows:
+        - [home, NL, {start: "00:00:00", end: "00:05:00"}, 1, "12.10", {x: 1}]
+'''
+
+
+def test_an_expect_may_name_the_columns_it_checks_or_ignore_some(project):
+    assert EXPECT in SCENARIO
+    text = SCENARIO.replace(EXPECT, "  - expect:\n      columns: [clicks, page]\n      rows: [[1, home]]\n"
+                                    "  - expect:\n      ignore: [window, meta]\n      rows: [[home, NL, 1, 12.10]]\n"
+                                    "      tolerance: 0.001\n")
+    sc = load_scenario(write(project, "one.scenario.yaml", text))
+    first, second = [s for s in sc.steps if s.kind == "expect"]
+    assert first.columns == ("clicks", "page") and first.rows[0].rows == ((1, "home"),)
+    assert second.columns == ("page", "country", "clicks", "revenue") and second.tolerance == 0.001
+    assert second.rows[0].rows == (("home", "NL", 1, decimal.Decimal("12.10")),)
+
+
+@pytest.mark.parametrize("expect, place, message", [
+    ("columns: [clicks, pgae]", (11, 25), "has no output column 'pgae'; did you mean 'page'?"),
+    ("columns: [page]\n      ignore: [meta]", (12, 7), "give `columns` (what to compare) or `ignore`"),
+    ("ignore: [page, country, window, clicks, revenue, meta]", (11, 15), "`ignore` leaves no column to compare"),
+])
+def test_a_bad_column_selection_is_an_error_at_its_place(project, expect, place, message):
+    text = SCENARIO.replace(EXPECT, EXPECT.replace("  - expect:\n", f"  - expect:\n      {expect}\n"))
+    found = problems(write(project, "one.scenario.yaml", text))
+    assert any(f":{place[0]}:{place[1]}: " in p and message in p for p in found), found
+
+
+def test_rows_compare_on_the_selected_columns_with_the_given_tolerance():
+    from eventtime.judge import match_rows
+
+    double, long = parse_type("double"), parse_type("long")
+    assert match_rows([(1.0, 1)], [(1.0005, 1)], types=[double, long], rel_tol=0.001) == ([], [])
+    assert match_rows([(1.0, 1)], [(1.0005, 1)], types=[double, long]) == ([(1.0, 1)], [(1.0005, 1)])
+    assert match_rows([(1.0, 1)], [(1.0, 1.0)], types=[double, long]) == ([(1.0, 1)], [(1.0, 1.0)])
+
+
+def test_the_judge_compares_only_the_selected_columns_of_each_output_row(project):
+    """A selected expect passes on rows whose other columns differ, and fails (naming the selected
+    columns) when a selected value differs: the control."""
+    from eventtime.harness.observations import BatchObservation
+    from eventtime.judge import Observed, judge
+
+    text = SCENARIO.replace(EXPECT, "  - expect:\n      columns: [clicks, page]\n      rows: [[1, home]]\n")
+    sc = load_scenario(write(project, "one.scenario.yaml", text))
+    (step,) = [s for s in sc.steps if s.kind == "expect"]
+    row = ("home", "NL", (0, 300_000_000), 1, decimal.Decimal("99.99"), (("y", 2),))
+    batch = BatchObservation(batch_id=0, input_rows=1, timestamp_ms=0, watermark_before_ms=0,
+                             watermark_after_ms=0, rows=[row])
+    assert judge(step, Observed([batch], [batch], "append", sc.contract.output_names), sc) == []
+    batch.rows = [row[:3] + (2,) + row[4:]]
+    (failure,) = judge(step, Observed([batch], [batch], "append", sc.contract.output_names), sc)
+    assert failure.columns == ("clicks", "page") and failure.missing == [(1, "home")]
+    assert failure.unexpected == [(2, "home")]
