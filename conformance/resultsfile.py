@@ -10,7 +10,10 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import platform
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -19,7 +22,8 @@ from . import model as m
 from .results import ScenarioResult
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultsFileError", "ResultsFile", "scenario_definition",
-           "result_record", "build_document", "write_results", "read_results", "project_version"]
+           "result_record", "build_document", "write_results", "read_results", "project_version", "ResultsWriter",
+           "RUNNING"]
 
 FORMAT = "eventtime-results"
 FORMAT_VERSION = 1
@@ -187,10 +191,62 @@ def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: 
 
 
 def write_results(path: str | Path, document: Mapping[str, Any]) -> Path:
+    """Write the file atomically: a reader (or a run that ends mid-write) sees the old file or the
+    new one, never half of one. The text goes to a temporary file in the same directory, is flushed
+    to disk, and replaces the file in one rename."""
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return out
+
+
+# The reason an incomplete file gives while its run is still going: what a reader sees if the
+# process that writes it is killed outright (SIGKILL), when nothing is left to say otherwise.
+RUNNING = "the run was still going when this file was last written (the process ended without finishing it)"
+
+
+class ResultsWriter:
+    """The results file of a run, written as the run goes: after every verdict, marked incomplete
+    until `finish` (with no reason: complete) or `finish(reason)` (incomplete, saying why)."""
+
+    def __init__(self, path: str | Path, *, tool: str, command: str | None, started_at: str,
+                 master: str | None = None):
+        self.path, self.tool, self.command, self.started_at, self.master = path, tool, command, started_at, master
+        self.records: list[dict[str, Any]] = []
+        self._t0 = time.monotonic()
+
+    def add(self, result: ScenarioResult) -> None:
+        self.records.append(result_record(result))
+        self._write({"reason": RUNNING})
+
+    def finish(self, reason: str | None = None, not_run: Iterable[tuple[str, str, str]] = ()) -> Path:
+        """The last write. `reason`: why the run ended before its end (None: it completed).
+        `not_run`: (scenario, file, implementation) of each pair the run did not get to."""
+        incomplete = None
+        if reason is not None:
+            incomplete = {"reason": reason,
+                          "not_run": [{"scenario": s, "file": f, "implementation": i} for s, f, i in not_run]}
+        return self._write(incomplete)
+
+    def _write(self, incomplete: Mapping[str, Any] | None) -> Path:
+        document = build_document(self.records, tool=self.tool, command=self.command, started_at=self.started_at,
+                                  seconds=time.monotonic() - self._t0, master=self.master)
+        if incomplete is not None:
+            document["incomplete"] = dict(incomplete)
+        return write_results(self.path, document)
 
 
 @dataclass
@@ -203,6 +259,7 @@ class ResultsFile:
     results: list[dict[str, Any]]
     format_version: int
     warnings: list[str]
+    incomplete: dict[str, Any] | None = None  # the run ended before its end: {"reason", "not_run"}
 
     @property
     def spark_version(self) -> str:
@@ -249,5 +306,8 @@ def read_results(path: str | Path) -> ResultsFile:
             raise ResultsFileError(name, f"result #{i + 1} lacks 'scenario', 'implementation' or 'status'")
         r.setdefault("runtime", {})
         r.setdefault("steps", [])
+    incomplete = doc.get("incomplete")
+    if incomplete is not None and not isinstance(incomplete, dict):
+        raise ResultsFileError(name, "'incomplete' is not an object with a 'reason'")
     return ResultsFile(name, dict(doc.get("run") or {}), dict(doc.get("scenarios") or {}), doc["results"],
-                       int(doc["format_version"]), warnings)
+                       int(doc["format_version"]), warnings, incomplete)
