@@ -265,7 +265,7 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    spark = get_session(master=args.master)
+    spark = _own_sigint(get_session(master=args.master))
     version, master = spark.version, spark.sparkContext.master  # asked once: the driver may die later
     pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
              for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
@@ -278,7 +278,7 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     def fresh() -> Any:
         print(f"eventtime: starting a fresh Spark session for the scenarios left "
               f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
-        return fresh_session(master=args.master)
+        return _own_sigint(fresh_session(master=args.master))
 
     recovery = Recovery(fresh=fresh, limit=MAX_DEATHS)
     results = []
@@ -314,6 +314,10 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     failures = [r for r in results if r.status in ("failed", "error")]
     for r in failures:
         print()
+        if r.cause == "driver_died":  # its message was printed when it happened: once is enough
+            print(f"ERROR {r.scenario.name} ({r.scenario.path}) with {r.implementation}: the Spark driver "
+                  f"died under it (the message above says how); re-run: {r.rerun}")
+            continue
         print(describe_failure(r))
     if not_run:
         print()
@@ -339,6 +343,18 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
     return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+
+
+def _own_sigint(spark: Any) -> Any:
+    """Take Ctrl-C back from PySpark: its handler (installed with each SparkContext) cancels jobs
+    through py4j from inside the signal handler, on the connection the interrupted call is using
+    (py4j then fails with a reentrant call). Plain KeyboardInterrupt unwinds the run instead, and
+    the running query is stopped on the way out."""
+    import signal
+
+    if _main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return spark
 
 
 def _main_thread() -> bool:

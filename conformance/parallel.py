@@ -103,9 +103,9 @@ class Recovery:
         self.not_run = list(left)
         first = (result.reason or "").splitlines()[0]
         if self.fresh is None or self.limit <= 0:
-            self.gave_up = f"not run: the Spark driver died and this run does not recover ({first})"
+            self.gave_up = f"the Spark driver died and this run does not recover ({first})"
         else:
-            self.gave_up = (f"not run: the Spark driver died {self.in_a_row} times in a row without a "
+            self.gave_up = (f"the Spark driver died {self.in_a_row} times in a row without a "
                             f"scenario completing in between (last: {first})")
         return False
 

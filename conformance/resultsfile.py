@@ -307,7 +307,11 @@ def read_results(path: str | Path) -> ResultsFile:
         r.setdefault("runtime", {})
         r.setdefault("steps", [])
     incomplete = doc.get("incomplete")
-    if incomplete is not None and not isinstance(incomplete, dict):
-        raise ResultsFileError(name, "'incomplete' is not an object with a 'reason'")
+    if incomplete is not None:
+        if not isinstance(incomplete, dict) or not isinstance(incomplete.get("reason"), str):
+            raise ResultsFileError(name, "'incomplete' is not an object with a 'reason'")
+        not_run = incomplete.get("not_run") or []
+        warnings.append(f"{name}: an incomplete run ({incomplete['reason']}): {len(doc['results'])} verdicts"
+                        + (f", {len(not_run)} scenario × implementation pairs not run" if not_run else ""))
     return ResultsFile(name, dict(doc.get("run") or {}), dict(doc.get("scenarios") or {}), doc["results"],
                        int(doc["format_version"]), warnings, incomplete)

@@ -299,9 +299,13 @@ def _any_dead(within: float = 0.0) -> bool:
 class _DeadDriverFilter(logging.Filter):
     """py4j logs every broken connection with a traceback (its client and callback threads, some on
     the root logger); once a driver JVM has died those are the death said again in py4j's words,
-    and the harness says it once. Only py4j's records and lost connections are dropped."""
+    and the harness says it once. Only py4j's records and lost connections are dropped, and records
+    of a call cut by an interrupt (KeyboardInterrupt and the like), which the interrupted caller reports."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], BaseException) and not isinstance(
+                record.exc_info[1], Exception):
+            return False  # Ctrl-C or SIGTERM cut a py4j call: the caller says it was interrupted
         lost = bool(record.exc_info and connection_lost(record.exc_info[1]))
         return not ((record.name.startswith("py4j") or lost) and _any_dead(_DEATH_WAIT if lost else 0.0))
 
