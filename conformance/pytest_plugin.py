@@ -267,7 +267,16 @@ def _spark(config: pytest.Config) -> Any:
         from eventtime.harness.session import get_session
 
         _SESSION.append(get_session(master=config._eventtime.master))  # type: ignore[attr-defined]
+    _SESSION[0] = _live(_SESSION[0], config)
     return _SESSION[0]
+
+
+def _live(spark: Any, config: pytest.Config) -> Any:
+    """Issue 22: after the driver JVM died under an item (which failed saying so), the next items
+    on this process (xdist worker) get a fresh session, not a cascade of connection errors."""
+    from eventtime.harness.session import live_session
+
+    return live_session(spark, master=config._eventtime.master)  # type: ignore[attr-defined]
 
 
 class ScenarioFailed(Exception):

@@ -17,7 +17,8 @@ from typing import Any, Mapping
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
-           "DriverDeath", "connection_lost", "driver_death", "discard_dead_session", "fresh_session"]
+           "DriverDeath", "connection_lost", "driver_death", "discard_dead_session", "fresh_session",
+           "live_session"]
 
 DEFAULT_MASTER = "local[2]"
 
@@ -296,6 +297,17 @@ def _any_dead(within: float = 0.0) -> bool:
         time.sleep(0.05)
 
 
+def _interrupted(exc: BaseException | None) -> bool:
+    """Whether an exception is, or came from, an interrupt (KeyboardInterrupt, the CLI's SIGTERM):
+    a BaseException that is not an Exception."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if not isinstance(exc, Exception):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
+
+
 class _DeadDriverFilter(logging.Filter):
     """py4j logs every broken connection with a traceback (its client and callback threads, some on
     the root logger); once a driver JVM has died those are the death said again in py4j's words,
@@ -303,8 +315,7 @@ class _DeadDriverFilter(logging.Filter):
     of a call cut by an interrupt (KeyboardInterrupt and the like), which the interrupted caller reports."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], BaseException) and not isinstance(
-                record.exc_info[1], Exception):
+        if record.exc_info and _interrupted(record.exc_info[1]):
             return False  # Ctrl-C or SIGTERM cut a py4j call: the caller says it was interrupted
         lost = bool(record.exc_info and connection_lost(record.exc_info[1]))
         return not ((record.name.startswith("py4j") or lost) and _any_dead(_DEATH_WAIT if lost else 0.0))
@@ -377,3 +388,12 @@ def fresh_session(master: str | None = None, conf: Mapping[str, str] | None = No
     """A new SparkSession on a new driver JVM, after the last one died."""
     discard_dead_session()
     return get_session(master=master, conf=conf)
+
+
+def live_session(spark: Any, master: str | None = None, conf: Mapping[str, str] | None = None) -> Any:
+    """`spark` while its driver JVM lives; once it has died, a fresh session on a new JVM (for a
+    process that keeps one session, e.g. a pytest worker: the item that saw the death failed with
+    it, and the items after it run on the new session instead of failing on the dead one)."""
+    if driver_death(spark) is None:
+        return spark
+    return fresh_session(master=master, conf=conf)

@@ -104,20 +104,19 @@ def kills_driver(sources, params):
 
     where, _, which = os.environ.get("EVENTTIME_TEST_KILL", "").partition(":")
     _BUILDS[0] += 1
-    df = tumbling_count(sources, params)
     hit = which == "all" or (which.isdigit() and int(which) == _BUILDS[0])
     if hit and where == "build":
-        os.kill(_jvm_pid(df), signal.SIGKILL)
+        os.kill(_jvm_pid(sources["events"]), signal.SIGKILL)
     if hit and where == "batch":
-        pid = _jvm_pid(df)
+        pid = _jvm_pid(sources["events"])
 
-        @F.udf(LongType())
-        def kill(x):
+        @F.udf("string")
+        def kill(key):  # on the input side: runs for the first row of the first batch with rows
             import os
             import signal
 
             os.kill(pid, signal.SIGKILL)
-            return x
+            return key
 
-        return df.withColumn("count", kill(F.col("count")))
-    return df
+        sources = {**sources, "events": sources["events"].withColumn("key", kill(F.col("key")))}
+    return tumbling_count(sources, params)

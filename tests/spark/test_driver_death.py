@@ -17,7 +17,7 @@ import pytest
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).parents[2]
-# the first has a restart (build 2 is that restart) and its step 10 processes rows of the third start
+# the first has a restart (its second build) after step 2 has processed its first rows
 SCENARIOS = ["restart/restart-keeps-window-exactly-once", "tumbling/append-late-row-dropped",
              "tumbling/out-of-order-across-batches", "tumbling/window-bounds", "tumbling/complete-mode"]
 PIPELINE = "tests.spark.pipelines:kills_driver"
@@ -94,7 +94,7 @@ def _check_clean(text):
     assert "Py4J" not in text and "ConnectionRefused" not in text and "ConnectionReset" not in text, text[-4000:]
 
 
-@pytest.mark.parametrize("kill, step", [("batch:3", "step 10 (process)"), ("build:2", "step 4 (restart)")],
+@pytest.mark.parametrize("kill, step", [("batch:1", "step 2 (process)"), ("build:2", "step 4 (restart)")],
                          ids=["mid-step", "during-a-restart"])
 def test_a_driver_killed_mid_run_loses_no_verdict_and_the_run_goes_on_in_a_fresh_session(tmp_path, kill, step):
     proc, t0 = _start(tmp_path, kill)
@@ -181,3 +181,25 @@ def _state(pid):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def test_under_pytest_xdist_the_item_that_saw_the_death_fails_with_it_and_the_next_get_a_fresh_session(tmp_path):
+    folder = _scenarios(tmp_path)
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\neventtime_pipelines =\n    tumbling_count = {PIPELINE}\n")
+    env = {**os.environ, "EVENTTIME_TEST_KILL": "batch:1",  # per worker process: its first query
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-rA", str(folder),
+                           "--eventtime-report-json", str(tmp_path / "results.json")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND * 2)
+    text = proc.stdout + proc.stderr
+    assert time.monotonic() - t0 < BOUND * 2
+    doc = _results(tmp_path)
+    died = [r for r in doc.results if r.get("cause") == "driver_died"]
+    # each worker's first query killed its JVM: that item failed with the death, and every later
+    # item of the worker passed on a fresh session
+    assert 1 <= len(died) <= 2 and len(doc.results) == len(SCENARIOS), text[-4000:]
+    assert all(r["status"] == "passed" for r in doc.results if r.get("cause") is None), text[-4000:]
+    assert f"{len(died)} failed, {len(SCENARIOS) - len(died)} passed" in text, text[-4000:]
+    assert text.count("the Spark driver died: its JVM") == len(died), text[-6000:]
+    assert "ConnectionRefused" not in text and "Py4JNetworkError" not in text, text[-6000:]
