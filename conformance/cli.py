@@ -1,4 +1,5 @@
-"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage)."""
+"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage,
+130 Ctrl-C, 143 SIGTERM; `run` and `certify` write their results file before either of the last two)."""
 from __future__ import annotations
 
 import argparse

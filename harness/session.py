@@ -352,6 +352,9 @@ def discard_dead_session() -> None:
     with _LOCK:
         sc = getattr(SparkContext, "_active_spark_context", None)
         gateway = getattr(SparkContext, "_gateway", None)
+        session = getattr(SparkSession, "_instantiatedSession", None)
+        if session is not None:  # a cluster session's stop at exit (get_session) would fail on the dead JVM
+            atexit.unregister(session.stop)
         if sc is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # "Unable to cleanly shutdown Spark JVM process": known
