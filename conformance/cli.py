@@ -257,8 +257,6 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
-    from eventtime.harness.session import fresh_session, get_session
-
     from .parallel import Pair, Recovery, run_pairs
     from .resultsfile import ResultsWriter
     from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
@@ -266,7 +264,9 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    spark = _own_sigint(get_session(master=args.master))
+    spark = _start_session(args.master)
+    if spark is None:
+        return EXIT_FAILED
     version, master = spark.version, spark.sparkContext.master  # asked once: the driver may die later
     pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
              for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
@@ -279,7 +279,10 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     def fresh() -> Any:
         print(f"eventtime: starting a fresh Spark session for the scenarios left "
               f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
-        return _own_sigint(fresh_session(master=args.master))
+        session = _start_session(args.master, fresh=True)
+        if session is None:
+            raise _NoDriver()
+        return session
 
     recovery = Recovery(fresh=fresh, limit=MAX_DEATHS)
     results = []
@@ -298,6 +301,8 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         ended = ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
     except Terminated:
         ended = ("terminated (SIGTERM)", EXIT_TERMINATED)
+    except _NoDriver:
+        ended = (f"the Spark driver died {MAX_DEATHS} times in a row while starting", EXIT_FAILED)
     except Exception as exc:
         # a bug of the kit: the results so far are written, then the traceback is shown as it is
         if writer is not None:
@@ -344,6 +349,31 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
     return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+
+
+class _NoDriver(Exception):
+    """No driver JVM could be started: each died while its session was created."""
+
+
+def _start_session(master: str | None, fresh: bool = False) -> Any:
+    """The run's session (`fresh`: on a new JVM, the last one died); a JVM that dies while the
+    session is created is said as any death is and another is started, up to MAX_DEATHS in a row.
+    None when none could be started (the deaths have been printed)."""
+    from eventtime.harness.session import connection_lost, discard_dead_session, get_session, launch_death
+
+    for _ in range(MAX_DEATHS):
+        try:
+            if fresh:
+                discard_dead_session()
+            return _own_sigint(get_session(master=master))
+        except Exception as exc:
+            death = launch_death(within=10.0 if connection_lost(exc) else 1.0)
+            if death is None:
+                raise
+            print(f"eventtime: {death.message('while its session was starting')}", file=sys.stderr, flush=True)
+            fresh = True
+    print(f"eventtime: error: the Spark driver died {MAX_DEATHS} times in a row while starting", file=sys.stderr)
+    return None
 
 
 def _own_sigint(spark: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
-           "DriverDeath", "connection_lost", "driver_death", "discard_dead_session", "fresh_session",
+           "DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "fresh_session",
            "live_session"]
 
 DEFAULT_MASTER = "local[2]"
@@ -55,6 +55,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     # Python workers (createDataFrame, UDFs) must run the interpreter that runs the harness, not
     # whichever `python3` comes first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    _quiet_py4j_logs()  # from the launch on: a JVM can die while its session is being created
     with _LOCK:
         active = SparkSession.getActiveSession()
         if active is not None:
@@ -272,6 +273,25 @@ def driver_death(spark: Any, within: float = 0.0) -> DriverDeath | None:
     return DriverDeath(driver.pid, status, error_file, _error_lines(error_file), dict(driver.memory))
 
 
+def launch_death(within: float = _DEATH_WAIT) -> DriverDeath | None:
+    """What is known of a driver JVM that died while its session was being created (before the
+    harness could note anything of it): None when PySpark launched no JVM or it still runs."""
+    from pyspark import SparkContext
+
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    if proc is None:
+        return None
+    deadline = time.monotonic() + within
+    while proc.poll() is None:
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+    found = [f for d in dict.fromkeys([os.getcwd(), tempfile.gettempdir()])
+             for f in glob.glob(os.path.join(d, f"hs_err_pid{proc.pid}.log"))]
+    error_file = found[0] if found else None
+    return DriverDeath(proc.pid, proc.poll(), error_file, _error_lines(error_file), {})
+
+
 def _error_lines(path: str | None, limit: int = 6) -> list[str]:
     """The summary at the top of an hs_err file: its `#` lines that say what happened."""
     if not path:
@@ -285,12 +305,19 @@ def _error_lines(path: str | None, limit: int = 6) -> list[str]:
     return [line for line in said if line and not line.startswith(("If you would like", "http", "The crash"))][:limit]
 
 
+def _launch_died() -> bool:
+    """Whether the JVM PySpark launched last (possibly still being set up) has ended."""
+    context = sys.modules.get("pyspark")
+    proc = getattr(getattr(getattr(context, "SparkContext", None), "_gateway", None), "proc", None)
+    return proc is not None and proc.poll() is not None
+
+
 def _any_dead(within: float = 0.0) -> bool:
     """Whether a driver JVM of this process has died; `within`: wait that long for its exit to be
     reported (a lost connection is seen a moment before the process can be reaped), polling."""
     deadline = time.monotonic() + within
     while True:
-        if any(_exit_status(d) is not None for d in list(_DRIVERS.values())):
+        if any(_exit_status(d) is not None for d in list(_DRIVERS.values())) or _launch_died():
             return True
         if time.monotonic() >= deadline:
             return False
@@ -324,11 +351,15 @@ class _DeadDriverFilter(logging.Filter):
 _FILTER = _DeadDriverFilter()
 
 
-def _quiet_py4j_after_death(spark: Any) -> None:
+def _quiet_py4j_logs() -> None:
     for name in ("", "py4j", "py4j.clientserver", "py4j.java_gateway"):
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+def _quiet_py4j_after_death(spark: Any) -> None:
+    _quiet_py4j_logs()
     # PySpark's accumulator server (a socketserver) prints a traceback of its own when the JVM's
     # connection to it breaks; the same death again
     server = getattr(spark.sparkContext, "_accumulatorServer", None)
