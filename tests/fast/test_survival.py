@@ -251,3 +251,50 @@ def test_a_lost_connection_is_told_from_other_errors(exc, lost):
             raise RuntimeError("wrapped") from inner
     except RuntimeError as outer:
         assert hs.connection_lost(outer) is lost
+
+
+# -- a JVM that dies while its session starts ----------------------------------------------------------
+
+def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the_bound(monkeypatch, capsys):
+    from eventtime import cli
+
+    tries = []
+
+    def get_session(master=None):
+        tries.append(master)
+        if len(tries) < 3:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        return "a live session"
+
+    death = hs.DriverDeath(77, -signal.SIGKILL, None, [], {})
+    monkeypatch.setattr(hs, "get_session", get_session)
+    monkeypatch.setattr(hs, "launch_death", lambda within: death)
+    monkeypatch.setattr(hs, "discard_dead_session", lambda: None)
+    monkeypatch.setattr(cli, "_own_sigint", lambda spark: spark)
+    assert cli._start_session("local[2]") == "a live session" and len(tries) == 3
+    err = capsys.readouterr().err
+    assert err.count("the Spark driver died: its JVM (pid 77) was killed by SIGKILL while its session was starting") == 2
+
+    tries.clear()
+    monkeypatch.setattr(cli, "MAX_DEATHS", 2)  # the bound: two deaths, no third start
+    assert cli._start_session("local[2]") is None and len(tries) == 2
+    assert "died 2 times in a row while starting" in capsys.readouterr().err
+
+
+def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
+    from eventtime import cli
+
+    def get_session(master=None):
+        raise ValueError("a bad master URL")
+
+    monkeypatch.setattr(hs, "get_session", get_session)
+    monkeypatch.setattr(hs, "launch_death", lambda within: None)  # the JVM lives, or none was launched
+    with pytest.raises(ValueError, match="a bad master URL"):
+        cli._start_session("local[2]")
+
+
+def test_a_live_session_is_kept_and_a_dead_one_replaced(monkeypatch, tmp_path):
+    monkeypatch.setattr(hs, "fresh_session", lambda master=None, conf=None: "fresh")
+    alive = _dead_spark(monkeypatch, None, tmp_path, pid=1)
+    assert hs.live_session(alive) is alive  # control
+    assert hs.live_session(_dead_spark(monkeypatch, -signal.SIGKILL, tmp_path, pid=2)) == "fresh"
