@@ -194,9 +194,12 @@ def write_results(path: str | Path, document: Mapping[str, Any]) -> Path:
     """Write the file atomically: a reader (or a run that ends mid-write) sees the old file or the
     new one, never half of one. The text goes to a temporary file in the same directory, is flushed
     to disk, and replaces the file in one rename."""
+    return _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def _write_text(path: str | Path, text: str) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -220,16 +223,27 @@ RUNNING = "the run was still going when this file was last written (the process 
 
 class ResultsWriter:
     """The results file of a run, written as the run goes: after every verdict, marked incomplete
-    until `finish` (with no reason: complete) or `finish(reason)` (incomplete, saying why)."""
+    until `finish` (with no reason: complete) or `finish(reason)` (incomplete, saying why).
+
+    Each record is turned into JSON text once, when it is added, and every write splices those
+    texts into the document: the same file `write_results(build_document(...))` writes, without
+    encoding the whole run again at every verdict (the indented encoder is pure Python: a
+    200-result file took ~0.25 s to encode, each time)."""
 
     def __init__(self, path: str | Path, *, tool: str, command: str | None, started_at: str,
                  master: str | None = None):
         self.path, self.tool, self.command, self.started_at, self.master = path, tool, command, started_at, master
-        self.records: list[dict[str, Any]] = []
+        self._results: list[tuple[tuple[str, str, str], str, dict[str, Any]]] = []  # (order, text, summary)
+        self._definitions: dict[str, str] = {}
         self._t0 = time.monotonic()
 
     def add(self, result: ScenarioResult) -> None:
-        self.records.append(result_record(result))
+        record = result_record(result)
+        definition = record.pop("definition")
+        self._definitions.setdefault(definition["name"], _nested(definition))
+        order = (record.get("contract", ""), record.get("scenario", ""), record.get("implementation", ""))
+        summary = {k: record.get(k) for k in ("status", "runtime")}
+        self._results.append((order, _nested(record), summary))
         self._write({"reason": RUNNING})
 
     def finish(self, reason: str | None = None, not_run: Iterable[tuple[str, str, str]] = ()) -> Path:
@@ -242,11 +256,27 @@ class ResultsWriter:
         return self._write(incomplete)
 
     def _write(self, incomplete: Mapping[str, Any] | None) -> Path:
-        document = build_document(self.records, tool=self.tool, command=self.command, started_at=self.started_at,
+        document = build_document([summary for _, _, summary in self._results], tool=self.tool,
+                                  command=self.command, started_at=self.started_at,
                                   seconds=time.monotonic() - self._t0, master=self.master)
+        document["scenarios"], document["results"] = _SCENARIOS, _RESULTS
         if incomplete is not None:
             document["incomplete"] = dict(incomplete)
-        return write_results(self.path, document)
+        text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+        scenarios = ("{\n" + ",\n".join(f"  {json.dumps(name)}: {self._definitions[name]}"
+                                          for name in sorted(self._definitions)) + "\n }") if self._definitions else "{}"
+        results = ("[\n" + ",\n".join("  " + t for _, t, _ in sorted(self._results, key=lambda r: r[0]))
+                   + "\n ]") if self._results else "[]"
+        text = text.replace(json.dumps(_SCENARIOS), scenarios, 1).replace(json.dumps(_RESULTS), results, 1)
+        return _write_text(self.path, text)
+
+
+_SCENARIOS, _RESULTS = "\u0000scenarios", "\u0000results"  # placeholders no real value can hold
+
+
+def _nested(value: Any) -> str:
+    """`value` as JSON text indented as a value one level inside the document (indent 1)."""
+    return json.dumps(value, indent=1, allow_nan=False).replace("\n", "\n  ")
 
 
 @dataclass

@@ -298,3 +298,24 @@ def test_a_live_session_is_kept_and_a_dead_one_replaced(monkeypatch, tmp_path):
     alive = _dead_spark(monkeypatch, None, tmp_path, pid=1)
     assert hs.live_session(alive) is alive  # control
     assert hs.live_session(_dead_spark(monkeypatch, -signal.SIGKILL, tmp_path, pid=2)) == "fresh"
+
+
+def test_the_writer_writes_what_build_document_writes(tmp_path):
+    from eventtime.resultsfile import build_document, result_record
+
+    results = [_result("tumbling/append-late-row-dropped.scenario.yaml"),
+               _result("tumbling/window-bounds.scenario.yaml", PASSED),
+               _result("tumbling/append-late-row-dropped.scenario.yaml", PASSED)]
+    results[2].implementation = "a.first:fn"  # sorts before the others of its scenario
+    writer = ResultsWriter(tmp_path / "w.json", tool="run", command="c", started_at="2026-01-01T00:00:00Z")
+    for r in results:
+        writer.add(r)
+    writer.finish()
+    whole = write_results(tmp_path / "b.json", build_document(
+        [result_record(r) for r in results], tool="run", command="c", started_at="2026-01-01T00:00:00Z"))
+    spliced, built = json.loads((tmp_path / "w.json").read_text()), json.loads(whole.read_text())
+    for doc in (spliced, built):
+        doc["run"].pop("finished_at"), doc["run"].pop("seconds")
+    assert spliced == built
+    assert [r["implementation"] for r in spliced["results"]][:2] == ["a.first:fn", "pkg.mod:fn"]
+    assert (tmp_path / "w.json").read_text().count("\n") == whole.read_text().count("\n")  # indented alike
