@@ -287,6 +287,7 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     recovery = Recovery(fresh=fresh, limit=MAX_DEATHS)
     results = []
     ended: tuple[str, int] | None = None  # (why the run stopped early, exit code)
+    said: set[str] = set()  # the driver deaths whose message has been printed
     try:
         for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
                                 recovery=recovery):
@@ -296,7 +297,10 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
             if not args.quiet or result.status in ("failed", "error"):
                 print(summary_line(result), flush=True)
             if result.cause == "driver_died":
-                print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
+                jvm = (result.reason or "").split(")", 1)[0]  # "the Spark driver died: its JVM (pid N"
+                if jvm not in said:  # with --jobs, every pair running on that JVM died with it: say it once
+                    said.add(jvm)
+                    print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         ended = ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
     except Terminated:

@@ -205,7 +205,8 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
                     completed = True
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-            pool_sessions.activate(session)  # get_session() returns the caller's session again
+            if death is None:  # get_session() returns the caller's session again (a dead one: no)
+                pool_sessions.activate(session)
         if death is None:
             return
         if not recovery.died(completed, death, left):

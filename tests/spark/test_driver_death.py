@@ -33,12 +33,12 @@ def _scenarios(tmp_path):
     return folder
 
 
-def _start(tmp_path, kill=""):
+def _start(tmp_path, kill="", *extra):
     env = {**os.environ, "EVENTTIME_TEST_KILL": kill,
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     out = open(tmp_path / "out.txt", "w")
     proc = subprocess.Popen([sys.executable, "-m", "eventtime.cli", "run", str(_scenarios(tmp_path)),
-                             "--pipeline", PIPELINE, "--json", str(tmp_path / "results.json")],
+                             "--pipeline", PIPELINE, "--json", str(tmp_path / "results.json"), *extra],
                             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
     return proc, time.monotonic()
 
@@ -115,6 +115,21 @@ def test_a_driver_killed_mid_run_loses_no_verdict_and_the_run_goes_on_in_a_fresh
     assert sorted(s for s in statuses if s[0] != "restart-keeps-window-exactly-once") == sorted(
         (n, "passed", None) for n in ("tumbling-append-late-row-dropped", "tumbling-out-of-order-across-batches",
                                       "tumbling-window-bounds", "tumbling-complete-mode"))
+    assert "1 driver death" in text.splitlines()[-1]
+
+
+def test_with_jobs_every_pair_on_the_dead_driver_says_so_and_the_rest_run_on_a_fresh_one(tmp_path):
+    proc, t0 = _start(tmp_path, "batch:1", "--jobs", "2")
+    rc, seconds = _finish(proc, t0)
+    text = _output(tmp_path)
+    assert rc == 1, text[-3000:]
+    _check_clean(text)
+    assert text.count("the Spark driver died: its JVM") == 1, text  # one death, said once
+    doc = _results(tmp_path)
+    assert doc.incomplete is None and len(doc.results) == len(SCENARIOS)
+    died = [r["scenario"] for r in doc.results if r.get("cause") == "driver_died"]
+    assert "restart-keeps-window-exactly-once" in died and len(died) <= 2  # and the pair beside it, if running
+    assert all(r["status"] == "passed" for r in doc.results if r["scenario"] not in died)
     assert "1 driver death" in text.splitlines()[-1]
 
 
