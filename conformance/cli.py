@@ -363,7 +363,7 @@ def _start_session(master: str | None, fresh: bool = False) -> Any:
     """The run's session (`fresh`: on a new JVM, the last one died); a JVM that dies while the
     session is created is said as any death is and another is started, up to MAX_DEATHS in a row.
     None when none could be started (the deaths have been printed)."""
-    from eventtime.harness.session import connection_lost, discard_dead_session, get_session, launch_death
+    from eventtime.harness.session import discard_dead_session, get_session, launch_death
 
     for _ in range(MAX_DEATHS):
         try:
@@ -371,7 +371,7 @@ def _start_session(master: str | None, fresh: bool = False) -> Any:
                 discard_dead_session()
             return _own_sigint(get_session(master=master))
         except Exception as exc:
-            death = launch_death(within=10.0 if connection_lost(exc) else 1.0)
+            death = launch_death(after=exc)
             if death is None:
                 raise
             print(f"eventtime: {death.message('while its session was starting')}", file=sys.stderr, flush=True)

@@ -120,7 +120,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     DRIVER_DIED and whose reason is one message (what died, in which step, what is known of why,
     what to try); the session is dead from then on (`eventtime.harness.session.fresh_session`).
     """
-    from eventtime.harness.session import connection_lost, driver_death, get_session
+    from eventtime.harness.session import driver_death, get_session
 
     started = time.monotonic()
     ref = pipeline if isinstance(pipeline, str) else None
@@ -133,25 +133,24 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     except Exception as exc:
         # outside a step (the sources, the runtime info): a dead driver is said as such, anything
         # else is the kit's own bug and keeps its traceback
-        death = driver_death(spark, within=_DEATH_WAIT if connection_lost(exc) else 0.0)
+        death = driver_death(spark, after=exc)
         if death is None:
             raise
         result = ScenarioResult(scenario, impl_name, ERROR, rerun=rerun)
-        result.status, result.cause = ERROR, DRIVER_DIED
-        result.reason = death.message(f"before scenario {scenario.name} [{impl_name}] started its query")
+        result.cause = DRIVER_DIED
+        step = died[0][1] if died else None
+        result.reason = death.message(f"during step {step.index} ({step.kind}) of scenario {scenario.name} "
+                                      f"[{impl_name}]" if step else
+                                      f"before scenario {scenario.name} [{impl_name}] started its query")
         result.seconds = time.monotonic() - started
         return result
-
-
-# How long a lost py4j connection waits for the JVM's exit to be reported (see `driver_death`).
-_DEATH_WAIT = 10.0
 
 
 def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: Any, impl_name: str,
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
                   died: list[Any]) -> ScenarioResult:
     from eventtime.harness.compat import compat_for
-    from eventtime.harness.session import connection_lost, driver_death, runtime_info
+    from eventtime.harness.session import driver_death, runtime_info
     from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
 
     compat = compat_for(spark)
@@ -216,7 +215,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                 batches = action()
             except Exception as exc:
                 # whatever py4j raised when the JVM went away, the fact is one: the driver died
-                death = driver_death(spark, within=_DEATH_WAIT if connection_lost(exc) else 0.0)
+                death = driver_death(spark, after=exc)
                 if death is None:
                     raise
                 died.append((death, step_result))

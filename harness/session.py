@@ -246,18 +246,18 @@ def connection_lost(exc: BaseException | None) -> bool:
     return False
 
 
-def driver_death(spark: Any, within: float = 0.0) -> DriverDeath | None:
+def driver_death(spark: Any, after: BaseException | None = None) -> DriverDeath | None:
     """What is known of `spark`'s driver JVM if it has died; None while it lives (or for a session
     this process cannot see the JVM of).
 
-    `within`: how long to wait for the JVM's end to be reported. py4j sees its sockets close while
-    the kernel is still tearing the process down, a moment before the parent can reap it; a caller
-    that saw the connection go (`connection_lost`) waits for the exit status, bounded, polling."""
+    `after`: the exception that made the caller ask. py4j sees its sockets close while the kernel
+    is still tearing the process down, a moment before the parent can reap it: after a lost
+    connection (`connection_lost`) the exit status is waited for, bounded (_DEATH_WAIT), polling."""
     gateway = _gateway_of(spark)
     driver = _DRIVERS.get(id(gateway)) if gateway is not None else None
     if driver is None:
         return None
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + (_DEATH_WAIT if connection_lost(after) else 0.0)
     status = _exit_status(driver)
     while status is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -273,15 +273,17 @@ def driver_death(spark: Any, within: float = 0.0) -> DriverDeath | None:
     return DriverDeath(driver.pid, status, error_file, _error_lines(error_file), dict(driver.memory))
 
 
-def launch_death(within: float = _DEATH_WAIT) -> DriverDeath | None:
+def launch_death(after: BaseException | None = None) -> DriverDeath | None:
     """What is known of a driver JVM that died while its session was being created (before the
-    harness could note anything of it): None when PySpark launched no JVM or it still runs."""
+    harness could note anything of it): None when PySpark launched no JVM or it still runs.
+    `after`: the exception the creation raised (a lost connection waits for the exit as
+    `driver_death` does; anything else, a second)."""
     from pyspark import SparkContext
 
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
     if proc is None:
         return None
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + (_DEATH_WAIT if connection_lost(after) else 1.0)
     while proc.poll() is None:
         if time.monotonic() >= deadline:
             return None

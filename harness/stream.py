@@ -308,9 +308,9 @@ class StreamRun:
         except HarnessError:
             pass
         except Exception as exc:  # noqa: BLE001 - py4j's errors, re-raised unless the JVM is gone
-            from .session import connection_lost, driver_death
+            from .session import driver_death
 
-            if driver_death(self.spark, within=10.0 if connection_lost(exc) else 0.0) is None:
+            if driver_death(self.spark, after=exc) is None:
                 raise
             self.clock.free()
 

@@ -268,7 +268,7 @@ def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the
 
     death = hs.DriverDeath(77, -signal.SIGKILL, None, [], {})
     monkeypatch.setattr(hs, "get_session", get_session)
-    monkeypatch.setattr(hs, "launch_death", lambda within: death)
+    monkeypatch.setattr(hs, "launch_death", lambda after=None: death)
     monkeypatch.setattr(hs, "discard_dead_session", lambda: None)
     monkeypatch.setattr(cli, "_own_sigint", lambda spark: spark)
     assert cli._start_session("local[2]") == "a live session" and len(tries) == 3
@@ -288,7 +288,7 @@ def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
         raise ValueError("a bad master URL")
 
     monkeypatch.setattr(hs, "get_session", get_session)
-    monkeypatch.setattr(hs, "launch_death", lambda within: None)  # the JVM lives, or none was launched
+    monkeypatch.setattr(hs, "launch_death", lambda after=None: None)  # the JVM lives, or none was launched
     with pytest.raises(ValueError, match="a bad master URL"):
         cli._start_session("local[2]")
 
