@@ -103,9 +103,13 @@ def one_round(work: Path, delay: float, bound: float) -> dict:
     return {"seconds": time.monotonic() - t0, "killed": killed, "hit": hit, "hang": hang,
             "lost": max(printed - held, 0) + max(len(SCENARIOS) - held - not_run, 0),
             "tracebacks": int("Traceback" in text or "Py4JNetworkError" in text or "ConnectionRefused" in text),
-            "unclear": int(hit and died != 1), "after_death": held - 1 - sum(
-                1 for r in (doc.get("results") if held else []) if r.get("cause")) if hit else 0,
-            "rc": proc.returncode}
+            "unclear": int(hit and died != 1), "after_death": _after_death(text), "rc": proc.returncode}
+
+
+def _after_death(text: str) -> int:
+    """Verdicts printed after the first death message: scenarios that completed on a fresh session."""
+    at = text.find("the Spark driver died: its JVM")
+    return 0 if at < 0 else sum(1 for line in _verdicts(text[at:]) if not line.startswith("ERROR "))
 
 
 def main() -> int:

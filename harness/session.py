@@ -210,7 +210,8 @@ class DriverDeath:
 
     def message(self, where: str = "") -> str:
         """One message for a person: what died, where, what is known of why, and what to try."""
-        lines = [f"the Spark driver died: its JVM (pid {self.pid}) {self.how}" + (f" {where}" if where else "")]
+        jvm = f"its JVM (pid {self.pid})" if self.pid is not None else "its JVM"
+        lines = [f"the Spark driver died: {jvm} {self.how}" + (f" {where}" if where else "")]
         if self.error_file:
             lines.append(f"  JVM error file: {self.error_file}")
         for line in self.error_lines:
@@ -282,6 +283,10 @@ def launch_death(after: BaseException | None = None) -> DriverDeath | None:
 
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
     if proc is None:
+        # killed before it sent PySpark its port: PySpark says only that (JAVA_GATEWAY_EXITED; the
+        # same words before error classes) and keeps no handle on the process
+        if after is not None and "Java gateway process exited" in str(after):
+            return DriverDeath(None, None, None, [], {})
         return None
     deadline = time.monotonic() + (_DEATH_WAIT if connection_lost(after) else 1.0)
     while proc.poll() is None:

@@ -319,3 +319,13 @@ def test_the_writer_writes_what_build_document_writes(tmp_path):
     assert spliced == built
     assert [r["implementation"] for r in spliced["results"]][:2] == ["a.first:fn", "pkg.mod:fn"]
     assert (tmp_path / "w.json").read_text().count("\n") == whole.read_text().count("\n")  # indented alike
+
+
+def test_a_jvm_killed_before_it_sent_its_port_is_a_death_and_other_launch_errors_are_not(monkeypatch):
+    from pyspark import SparkContext
+
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    exited = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
+    death = hs.launch_death(after=exited)
+    assert death is not None and death.message().startswith("the Spark driver died: its JVM ended")
+    assert hs.launch_death(after=RuntimeError("JAVA_HOME is not set")) is None  # control
