@@ -1,4 +1,5 @@
-"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage)."""
+"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage,
+130 Ctrl-C, 143 SIGTERM; `run` and `certify` write their results file before either of the last two)."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 from .cli_files import load_scenarios, scenario_files
 
@@ -117,36 +118,50 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import signal
+
     args = _parser().parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C (stop the running query, write the results) and exits 143
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
-        if args.command == "validate":
-            return _validate(args.paths, args.contracts)
-        if args.command == "run":
-            return _run(args)
-        if args.command == "certify":
-            return _certify(args)
-        if args.command in ("check-model", "expect"):
-            from .semantics.commands import run as run_model_command
-
-            return run_model_command(args)
-        if args.command == "cluster":
-            from .cluster_command import run as run_cluster_command
-
-            return run_cluster_command(args)
-        if args.command == "report":
-            from .report.command import report_command
-
-            return report_command(args)
-        if args.command == "list":
-            if args.markdown:
-                from .registry import contracts_markdown
-
-                print(contracts_markdown(), end="")
-                return EXIT_OK
-            return _list()
+        return _command(args)
     except KeyboardInterrupt:
         print("eventtime: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("eventtime: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "validate":
+        return _validate(args.paths, args.contracts)
+    if args.command == "run":
+        return _run(args)
+    if args.command == "certify":
+        return _certify(args)
+    if args.command in ("check-model", "expect"):
+        from .semantics.commands import run as run_model_command
+
+        return run_model_command(args)
+    if args.command == "cluster":
+        from .cluster_command import run as run_cluster_command
+
+        return run_cluster_command(args)
+    if args.command == "report":
+        from .report.command import report_command
+
+        return report_command(args)
+    if args.command == "list":
+        if args.markdown:
+            from .registry import contracts_markdown
+
+            print(contracts_markdown(), end="")
+            return EXIT_OK
+        return _list()
     return EXIT_USAGE
 
 
@@ -194,28 +209,97 @@ def _run(args: argparse.Namespace) -> int:
     return _execute(scenarios, args, conf, invalid)
 
 
-def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
-    from eventtime.harness.session import get_session
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds the run like Ctrl-C does (a BaseException, so that no `except
+    Exception` on the way turns it into a verdict), leaving the results written."""
 
-    from .parallel import Pair, run_pairs
+
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM: what a shell reports
+MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
+    from .parallel import Pair, Recovery, run_pairs
+    from .resultsfile import ResultsWriter
     from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
                              verdict_table)
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    spark = get_session(master=args.master)
+    spark = _start_session(args.master)
+    if spark is None:
+        return EXIT_FAILED
+    version, master = spark.version, spark.sparkContext.master  # asked once: the driver may die later
     pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
              for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    writer = None
+    if args.json:
+        writer = ResultsWriter(args.json, tool="certify" if certify else "run", started_at=started_at,
+                               command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
+                               master=master)
+
+    def fresh() -> Any:
+        print(f"eventtime: starting a fresh Spark session for the scenarios left "
+              f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
+        session = _start_session(args.master, fresh=True)
+        if session is None:
+            raise _NoDriver()
+        return session
+
+    recovery = Recovery(fresh=fresh, limit=MAX_DEATHS)
     results = []
-    for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf):
-        results.append(result)  # in the order of `pairs`, whatever --jobs is
-        if not args.quiet or result.status in ("failed", "error"):
-            print(summary_line(result), flush=True)
+    ended: tuple[str, int] | None = None  # (why the run stopped early, exit code)
+    said: set[str] = set()  # the driver deaths whose message has been printed
+    try:
+        for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
+                                recovery=recovery):
+            results.append(result)  # in the order of `pairs`, whatever --jobs is
+            if writer is not None:
+                writer.add(result)
+            if not args.quiet or result.status in ("failed", "error"):
+                print(summary_line(result), flush=True)
+            if result.cause == "driver_died":
+                jvm = (result.reason or "").split(")", 1)[0]  # "the Spark driver died: its JVM (pid N"
+                if jvm not in said:  # with --jobs, every pair running on that JVM died with it: say it once
+                    said.add(jvm)
+                    print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        ended = ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+    except Terminated:
+        ended = ("terminated (SIGTERM)", EXIT_TERMINATED)
+    except _NoDriver:
+        ended = (f"the Spark driver died {MAX_DEATHS} times in a row while starting", EXIT_FAILED)
+    except Exception as exc:
+        # a bug of the kit: the results so far are written, then the traceback is shown as it is
+        if writer is not None:
+            writer.finish(f"the kit failed: {type(exc).__name__}: {exc}", _not_run(pairs, results))
+        raise
     seconds = time.monotonic() - t0
+    not_run = _not_run(pairs, results)
+    reason = ended[0] if ended else (recovery.gave_up if not_run else None)
+    if writer is not None:
+        writer.finish(reason, not_run)
+    if ended:
+        print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
+              + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
+        return ended[1]
     failures = [r for r in results if r.status in ("failed", "error")]
     for r in failures:
         print()
+        if r.cause == "driver_died":  # its message was printed when it happened: once is enough
+            print(f"ERROR {r.scenario.name} ({r.scenario.path}) with {r.implementation}: the Spark driver "
+                  f"died under it (the message above says how); re-run: {r.rerun}")
+            continue
         print(describe_failure(r))
+    if not_run:
+        print()
+        print(f"{len(not_run)} not run: {recovery.gave_up}")
+        for name, _file, impl in not_run:
+            print(f"  {name}  [{impl}]")
     if certify:
         for contract in dict.fromkeys(r.scenario.contract.name for r in results):
             print()
@@ -227,19 +311,62 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     counts = totals(results)
     print()
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
-          f"{counts['not_applicable']} not applicable, {invalid} invalid files "
-          f"on Spark {spark.version} in {seconds:.1f}s")
-    if args.json:
-        from .resultsfile import build_document, result_record, write_results
-
-        write_results(args.json, build_document(
-            [result_record(r) for r in results], tool="certify" if certify else "run", started_at=started_at,
-            command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]), seconds=seconds,
-            master=spark.sparkContext.master))
+          f"{counts['not_applicable']} not applicable, {invalid} invalid files"
+          + (f", {len(not_run)} not run" if not_run else "")
+          + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
+          + f" on Spark {version} in {seconds:.1f}s")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(certification_markdown(results, spark.version, seconds))
-    return EXIT_FAILED if failures or invalid else EXIT_OK
+        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
+    return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+
+
+class _NoDriver(Exception):
+    """No driver JVM could be started: each died while its session was created."""
+
+
+def _start_session(master: str | None, fresh: bool = False) -> Any:
+    """The run's session (`fresh`: on a new JVM, the last one died); a JVM that dies while the
+    session is created is said as any death is and another is started, up to MAX_DEATHS in a row.
+    None when none could be started (the deaths have been printed)."""
+    from eventtime.harness.session import discard_dead_session, get_session, launch_death
+
+    for _ in range(MAX_DEATHS):
+        try:
+            if fresh:
+                discard_dead_session()
+            return _own_sigint(get_session(master=master))
+        except Exception as exc:
+            death = launch_death(after=exc)
+            if death is None:
+                raise
+            print(f"eventtime: {death.message('while its session was starting')}", file=sys.stderr, flush=True)
+            fresh = True
+    print(f"eventtime: error: the Spark driver died {MAX_DEATHS} times in a row while starting", file=sys.stderr)
+    return None
+
+
+def _own_sigint(spark: Any) -> Any:
+    """Take Ctrl-C back from PySpark: its handler (installed with each SparkContext) cancels jobs
+    through py4j from inside the signal handler, on the connection the interrupted call is using
+    (py4j then fails with a reentrant call). Plain KeyboardInterrupt unwinds the run instead, and
+    the running query is stopped on the way out."""
+    import signal
+
+    if _main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return spark
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, str, str]]:
+    """(scenario, file, implementation) of each pair without a verdict: `pairs` are yielded in order."""
+    return [(p.scenario.name, p.scenario.path, str(p.implementation)) for p in pairs[len(results):]]
 
 
 def _certify(args: argparse.Namespace) -> int:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from . import model as m
-from .results import ScenarioResult
+from .results import DRIVER_DIED, ScenarioResult
 
-__all__ = ["Pair", "Sessions", "run_pairs", "parse_jobs", "observable", "suite_pairs", "MAX_JOBS"]
+__all__ = ["Pair", "Recovery", "Sessions", "run_pairs", "parse_jobs", "observable", "suite_pairs", "MAX_JOBS"]
 
 MAX_JOBS = 16  # queries at once in one JVM; beyond a few per core they only wait on each other
 
@@ -71,28 +71,105 @@ class _SparkSessions:
         activate(session)
 
 
+class _NotStarted(Exception):
+    """A pair a worker did not start because the driver had died: it goes to the next round."""
+
+
+@dataclass
+class Recovery:
+    """What `run_pairs` does when the Spark driver dies under it.
+
+    After a death it asks `fresh()` for a new base session (a new JVM) and goes on with the pairs
+    not run yet, until `limit` driver sessions in a row died before a single pair completed on them:
+    then it gives up, and the pairs left are in `not_run` with the reason in `gave_up`. `limit=0`
+    means no recovery: the first death ends the run. Results of the pairs that were running when
+    the driver died are yielded as they are (an `error` with cause DRIVER_DIED)."""
+
+    fresh: Callable[[], Any] | None = None
+    limit: int = 3
+    deaths: int = 0  # driver deaths seen in all
+    in_a_row: int = 0  # sessions in a row that died before a pair completed on them
+    not_run: list[Pair] = field(default_factory=list)
+    gave_up: str | None = None
+
+    def died(self, completed_on_session: bool, result: ScenarioResult, left: Sequence[Pair]) -> bool:
+        """Note a death; True when the run goes on (and `fresh()` should be called)."""
+        self.deaths += 1
+        self.in_a_row = 1 if completed_on_session else self.in_a_row + 1
+        if self.fresh is not None and self.in_a_row < self.limit:
+            return True
+        if not left:
+            return False
+        self.not_run = list(left)
+        first = (result.reason or "").splitlines()[0]
+        if self.fresh is None or self.limit <= 0:
+            self.gave_up = f"the Spark driver died and this run does not recover ({first})"
+        else:
+            self.gave_up = (f"the Spark driver died {self.in_a_row} times in a row without a "
+                            f"scenario completing in between (last: {first})")
+        return False
+
+
+def _died(result: ScenarioResult) -> bool:
+    return getattr(result, "cause", None) == DRIVER_DIED  # a stand-in runner's results may lack it
+
+
+class _Round:
+    """The worker side of one round of `run_pairs`: the pairs run on sessions of one driver."""
+
+    def __init__(self, base: Any, sessions: Sessions, runner: Runner, kwargs: Mapping[str, Any]):
+        self.base, self.sessions, self.runner, self.kwargs = base, sessions, runner, kwargs
+        self.dead = threading.Event()  # a pair saw the driver die: start no more on it
+        self.local = threading.local()
+
+    def session(self) -> Any:
+        if getattr(self.local, "session", None) is None:
+            self.local.session = self.sessions.isolated(self.base)
+        self.sessions.activate(self.local.session)  # PySpark's "active session" is shared by all Python threads
+        return self.local.session
+
+    def run(self, pair: Pair) -> ScenarioResult:
+        if self.dead.is_set():
+            raise _NotStarted()
+        result = self.runner(pair.scenario, pair.implementation, session=self.session(), rerun=pair.rerun,
+                             **self.kwargs)
+        if _died(result):
+            self.dead.set()
+        return result
+
+
 def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, timeout: float | None = None,
               conf: Mapping[str, str] | None = None, runner: Runner | None = None,
-              sessions: Sessions | None = None) -> Iterator[ScenarioResult]:
+              sessions: Sessions | None = None, recovery: Recovery | None = None) -> Iterator[ScenarioResult]:
     """Run every pair, `jobs` at a time, and yield the results in the order of `pairs`.
 
     `runner` (default `eventtime.runner.run_scenario`) and `sessions` (default: isolated
     sessions from `eventtime.harness.isolation`) are what each worker uses; tests pass stand-ins.
     Stopping the iteration early cancels the pairs not yet started and waits for those running
-    (each bounded by `timeout` per wait on Spark).
+    (each bounded by `timeout` per wait on Spark). When the driver dies, `recovery` says whether
+    and how the run goes on (default: it does not; the pairs left are then in `recovery.not_run`).
     """
     jobs = parse_jobs(jobs)
     if runner is None:
         from .runner import run_scenario
 
         runner = run_scenario
+    recovery = recovery if recovery is not None else Recovery(limit=0)
     kwargs: dict[str, Any] = {"conf": conf}
     if timeout is not None:
         kwargs["timeout"] = timeout
 
     if jobs == 1 or len(pairs) <= 1:
-        for pair in pairs:
-            yield runner(pair.scenario, pair.implementation, session=session, rerun=pair.rerun, **kwargs)
+        completed = False
+        for i, pair in enumerate(pairs):
+            result = runner(pair.scenario, pair.implementation, session=session, rerun=pair.rerun, **kwargs)
+            yield result
+            if not _died(result):
+                completed = True
+                continue
+            if not recovery.died(completed, result, pairs[i + 1:]):
+                return
+            session, completed = recovery.fresh() if recovery.fresh else session, False
         return
 
     if session is None:
@@ -100,25 +177,42 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
 
         session = get_session()
     pool_sessions: Sessions = sessions or _SparkSessions()
-    local = threading.local()
-
-    def worker_session() -> Any:
-        if getattr(local, "session", None) is None:
-            local.session = pool_sessions.isolated(session)
-        pool_sessions.activate(local.session)  # PySpark's "active session" is shared by all Python threads
-        return local.session
-
-    def run(pair: Pair) -> ScenarioResult:
-        return runner(pair.scenario, pair.implementation, session=worker_session(), rerun=pair.rerun, **kwargs)
-
-    pool = ThreadPoolExecutor(max_workers=min(jobs, len(pairs)), thread_name_prefix="eventtime-job")
-    try:
-        futures: list[Future[ScenarioResult]] = [pool.submit(run, pair) for pair in pairs]
-        for future in futures:
-            yield future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        pool_sessions.activate(session)  # get_session() returns the caller's session again
+    left = list(pairs)
+    while left:
+        # one round per driver: a death ends the round, and the pairs it did not start go to the next
+        round_pairs, left = left, []
+        worker = _Round(session, pool_sessions, runner, kwargs)
+        pool = ThreadPoolExecutor(max_workers=min(jobs, len(round_pairs)), thread_name_prefix="eventtime-job")
+        completed, death = False, None
+        try:
+            futures: list[Future[ScenarioResult]] = [pool.submit(worker.run, pair) for pair in round_pairs]
+            for pair, future in zip(round_pairs, futures):
+                if death is not None and future.cancel():
+                    left.append(pair)
+                    continue
+                try:
+                    result = future.result()
+                except _NotStarted:
+                    left.append(pair)
+                    continue
+                yield result
+                if _died(result):
+                    if death is None:
+                        death = result
+                        for later in futures:
+                            later.cancel()
+                else:
+                    completed = True
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            if death is None:  # get_session() returns the caller's session again (a dead one: no)
+                pool_sessions.activate(session)
+        if death is None:
+            return
+        if not recovery.died(completed, death, left):
+            return
+        session = recovery.fresh() if recovery.fresh else session
+        pool_sessions.activate(session)
 
 
 # Keys whose values are timings or where the run came from, not what Spark did.

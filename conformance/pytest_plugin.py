@@ -402,7 +402,16 @@ def _spark(config: pytest.Config) -> Any:
         from eventtime.harness.session import get_session
 
         config.stash[_SPARK] = get_session(master=_settings(config).master)
+    config.stash[_SPARK] = _live(config.stash[_SPARK], config)
     return config.stash[_SPARK]
+
+
+def _live(spark: Any, config: pytest.Config) -> Any:
+    """Issue 22: after the driver JVM died under an item (which failed saying so), the next items
+    on this process (xdist worker) get a fresh session, not a cascade of connection errors."""
+    from eventtime.harness.session import live_session
+
+    return live_session(spark, master=_settings(config).master)
 
 
 class ScenarioFailed(Exception):

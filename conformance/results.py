@@ -8,10 +8,12 @@ from eventtime.harness.observations import BatchObservation
 
 from .model import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "CheckFailure", "FailureInfo", "StepResult",
-           "ScenarioResult", "conclude"]
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "DRIVER_DIED", "CheckFailure", "FailureInfo",
+           "StepResult", "ScenarioResult", "conclude"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
+# The cause of an `error` that is not the pipeline's: the Spark driver JVM died under the run.
+DRIVER_DIED = "driver_died"
 
 
 @dataclass
@@ -80,6 +82,7 @@ class ScenarioResult:
     rerun: str | None = None
     notes: list[str] = field(default_factory=list)  # e.g. checks the implementation is not judged on
     runtime: dict[str, str] = field(default_factory=dict)  # Spark / PySpark / Java versions, master
+    cause: str | None = None  # for an `error` not of the pipeline's making: DRIVER_DIED
 
     @property
     def passed(self) -> bool:
@@ -98,7 +101,8 @@ class ScenarioResult:
         return {"scenario": sc.name, "file": sc.path, "contract": sc.contract.name, "tags": list(sc.tags),
                 "implementation": self.implementation, "status": self.status, "reason": self.reason,
                 "seconds": round(self.seconds, 3), "spark_version": self.spark_version, "rerun": self.rerun,
-                "notes": list(self.notes), "steps": [s.to_dict() for s in self.steps]}
+                "notes": list(self.notes), "steps": [s.to_dict() for s in self.steps],
+                **({"cause": self.cause} if self.cause else {})}
 
 
 def conclude(result: ScenarioResult, expected_failure_step: int | None = None) -> None:

@@ -11,7 +11,10 @@ import base64
 import datetime as _dt
 import json
 import math
+import os
 import platform
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -20,7 +23,8 @@ from . import model as m
 from .results import ScenarioResult
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultsFileError", "ResultsFile", "scenario_definition",
-           "result_record", "build_document", "write_results", "read_results", "project_version"]
+           "result_record", "build_document", "write_results", "read_results", "project_version", "ResultsWriter",
+           "RUNNING"]
 
 FORMAT = "eventtime-results"
 FORMAT_VERSION = 1
@@ -192,10 +196,92 @@ def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: 
 
 
 def write_results(path: str | Path, document: Mapping[str, Any]) -> Path:
+    """Write the file atomically: a reader (or a run that ends mid-write) sees the old file or the
+    new one, never half of one. The text goes to a temporary file in the same directory, is flushed
+    to disk, and replaces the file in one rename."""
+    return _write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+
+
+def _write_text(path: str | Path, text: str) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return out
+
+
+# The reason an incomplete file gives while its run is still going: what a reader sees if the
+# process that writes it is killed outright (SIGKILL), when nothing is left to say otherwise.
+RUNNING = "the run was still going when this file was last written (the process ended without finishing it)"
+
+
+class ResultsWriter:
+    """The results file of a run, written as the run goes: after every verdict, marked incomplete
+    until `finish` (with no reason: complete) or `finish(reason)` (incomplete, saying why).
+
+    Each record is turned into JSON text once, when it is added, and every write splices those
+    texts into the document: the same file `write_results(build_document(...))` writes, without
+    encoding the whole run again at every verdict (the indented encoder is pure Python: a
+    200-result file took ~0.25 s to encode, each time)."""
+
+    def __init__(self, path: str | Path, *, tool: str, command: str | None, started_at: str,
+                 master: str | None = None):
+        self.path, self.tool, self.command, self.started_at, self.master = path, tool, command, started_at, master
+        self._results: list[tuple[tuple[str, str, str], str, dict[str, Any]]] = []  # (order, text, summary)
+        self._definitions: dict[str, str] = {}
+        self._t0 = time.monotonic()
+
+    def add(self, result: ScenarioResult) -> None:
+        record = result_record(result)
+        definition = record.pop("definition")
+        self._definitions.setdefault(definition["name"], _nested(definition))
+        order = (record.get("contract", ""), record.get("scenario", ""), record.get("implementation", ""))
+        summary = {k: record.get(k) for k in ("status", "runtime")}
+        self._results.append((order, _nested(record), summary))
+        self._write({"reason": RUNNING})
+
+    def finish(self, reason: str | None = None, not_run: Iterable[tuple[str, str, str]] = ()) -> Path:
+        """The last write. `reason`: why the run ended before its end (None: it completed).
+        `not_run`: (scenario, file, implementation) of each pair the run did not get to."""
+        incomplete = None
+        if reason is not None:
+            incomplete = {"reason": reason,
+                          "not_run": [{"scenario": s, "file": f, "implementation": i} for s, f, i in not_run]}
+        return self._write(incomplete)
+
+    def _write(self, incomplete: Mapping[str, Any] | None) -> Path:
+        document = build_document([summary for _, _, summary in self._results], tool=self.tool,
+                                  command=self.command, started_at=self.started_at,
+                                  seconds=time.monotonic() - self._t0, master=self.master)
+        document["scenarios"], document["results"] = _SCENARIOS, _RESULTS
+        if incomplete is not None:
+            document["incomplete"] = dict(incomplete)
+        text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+        scenarios = ("{\n" + ",\n".join(f"  {json.dumps(name)}: {self._definitions[name]}"
+                                          for name in sorted(self._definitions)) + "\n }") if self._definitions else "{}"
+        results = ("[\n" + ",\n".join("  " + t for _, t, _ in sorted(self._results, key=lambda r: r[0]))
+                   + "\n ]") if self._results else "[]"
+        text = text.replace(json.dumps(_SCENARIOS), scenarios, 1).replace(json.dumps(_RESULTS), results, 1)
+        return _write_text(self.path, text)
+
+
+_SCENARIOS, _RESULTS = "\u0000scenarios", "\u0000results"  # placeholders no real value can hold
+
+
+def _nested(value: Any) -> str:
+    """`value` as JSON text indented as a value one level inside the document (indent 1)."""
+    return json.dumps(value, indent=1, allow_nan=False).replace("\n", "\n  ")
 
 
 @dataclass
@@ -208,6 +294,7 @@ class ResultsFile:
     results: list[dict[str, Any]]
     format_version: int
     warnings: list[str]
+    incomplete: dict[str, Any] | None = None  # the run ended before its end: {"reason", "not_run"}
 
     @property
     def spark_version(self) -> str:
@@ -254,5 +341,12 @@ def read_results(path: str | Path) -> ResultsFile:
             raise ResultsFileError(name, f"result #{i + 1} lacks 'scenario', 'implementation' or 'status'")
         r.setdefault("runtime", {})
         r.setdefault("steps", [])
+    incomplete = doc.get("incomplete")
+    if incomplete is not None:
+        if not isinstance(incomplete, dict) or not isinstance(incomplete.get("reason"), str):
+            raise ResultsFileError(name, "'incomplete' is not an object with a 'reason'")
+        not_run = incomplete.get("not_run") or []
+        warnings.append(f"{name}: an incomplete run ({incomplete['reason']}): {len(doc['results'])} verdicts"
+                        + (f", {len(not_run)} scenario × implementation pairs not run" if not_run else ""))
     return ResultsFile(name, dict(doc.get("run") or {}), dict(doc.get("scenarios") or {}), doc["results"],
-                       int(doc["format_version"]), warnings)
+                       int(doc["format_version"]), warnings, incomplete)

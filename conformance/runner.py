@@ -12,8 +12,8 @@ from typing import Any, Callable, Mapping
 from . import model as m
 from .contracts import implementation_info
 from .judge import Observed, judge_expect
-from .results import (ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo, ScenarioResult,
-                      StepResult, conclude)
+from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
+                      ScenarioResult, StepResult, conclude)
 from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, pipeline_caller
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
@@ -103,16 +103,44 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     Returns a ScenarioResult with a verdict per step; never raises for a failing or broken
     pipeline (those become `failed` / `error` verdicts). `conf` adds Spark SQL settings for the
     query (e.g. from `--spark-conf`); the scenario's own `conf` wins over it.
+
+    When the Spark driver JVM dies under the scenario, the result is an `error` whose `cause` is
+    DRIVER_DIED and whose reason is one message (what died, in which step, what is known of why,
+    what to try); the session is dead from then on (`eventtime.harness.session.fresh_session`).
     """
-    from eventtime.harness.compat import compat_for
-    from eventtime.harness.session import get_session, runtime_info
-    from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
+    from eventtime.harness.session import driver_death, get_session
 
     started = time.monotonic()
     ref = pipeline if isinstance(pipeline, str) else None
     impl_name = implementation or ref or (getattr(pipeline, "__module__", "") + ":" + getattr(
         pipeline, "__qualname__", "") if pipeline is not None else scenario.contract.reference)
     spark = session or get_session()
+    died: list[Any] = []  # (DriverDeath, step) once the driver JVM is found dead
+    try:
+        return _run_scenario(scenario, pipeline, spark, impl_name, started, timeout, rerun, conf, died)
+    except Exception as exc:
+        # outside a step (the sources, the runtime info): a dead driver is said as such, anything
+        # else is the kit's own bug and keeps its traceback
+        death = driver_death(spark, after=exc)
+        if death is None:
+            raise
+        result = ScenarioResult(scenario, impl_name, ERROR, rerun=rerun)
+        result.cause = DRIVER_DIED
+        step = died[0][1] if died else None
+        result.reason = death.message(f"during step {step.index} ({step.kind}) of scenario {scenario.name} "
+                                      f"[{impl_name}]" if step else
+                                      f"before scenario {scenario.name} [{impl_name}] started its query")
+        result.seconds = time.monotonic() - started
+        return result
+
+
+def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: Any, impl_name: str,
+                  started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
+                  died: list[Any]) -> ScenarioResult:
+    from eventtime.harness.compat import compat_for
+    from eventtime.harness.session import driver_death, runtime_info
+    from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
+
     compat = compat_for(spark)
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
                             runtime=runtime_info(spark))
@@ -183,7 +211,17 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         nonlocal failure, fatal
         t0 = time.monotonic()
         try:
-            batches = action()
+            try:
+                batches = action()
+            except Exception as exc:
+                # whatever py4j raised when the JVM went away, the fact is one: the driver died
+                death = driver_death(spark, after=exc)
+                if death is None:
+                    raise
+                died.append((death, step_result))
+                step_result.status, step_result.message = ERROR, "the Spark driver died during this step"
+                fatal = True
+                return
             step_result.batches.extend(batches)
             since_expect.extend(batches)
         except QueryFailed as exc:
@@ -239,10 +277,26 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
                 sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
                 continue
             execute(sr, _action(step, run, sources, query_conf))
-    finally:
+    except BaseException:
+        # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
+        # (py4j's connection cut by the interrupt) must not replace what is unwinding
+        try:
+            run.close()
+        except Exception:  # noqa: BLE001
+            pass
+        raise
+    else:
         run.close()
+    finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
+    if died:
+        death, step = died[0]
+        result.status, result.cause = ERROR, DRIVER_DIED
+        result.reason = death.message(f"during step {step.index} ({step.kind}) of scenario {scenario.name} "
+                                      f"[{impl_name}]")
+        result.seconds = time.monotonic() - started
+        return result
     conclude(result, failure.step if failure is not None and failure_consumed else None)
     result.seconds = time.monotonic() - started
     return result

@@ -72,7 +72,7 @@ def describe_failure(result: ScenarioResult) -> str:
     """What went wrong, where in the file, what Spark did around it, and how to re-run it."""
     sc = result.scenario
     lines = [f"{_MARK.get(result.status)} {sc.name} ({sc.path}) with {result.implementation}"]
-    if result.reason and not result.failed_steps:
+    if result.reason and (not result.failed_steps or result.cause):  # a dead driver's message names the step
         lines.append(f"  {result.reason}")
     since_check: list[StepResult] = []
     for step in result.steps:

@@ -254,11 +254,18 @@ class StreamRun:
         self.compat.release_callback_connections(self.clock.close_connections())
 
     def close(self) -> None:
-        """Stop if running; never raises for an already failed query."""
+        """Stop if running; never raises for an already failed query, nor once the driver JVM has died
+        (there is nothing left to stop; the clock is freed all the same)."""
         try:
             self.stop()
         except HarnessError:
             pass
+        except Exception as exc:  # noqa: BLE001 - py4j's errors, re-raised unless the JVM is gone
+            from .session import driver_death
+
+            if driver_death(self.spark, after=exc) is None:
+                raise
+            self.clock.free()
 
     # -- steps -----------------------------------------------------------------------------------
     def process(self) -> list[BatchObservation]:

@@ -38,6 +38,10 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
     total = sum(len(r.cells) for r in matrix.rows)
     lines.append(f"{total} verdicts ({len(matrix.rows)} scenario × implementation rows) from "
                  f"{len(matrix.files)} results file{'s' if len(matrix.files) != 1 else ''}.")
+    for f in matrix.files:  # a run that ended early says so before any count is read as the whole run
+        if f.incomplete:
+            lines += ["", f"**Incomplete run** ({_cell(f.path)}): {_cell(f.incomplete.get('reason', ''))}; "
+                          f"{len(f.incomplete.get('not_run') or [])} scenario × implementation pairs not run."]
     lines += ["", "| Spark | passed | failed | error | not applicable |", "|---|---:|---:|---:|---:|"]
     for c in matrix.columns:
         n = matrix.counts(c.key)

@@ -84,3 +84,39 @@ def events_run(spark, pipeline, checkpoint, *, timeout=60, trigger_ms=None):
     run = StreamRun(spark, lambda: (pipeline({"events": sources["events"].dataframe()}, params), "append"),
                     checkpoint=str(checkpoint), clock_start_ms=T0_MS, trigger_ms=trigger_ms, timeout=timeout)
     return run, sources
+
+
+# -- pipelines that kill the driver JVM (tests/spark/test_driver_death.py) -------------------------
+# EVENTTIME_TEST_KILL says where: `build:N` kills the JVM while the N-th query of the process is
+# built (a start or a restart), `batch:N` while the N-th query runs its first batch with rows (from
+# a Python worker, mid-step), `build:all` at every build. Counted per process: after a fresh
+# session the count goes on, so a kill happens once unless `all`.
+_BUILDS = [0]
+
+
+def _jvm_pid(df):
+    return int(df.sparkSession.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def kills_driver(sources, params):
+    import os
+    import signal
+
+    where, _, which = os.environ.get("EVENTTIME_TEST_KILL", "").partition(":")
+    _BUILDS[0] += 1
+    hit = which == "all" or (which.isdigit() and int(which) == _BUILDS[0])
+    if hit and where == "build":
+        os.kill(_jvm_pid(sources["events"]), signal.SIGKILL)
+    if hit and where == "batch":
+        pid = _jvm_pid(sources["events"])
+
+        @F.udf("string")
+        def kill(key):  # on the input side: runs for the first row of the first batch with rows
+            import os
+            import signal
+
+            os.kill(pid, signal.SIGKILL)
+            return key
+
+        sources = {**sources, "events": sources["events"].withColumn("key", kill(F.col("key")))}
+    return tumbling_count(sources, params)
