@@ -15,7 +15,7 @@ from .judge import Observed, judge
 from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
-           "DEFAULT_TIMEOUT"]
+           "connect_applicability", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
 Pipeline = Callable[[Mapping[str, Any], m.Params], Any]
@@ -70,6 +70,49 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     return None
 
 
+# -- Spark Connect (a session with no JVM in this process; see docs/connect.md) -------------------------
+NO_CLOCK = "needs the manual processing-time clock, which Spark Connect does not offer"
+
+
+def connect_applicability(scenario: m.Scenario) -> str | None:
+    """Why the scenario cannot run over Spark Connect (None when it can): the harness drives no clock
+    there (no `advance`, no processing-time trigger, no `current_timestamp()` to pin) and cannot start
+    the query in a second session."""
+    if any(isinstance(step, m.AdvanceStep) for step in scenario.steps):
+        return f"{NO_CLOCK} (it advances processing time)"
+    if scenario.trigger is not None:
+        return f"{NO_CLOCK} (it uses a processing-time trigger)"
+    if "processing-time" in scenario.tags:
+        return f"{NO_CLOCK} (it observes processing time)"
+    if any(isinstance(step, m.StartStep) and step.new_session for step in scenario.steps):
+        return "starts the query in a new session, which the Spark Connect harness does not do"
+    return None
+
+
+def _connect_staging(spark: Any) -> Any:
+    from eventtime.harness.connect import ConnectStaging
+
+    return ConnectStaging(spark)
+
+
+def _new_source(spark: Any, staging: Any, name: str, columns: list[tuple[str, str]]) -> Any:
+    """A MemoryStream source, or over Spark Connect a staged one (`staging` set)."""
+    if staging is not None:
+        from eventtime.harness.connect import ConnectSource
+
+        return ConnectSource(staging, name, columns)
+    from eventtime.harness.stream import MemorySource
+
+    return MemorySource(spark, name, columns)
+
+
+def _connect_runtime(spark: Any) -> dict[str, str]:
+    import pyspark
+
+    return {"spark_version": spark.version, "pyspark_version": pyspark.__version__,
+            "master": "spark connect (client has no JVM)"}
+
+
 @dataclass
 class FailureInfo:
     """A failure of the query or of the pipeline, kept for `expect: failure` and for reports."""
@@ -118,7 +161,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     """
     from eventtime.harness.compat import compat_for
     from eventtime.harness.session import get_session, runtime_info
-    from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
+    from eventtime.harness.connect import ConnectLimit
+    from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed, StreamRun
 
     started = time.monotonic()
     ref = pipeline if isinstance(pipeline, str) else None
@@ -127,9 +171,10 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     spark = session or get_session()
     compat = compat_for(spark)
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
-                            runtime=runtime_info(spark))
+                            runtime=_connect_runtime(spark) if compat.connect else runtime_info(spark))
 
-    reason = applicability(scenario, spark.version, compat.features)
+    reason = applicability(scenario, spark.version, compat.features) or (
+        connect_applicability(scenario) if compat.connect else None)
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
         return result
@@ -149,7 +194,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
     workdir = tempfile.mkdtemp(prefix="eventtime-")
-    sources = {name: MemorySource(spark, name, [(c.name, c.type) for c in src.columns])
+    staging = _connect_staging(spark) if compat.connect else None
+    sources = {name: _new_source(spark, staging, name, [(c.name, c.type) for c in src.columns])
                for name, src in scenario.sources.items()}
     default_mode = scenario.params.get("output_mode", "append")
     mode_used = [default_mode]
@@ -170,14 +216,21 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
         return df.select(*wanted), mode
 
     trigger_ms = scenario.trigger.total_ms if scenario.trigger else None
-    run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
-                    clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
-                    name=None)
+    run: Any
+    if staging is not None:
+        from eventtime.harness.connect import ConnectStreamRun
+
+        run = ConnectStreamRun(spark, build, staging, timeout=timeout)
+    else:
+        run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
+                        clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
+                        name=None)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
     window: list[Any] = []
     failure: FailureInfo | None = None
     failure_consumed = False
     fatal = False
+    limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
 
     def execute(step_result: StepResult, action: Callable[[], list[Any]]) -> None:
         nonlocal failure, fatal
@@ -186,6 +239,10 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
             batches = action()
             step_result.batches.extend(batches)
             window.extend(batches)
+        except ConnectLimit as exc:
+            step_result.status, step_result.message = SKIPPED, str(exc)
+            limit.append(str(exc))
+            fatal = True
         except QueryFailed as exc:
             failure = _failure_from(exc, compat, step_result.index)
             step_result.message = str(failure)
@@ -242,7 +299,9 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
             if sr.status == ERROR and sr.index == failure.step:
                 sr.status = PASSED
     statuses = {s.status for s in result.steps}
-    if ERROR in statuses:
+    if limit:
+        result.status, result.reason = NOT_APPLICABLE, f"over Spark Connect: {limit[0]}"
+    elif ERROR in statuses:
         result.status = ERROR
         first = next(s for s in result.steps if s.status == ERROR)
         result.reason = f"step {first.index} ({first.kind}): {first.message}"
