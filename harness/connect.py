@@ -18,6 +18,8 @@ such scenarios not applicable). Facts measured for this design are in docs/conne
 from __future__ import annotations
 
 import json
+import os
+import re
 import threading
 import uuid
 from typing import Any, Callable, Mapping, Sequence
@@ -25,7 +27,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .compat import SparkCompat, compat_for
 from .stream import SPARK_TYPES, BatchObservation, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
 
-__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF"]
+__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF", "REMOTE_FORM",
+           "check_remote", "connect_session", "remote_from_environment"]
 
 STAGING_CONF = "spark.eventtime.connect.stagingDir"  # a session setting naming the server-side staging root
 _STAGE_SCHEMA = "source string, seq int, ord int, row string"
@@ -419,3 +422,49 @@ class ConnectStreamRun:
                 self.spark.conf.unset(key)
             else:
                 self.spark.conf.set(key, value)
+
+
+# -- Sessions ------------------------------------------------------------------------------------------
+REMOTE_FORM = "sc://HOST:PORT (optionally followed by /;key=value parameters, as Spark Connect accepts)"
+_REMOTE = re.compile(r"^sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:([1-9]\d{0,4}))?(/.*)?$")
+
+
+def check_remote(url: str) -> str:
+    """`url` stripped if it is a Spark Connect URL; else ValueError naming the accepted form."""
+    text = (url or "").strip()
+    m = _REMOTE.match(text)
+    if not m or (m.group(4) and int(m.group(4)) > 65535):
+        raise ValueError(f"{url!r} is not a Spark Connect URL; accepted: {REMOTE_FORM}")
+    return text
+
+
+def remote_from_environment() -> str | None:
+    """The Spark Connect URL of the SPARK_REMOTE environment variable (PySpark's own), if set."""
+    value = os.environ.get("SPARK_REMOTE", "").strip()
+    return value or None
+
+
+def connect_session(url: str, *, timeout: float = 60.0) -> Any:
+    """A Spark Connect session to `url`, once the server has answered (bounded: a Connect client
+    otherwise retries an unreachable server for minutes). HarnessError says what did not answer."""
+    from pyspark.sql import SparkSession
+
+    url = check_remote(url)
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    answer: list[Any] = []
+
+    def ask() -> None:
+        try:
+            answer.append(spark.version)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            answer.append(exc)
+
+    thread = threading.Thread(target=ask, name="eventtime-connect-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not answer:
+        raise HarnessTimeout(f"the Spark Connect server at {url} did not answer within {timeout:g}s")
+    if isinstance(answer[0], Exception):
+        raise HarnessError(f"the Spark Connect server at {url} did not answer: "
+                           f"{_headline(str(answer[0])) or type(answer[0]).__name__}")
+    return spark
