@@ -165,6 +165,9 @@ def _parser() -> argparse.ArgumentParser:
     from .cluster_command import add_parser as add_cluster_parser
 
     add_cluster_parser(sub)  # cluster
+    from .connect_command import add_parser as add_connect_parser
+
+    add_connect_parser(sub)  # connect-server
     return p
 
 
@@ -185,6 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .cluster_command import run as run_cluster_command
 
             return run_cluster_command(args)
+        if args.command == "connect-server":
+            from .connect_command import run as run_connect_command
+
+            return run_connect_command(args)
         if args.command == "report":
             from .report.command import report_command
 

@@ -211,6 +211,7 @@ class ConnectStreamRun:
             self._bounded(probe.stop, f"the trial start of query {self.name} to stop")
             self._deferred = given
             return []
+        self.staging.release()  # before the start: its first trigger must find the rows
         self._query = self._start_query(given, None)
         self.runs += 1
         ran = self._run_available("the first batches after start")
@@ -269,6 +270,7 @@ class ConnectStreamRun:
             if not self.staging.pending:
                 return []  # no data was ever added: a MemoryStream query runs no batch either
             conf, self._deferred = self._deferred, None
+            self.staging.release()  # before the start: a first trigger without rows runs an empty batch
             self._query = self._start_query(conf, None)
         held, self._held = self._held, []
         if held and self.staging.pending:
