@@ -11,6 +11,7 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-report-json PATH                    ini: eventtime_report_json
     --eventtime-timeout SECONDS                     ini: eventtime_timeout
     --eventtime-master URL                          ini: eventtime_master
+    --eventtime-remote sc://HOST:PORT               ini: eventtime_remote (else SPARK_REMOTE, unless a master is set)
 
 In `conftest.py`: `from eventtime.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
@@ -87,6 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_report_json", default="", help="path of the JSON results file")
     parser.addini("eventtime_timeout", default="60", help="bound on each wait for Spark, seconds")
     parser.addini("eventtime_master", default="", help="Spark master URL")
+    _add_remote_option(parser, group)
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -119,6 +121,7 @@ class _Settings:
                 self.master = check_master(self.master)
             except MasterURLError as exc:
                 raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
+        self.remote = _remote_setting(config, self.master)
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
         self._hook_bindings: dict[str, Any] | None = None
         self._resolved: dict[str, Any] = {}
@@ -264,10 +267,42 @@ _SESSION: list[Any] = []
 
 def _spark(config: pytest.Config) -> Any:
     if not _SESSION:
-        from eventtime.harness.session import get_session
+        settings = config._eventtime  # type: ignore[attr-defined]
+        if settings.remote:
+            from eventtime.harness.connect import connect_session
 
-        _SESSION.append(get_session(master=config._eventtime.master))  # type: ignore[attr-defined]
+            _SESSION.append(connect_session(settings.remote, timeout=settings.timeout))
+        else:
+            from eventtime.harness.session import get_session
+
+            _SESSION.append(get_session(master=settings.master))
     return _SESSION[0]
+
+
+# -- Spark Connect ------------------------------------------------------------------------------------
+def _add_remote_option(parser: pytest.Parser, group: Any) -> None:
+    group.addoption("--eventtime-remote", metavar="sc://HOST:PORT", default=None,
+                    help="run the scenarios over Spark Connect at this URL (the test process needs no JVM); "
+                         "default: SPARK_REMOTE when no master is set")
+    parser.addini("eventtime_remote", default="", help="Spark Connect URL, sc://HOST:PORT")
+
+
+def _remote_setting(config: pytest.Config, master: str | None) -> str | None:
+    """--eventtime-remote, else ini eventtime_remote, else SPARK_REMOTE when no master is set; checked."""
+    from eventtime.harness.connect import check_remote, remote_from_environment
+
+    given = config.getoption("eventtime_remote") or config.getini("eventtime_remote") or None
+    where = "--eventtime-remote / ini eventtime_remote"
+    if given and master:
+        raise pytest.UsageError(f"{where}: give either a Spark master or a Spark Connect URL, not both")
+    if given is None and master is None:
+        given, where = remote_from_environment(), "SPARK_REMOTE"
+    if given is None:
+        return None
+    try:
+        return check_remote(given)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 class ScenarioFailed(Exception):
