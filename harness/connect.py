@@ -338,29 +338,34 @@ class ConnectStreamRun:
                           chain=[(type(exc).__module__ + "." + type(exc).__name__, error_class, text)]) from None
 
     def _committed_batches(self) -> int:
-        logs = self._read_logs("commits")
-        return max(logs) + 1 if logs else 0
+        if self.staging.generation == 0:
+            return 0  # no row was ever released: no batch has run on this checkpoint
+        commits, _ = self._read_logs()
+        return max(commits) + 1 if commits else 0
 
-    def _read_logs(self, kind: str) -> dict[int, dict]:
-        """The checkpoint's `kind` log (offsets or commits) by batch id: the first JSON line of each file."""
-        path = f"{self.checkpoint}/{kind}"
+    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict]]:
+        """The checkpoint's commit and offset logs by batch id (the first JSON line of each file), in one
+        read through Connect; empty while the query has written neither."""
         try:
-            rows = self.spark.read.text(path).selectExpr("value", "_metadata.file_name AS name").collect()
+            rows = (self.spark.read.text([f"{self.checkpoint}/commits", f"{self.checkpoint}/offsets"])
+                    .selectExpr("value", "_metadata.file_name AS name", "_metadata.file_path AS path").collect())
         except Exception as exc:  # noqa: BLE001 - no such folder yet: no batch has been written
             if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-                return {}
+                return {}, {}
             raise
-        out: dict[int, dict] = {}
-        for value, name in rows:
-            if name.isdigit() and value.startswith("{") and int(name) not in out:
-                out[int(name)] = json.loads(value)
-        return out
+        commits: dict[int, dict] = {}
+        offsets: dict[int, dict] = {}
+        for value, name, path in rows:
+            logs = commits if path.rstrip("/").rsplit("/", 2)[-2] == "commits" else offsets
+            if name.isdigit() and value.startswith("{") and int(name) not in logs:
+                logs[int(name)] = json.loads(value)
+        return commits, offsets
 
     def _observe_new(self) -> list[BatchObservation]:
-        commits = {b: c for b, c in self._read_logs("commits").items() if b >= self._next_batch}
+        all_commits, offsets = self._read_logs()
+        commits = {b: c for b, c in all_commits.items() if b >= self._next_batch}
         if not commits:
             return []
-        offsets = self._read_logs("offsets")
         ids = sorted(commits)
         rows = self._sink_rows(ids)
         progress = {p.get("batchId"): p for p in _progress_dicts(self._query)}

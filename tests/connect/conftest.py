@@ -19,4 +19,8 @@ def connect_server(tmp_path_factory):
 def remote_spark(connect_server):
     from eventtime.harness.connect import connect_session
 
-    return connect_session(connect_server.url, timeout=180)
+    spark = connect_session(connect_server.url, timeout=180)
+    yield spark
+    # Close the session while the server is up: a client left open retries a stopped server for
+    # minutes at exit (measured: about 10 min of RETRIES_EXCEEDED before pytest returned).
+    spark.stop()
