@@ -52,6 +52,7 @@ class ConnectServer:
         self.log_dir = Path(log_dir) if log_dir else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._failed = False
+        self._work_dir: str | None = None
 
     @property
     def url(self) -> str:
@@ -84,8 +85,12 @@ class ConnectServer:
         if self.log_dir is None:
             self.log_dir = Path(tempfile.mkdtemp(prefix="eventtime-connect-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # The server's working folder and warehouse (where the harness stages rows, checkpoints and
+        # output) are its own, removed when it stops: nothing lands in the caller's directory.
+        self._work_dir = tempfile.mkdtemp(prefix="eventtime-connect-work-")
         # WARN: at INFO the server logged ~15 MB in 20 minutes of scenarios, CPU the queries need.
-        conf = {"spark.log.level": "WARN", **self.conf, "spark.connect.grpc.binding.port": str(self.port),
+        conf = {"spark.log.level": "WARN", "spark.sql.warehouse.dir": str(Path(self._work_dir) / "warehouse"),
+                **self.conf, "spark.connect.grpc.binding.port": str(self.port),
                 "spark.connect.grpc.binding.address": self.host}
         cmd = [str(submit), "--class", SERVER_CLASS, "--name", "eventtime Spark Connect server",
                "--master", self.master]
@@ -98,7 +103,7 @@ class ConnectServer:
         assert self.log_path is not None
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env, start_new_session=True)
+                                          env=env, cwd=self._work_dir, start_new_session=True)
         try:
             _bounded_wait(self._answers, self.timeout, poll=0.25,
                           what=lambda: f"the Spark Connect server to listen on {self.host}:{self.port} "
@@ -127,5 +132,8 @@ class ConnectServer:
         if self._proc is not None:
             _terminate(self._proc, self.stop_timeout)
             self._proc = None
+        if self._work_dir is not None:
+            shutil.rmtree(self._work_dir, ignore_errors=True)
+            self._work_dir = None
         if self.log_dir is not None and not (self._failed or self._log_dir_given):
             shutil.rmtree(self.log_dir, ignore_errors=True)
