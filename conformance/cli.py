@@ -57,6 +57,61 @@ def _jobs(text: str) -> int:
 _JOBS_HELP = "run N scenario/implementation pairs at once in one JVM, each on its own session (default 1)"
 
 
+# -- Spark Connect: `--remote sc://HOST:PORT` (or SPARK_REMOTE) instead of a local JVM -----------------------
+_REMOTE_HELP = ("run over Spark Connect at this URL, sc://HOST:PORT: the client needs no JVM (default: the "
+                "SPARK_REMOTE environment variable when no --master is given)")
+
+
+def _remote(text: str) -> str:
+    from eventtime.harness.connect import check_remote
+
+    try:
+        return check_remote(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _remote_of(args: argparse.Namespace) -> str | None:
+    """The Connect URL to run on: --remote, else SPARK_REMOTE unless --master asks for a local JVM.
+    A bad SPARK_REMOTE or --remote with --master is a usage error (ValueError with the message)."""
+    from eventtime.harness.connect import check_remote, remote_from_environment
+
+    remote = getattr(args, "remote", None)
+    if remote and getattr(args, "master", None):
+        raise ValueError("give either --master (a Spark in this process) or --remote (Spark Connect), not both")
+    if remote is None and not getattr(args, "master", None):
+        env = remote_from_environment()
+        if env:
+            try:
+                remote = check_remote(env)
+            except ValueError as exc:
+                raise ValueError(f"SPARK_REMOTE: {exc}") from None
+    return remote
+
+
+def _spark_session(args: argparse.Namespace) -> Any:
+    """The session `run` / `certify` use: over Spark Connect when a remote is given (serially: one
+    query at a time, since the harness sets query settings on the one Connect session), else local."""
+    remote = _remote_of(args)
+    if remote is None:
+        from eventtime.harness.session import get_session
+
+        return get_session(master=args.master)
+    from eventtime.harness.connect import connect_session
+
+    if getattr(args, "jobs", 1) != 1:
+        print(f"eventtime: over Spark Connect the pairs run one at a time (--jobs {args.jobs} ignored)",
+              file=sys.stderr)
+        args.jobs = 1
+    return connect_session(remote, timeout=args.timeout)
+
+
+def _master_of(spark: Any) -> str:
+    from eventtime.harness.compat import is_connect
+
+    return "spark connect" if is_connect(spark) else spark.sparkContext.master
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="eventtime", description="Deterministic event-time scenarios for Spark Structured Streaming.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -70,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--pipeline", metavar="MODULE:FUNCTION",
                    help="implementation to run (default: every bundled implementation of each scenario's contract)")
     r.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
+    r.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
     r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
     r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -87,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--scenarios", action="append", metavar="PATH",
                    help="also run these scenario files or directories (those of the contract)")
     c.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
+    c.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
     c.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
     c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     c.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -114,6 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     from .cluster_command import add_parser as add_cluster_parser
 
     add_cluster_parser(sub)  # cluster
+    from .connect_command import add_parser as add_connect_parser
+
+    add_connect_parser(sub)  # connect-server
     return p
 
 
@@ -151,6 +211,10 @@ def _command(args: argparse.Namespace) -> int:
         from .cluster_command import run as run_cluster_command
 
         return run_cluster_command(args)
+    if args.command == "connect-server":
+        from .connect_command import run as run_connect_command
+
+        return run_connect_command(args)
     if args.command == "report":
         from .report.command import report_command
 
@@ -230,10 +294,22 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    spark = _start_session(args.master)
+    from eventtime.harness.stream import HarnessError
+
+    try:
+        remote = _remote_of(args)
+        # Spark Connect: the client has no driver JVM to lose; a local driver is started (and restarted
+        # after a death) by _start_session
+        spark = _spark_session(args) if remote is not None else _start_session(args.master)
+    except ValueError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except HarnessError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     if spark is None:
         return EXIT_FAILED
-    version, master = spark.version, spark.sparkContext.master  # asked once: the driver may die later
+    version, master = spark.version, _master_of(spark)  # asked once: the driver may die later
     pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
              for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
     writer = None

@@ -92,8 +92,9 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _run_command(cmd: list[str], master_url: str) -> int:
-    env = dict(os.environ, **{ENV_VAR: master_url})
+def _run_command(cmd: list[str], master_url: str, env: dict[str, str] | None = None) -> int:
+    """Run `cmd` with `env` (default: $EVENTTIME_MASTER = `master_url`) added to this environment."""
+    env = dict(os.environ, **(env if env is not None else {ENV_VAR: master_url}))
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as exc:

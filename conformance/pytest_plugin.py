@@ -12,6 +12,7 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-timeout SECONDS                     ini: eventtime_timeout
     --eventtime-master URL                          ini: eventtime_master
     --eventtime-contracts DIR                       ini: eventtime_contracts (folders of *.contract.yaml)
+    --eventtime-remote sc://HOST:PORT               ini: eventtime_remote (else SPARK_REMOTE, unless a master is set)
 
 In `conftest.py`: `from eventtime.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
@@ -136,6 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
     parser.addini("eventtime_contracts", type="paths", default=[],
                   help="folders of *.contract.yaml files (relative to the ini file)")
+    _add_remote_option(parser, group)
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -176,6 +178,7 @@ class _Settings:
                 self.master = check_master(self.master)
             except MasterURLError as exc:
                 raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
+        self.remote = _remote_setting(config, self.master)
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
         self._hook_bindings: dict[tuple[str, str | None], tuple[Any, str]] | None = None
         # bind() calls of this session's conftest files: (contract, folder) -> (pipeline, where)
@@ -398,10 +401,17 @@ class InvalidScenario(Exception):
 
 # -- running ----------------------------------------------------------------------------------------
 def _spark(config: pytest.Config) -> Any:
+    settings = _settings(config)
+    if settings.remote:  # Spark Connect: no driver JVM in this process to lose or restart
+        if _SPARK not in config.stash:
+            from eventtime.harness.connect import connect_session
+
+            config.stash[_SPARK] = connect_session(settings.remote, timeout=settings.timeout)
+        return config.stash[_SPARK]
     if _SPARK not in config.stash:
         from eventtime.harness.session import get_session
 
-        config.stash[_SPARK] = get_session(master=_settings(config).master)
+        config.stash[_SPARK] = get_session(master=settings.master)
     config.stash[_SPARK] = _live(config.stash[_SPARK], config)
     return config.stash[_SPARK]
 
@@ -412,6 +422,32 @@ def _live(spark: Any, config: pytest.Config) -> Any:
     from eventtime.harness.session import live_session
 
     return live_session(spark, master=_settings(config).master)
+
+
+# -- Spark Connect ------------------------------------------------------------------------------------
+def _add_remote_option(parser: pytest.Parser, group: Any) -> None:
+    group.addoption("--eventtime-remote", metavar="sc://HOST:PORT", default=None,
+                    help="run the scenarios over Spark Connect at this URL (the test process needs no JVM); "
+                         "default: SPARK_REMOTE when no master is set")
+    parser.addini("eventtime_remote", default="", help="Spark Connect URL, sc://HOST:PORT")
+
+
+def _remote_setting(config: pytest.Config, master: str | None) -> str | None:
+    """--eventtime-remote, else ini eventtime_remote, else SPARK_REMOTE when no master is set; checked."""
+    from eventtime.harness.connect import check_remote, remote_from_environment
+
+    given = config.getoption("eventtime_remote") or config.getini("eventtime_remote") or None
+    where = "--eventtime-remote / ini eventtime_remote"
+    if given and master:
+        raise pytest.UsageError(f"{where}: give either a Spark master or a Spark Connect URL, not both")
+    if given is None and master is None:
+        given, where = remote_from_environment(), "SPARK_REMOTE"
+    if given is None:
+        return None
+    try:
+        return check_remote(given)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 class ScenarioFailed(Exception):

@@ -17,7 +17,7 @@ from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPE
 from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, pipeline_caller
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
-           "DEFAULT_TIMEOUT"]
+           "connect_applicability", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
 Pipeline = Callable[[Mapping[str, Any], m.Params], Any]
@@ -70,6 +70,56 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     if missing:
         return f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
     return None
+
+
+# -- Spark Connect (a session with no JVM in this process; see docs/connect.md) -------------------------
+NO_CLOCK = "needs the manual processing-time clock, which Spark Connect does not offer"
+
+
+def connect_applicability(scenario: m.Scenario) -> str | None:
+    """Why the scenario cannot run over Spark Connect (None when it can): the harness drives no clock
+    there (no `advance`, no processing-time trigger, no `current_timestamp()` to pin) and cannot start
+    the query in a second session."""
+    if any(isinstance(step, m.AdvanceStep) for step in scenario.steps):
+        return f"{NO_CLOCK} (it advances processing time)"
+    if scenario.trigger is not None:
+        return f"{NO_CLOCK} (it uses a processing-time trigger)"
+    if "processing-time" in scenario.tags:
+        return f"{NO_CLOCK} (it observes processing time)"
+    if any(isinstance(step, m.StartStep) and step.new_session for step in scenario.steps):
+        return "starts the query in a new session, which the Spark Connect harness does not do"
+    from eventtime.harness.connect import STAGED_TYPES
+
+    for src in scenario.sources.values():
+        for col in src.columns:
+            if col.ctype.ddl not in STAGED_TYPES:
+                return (f"source {src.name!r} has column {col.name!r} of type {col.type}; the Spark Connect harness "
+                        f"stages {', '.join(STAGED_TYPES)} only")
+    return None
+
+
+def _connect_staging(spark: Any) -> Any:
+    from eventtime.harness.connect import ConnectStaging
+
+    return ConnectStaging(spark)
+
+
+def _new_source(spark: Any, staging: Any, name: str, columns: list[tuple[str, str]]) -> Any:
+    """A MemoryStream source, or over Spark Connect a staged one (`staging` set)."""
+    if staging is not None:
+        from eventtime.harness.connect import ConnectSource
+
+        return ConnectSource(staging, name, columns)
+    from eventtime.harness.stream import MemorySource
+
+    return MemorySource(spark, name, columns)
+
+
+def _connect_runtime(spark: Any) -> dict[str, str]:
+    import pyspark
+
+    return {"spark_version": spark.version, "pyspark_version": pyspark.__version__,
+            "master": "spark connect (client has no JVM)"}
 
 
 def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:
@@ -138,14 +188,16 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
                   died: list[Any]) -> ScenarioResult:
     from eventtime.harness.compat import compat_for
+    from eventtime.harness.connect import ConnectLimit
     from eventtime.harness.session import driver_death, runtime_info
-    from eventtime.harness.stream import HarnessError, HarnessTimeout, MemorySource, QueryFailed, StreamRun
+    from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed, StreamRun
 
     compat = compat_for(spark)
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
-                            runtime=runtime_info(spark))
+                            runtime=_connect_runtime(spark) if compat.connect else runtime_info(spark))
 
-    reason = applicability(scenario, spark.version, compat.features)
+    reason = applicability(scenario, spark.version, compat.features) or (
+        connect_applicability(scenario) if compat.connect else None)
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
         return result
@@ -176,7 +228,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
     workdir = tempfile.mkdtemp(prefix="eventtime-")
-    sources = {name: MemorySource(spark, name, [(c.name, c.ctype.ddl) for c in src.columns])
+    staging = _connect_staging(spark) if compat.connect else None
+    sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
     default_mode = scenario.params.get("output_mode", "append")
     mode_used = [default_mode]
@@ -198,14 +251,21 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         return positional.select(*[f"_{i}" for i in positions]).toDF(*scenario.contract.output_names), mode
 
     trigger_ms = scenario.trigger.total_ms if scenario.trigger else None
-    run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
-                    clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
-                    name=None)
+    run: Any
+    if staging is not None:
+        from eventtime.harness.connect import ConnectStreamRun
+
+        run = ConnectStreamRun(spark, build, staging, timeout=timeout)
+    else:
+        run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
+                        clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
+                        name=None)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
     since_expect: list[Any] = []
     failure: FailureInfo | None = None
     failure_consumed = False
     fatal = False
+    limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
 
     def execute(step_result: StepResult, action: Callable[[], list[Any]]) -> None:
         nonlocal failure, fatal
@@ -224,6 +284,10 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                 return
             step_result.batches.extend(batches)
             since_expect.extend(batches)
+        except ConnectLimit as exc:
+            step_result.status, step_result.message = SKIPPED, str(exc)
+            limit.append(str(exc))
+            fatal = True
         except QueryFailed as exc:
             failure = _failure_from(exc, compat, step_result.index)
             step_result.message = str(failure)
@@ -298,6 +362,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         result.seconds = time.monotonic() - started
         return result
     conclude(result, failure.step if failure is not None and failure_consumed else None)
+    if limit:  # Spark Connect could not reproduce what the scenario needs: not applicable, never passed
+        result.status, result.reason = NOT_APPLICABLE, f"over Spark Connect: {limit[0]}"
     result.seconds = time.monotonic() - started
     return result
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
-__all__ = ["SparkCompat", "compat_for"]
+__all__ = ["SparkCompat", "ConnectCompat", "compat_for", "is_connect"]
 
 _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1+
@@ -51,6 +51,7 @@ class SparkCompat:
     """What this Spark can do and how to reach it from Python; one per SparkSession."""
 
     spark: Any
+    connect = False  # a Spark Connect session (no JVM in this process): see ConnectCompat
 
     @property
     def jvm(self) -> Any:
@@ -348,10 +349,63 @@ def _importable(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def is_connect(spark: Any) -> bool:
+    """Whether `spark` is a Spark Connect session: it has no JVM session behind it in this process
+    (a Connect session raises an AttributeError for `_jsparkSession`)."""
+    return not hasattr(spark, "_jsparkSession")
+
+
+@dataclass
+class ConnectCompat(SparkCompat):
+    """The seam for a Spark Connect session: what can be known without a JVM in this process.
+
+    Nothing here reaches the JVM; JVM glue (MemoryStream, sinks, the clock) is not available and the
+    harness drives Connect sessions with `eventtime.harness.connect` instead.
+    """
+
+    connect = True
+
+    @property
+    def jvm(self) -> Any:
+        raise RuntimeError("a Spark Connect session has no JVM in this process")
+
+    @cached_property
+    def query_conf(self) -> dict[str, str]:
+        """None: the checkpoint file manager is chosen by probing JVM classes, which a client cannot do."""
+        return {}
+
+    @cached_property
+    def features(self) -> frozenset[str]:
+        from pyspark.sql import functions as F
+        from pyspark.sql.connect.dataframe import DataFrame
+        from pyspark.sql.connect.group import GroupedData
+
+        found = set()
+        if hasattr(DataFrame, "dropDuplicatesWithinWatermark"):
+            found.add("drop_duplicates_within_watermark")
+        if hasattr(GroupedData, "applyInPandasWithState") and _importable("pandas") and _importable("pyarrow"):
+            found.add("apply_in_pandas_with_state")
+        if hasattr(GroupedData, "transformWithStateInPandas") and _importable("pandas") and _importable("pyarrow"):
+            found.add("transform_with_state")
+        if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
+            found.add("multiple_stateful_operators")
+        # Watermark propagation among operators is in every server the Connect harness runs on: its
+        # source is a Python streaming data source, which needs Spark 4.0 (propagation came in 3.5).
+        found.add("join_then_stateful")
+        if hasattr(F, "session_window"):
+            found.add("session_window_dynamic_gap")
+        return frozenset(found)
+
+
 _CACHE: dict[int, SparkCompat] = {}
 
 
 def compat_for(spark: Any) -> SparkCompat:
+    if is_connect(spark):
+        key = id(spark)
+        if key not in _CACHE or _CACHE[key].spark is not spark:
+            _CACHE[key] = ConnectCompat(spark)
+        return _CACHE[key]
     key = id(spark._jsparkSession)
     if key not in _CACHE:
         _CACHE[key] = SparkCompat(spark)

@@ -1,0 +1,482 @@
+"""Drives one streaming query over Spark Connect, where the client has no JVM: staged sources, observed batches.
+
+The classic `StreamRun` needs the JVM (MemoryStream, a stepped py4j clock, the checkpoint on the
+client's disk). Over Connect the harness only speaks the Connect protocol:
+
+- inputs are a Python data source the server runs (`connect_source`, shipped by value), fed by
+  DataFrame writes of staged rows into a directory on the server's side (`ConnectStaging`); a step's
+  adds are released together, so they land in the same micro-batch, and each add is one offset;
+- a step runs `processAllAvailable()` (bounded here: it has no timeout of its own);
+- each micro-batch is observed from what the server wrote: the checkpoint's offset and commit logs
+  (batch watermark before and after, batch timestamp) read back with `spark.read.text`, the rows a
+  `foreachBatch` wrote per batch id, and the query progress (input rows, dropped rows, state rows).
+
+There is no manual clock over Connect: processing time is the server's wall clock, so `advance`
+steps, processing-time triggers and `current_timestamp()` cannot be driven (the runner reports
+such scenarios not applicable). Facts measured for this design are in docs/connect.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import uuid
+from typing import Any, Callable, Mapping, Sequence
+
+from .compat import SparkCompat, compat_for
+from .stream import BatchObservation, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
+
+__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGED_TYPES", "STAGING_CONF", "REMOTE_FORM",
+           "check_remote", "connect_session", "remote_from_environment"]
+
+STAGING_CONF = "spark.eventtime.connect.stagingDir"  # a session setting naming the server-side staging root
+_STAGE_SCHEMA = "source string, seq int, ord int, row string"
+_REGISTERED: dict[int, Any] = {}
+
+
+class ConnectLimit(HarnessError):
+    """What the scenario asks cannot be reproduced over Spark Connect (the message says why): the run
+    is *not applicable* there, neither passed nor failed."""
+
+
+def _register_source(spark: Any) -> None:
+    """Register the staged source in this Connect session, shipped by value: the server need not have
+    `eventtime` installed, only pyspark and pyarrow."""
+    if _REGISTERED.get(id(spark)) is spark:
+        return
+    from pyspark import cloudpickle
+
+    from . import connect_source
+
+    cloudpickle.register_pickle_by_value(connect_source)
+    spark.dataSource.register(connect_source.StagedDataSource)
+    _REGISTERED[id(spark)] = spark
+
+
+class ConnectStaging:
+    """The server-side directory one scenario run stages its rows in and keeps its checkpoint and output.
+
+    `root` defaults to the session setting `spark.eventtime.connect.stagingDir`, else a folder under
+    the server's warehouse directory (a path the server can write and its driver can read). Every
+    write goes through Connect; the client never touches the directory itself.
+    """
+
+    def __init__(self, spark: Any, root: str | None = None):
+        self.spark = spark
+        base = root or spark.conf.get(STAGING_CONF, None) or (
+            spark.conf.get("spark.sql.warehouse.dir").rstrip("/") + "/eventtime-staging")
+        self.root = f"{base.rstrip('/')}/{uuid.uuid4().hex}"
+        self.token = uuid.uuid4().hex
+        self.generation = 0
+        self._pending: list[tuple[str, int, list[tuple]]] = []
+        _register_source(spark)
+
+    @property
+    def checkpoint(self) -> str:
+        return f"{self.root}/checkpoint"
+
+    @property
+    def output(self) -> str:
+        return f"{self.root}/out"
+
+    def new_token(self) -> str:
+        """A fresh token per query start: the readers of one start share their pins, never another's."""
+        self.token = uuid.uuid4().hex
+        return self.token
+
+    @property
+    def pending(self) -> bool:
+        """Whether adds are staged and not yet released."""
+        return bool(self._pending)
+
+    def stage(self, source: str, seq: int, rows: Sequence[Sequence[Any]]) -> None:
+        self._pending.append((source, seq, [tuple(r) for r in rows]))
+
+    def release(self) -> bool:
+        """Write every pending add as the next generation (one Connect write); False when none was pending."""
+        if not self._pending:
+            return False
+        records: list[tuple] = []
+        for source, seq, rows in self._pending:
+            records.append((source, seq, -1, None))  # the add itself, even when it has no rows
+            records += [(source, seq, i, json.dumps(list(r))) for i, r in enumerate(rows)]
+        self.generation += 1
+        self.spark.createDataFrame(records, _STAGE_SCHEMA).coalesce(1).write.parquet(
+            f"{self.root}/stage/gen={self.generation}")
+        self._pending = []
+        return True
+
+    def remove(self) -> None:
+        """Nothing to do from the client: the server-side folder is left for the server's cleanup
+        (a Connect client has no call that deletes a path)."""
+
+
+# Column types a staged source carries: its rows travel as JSON, decoded on the server (timestamps
+# from epoch microseconds). Others make a scenario not applicable over Connect (runner).
+STAGED_TYPES = ("string", "int", "bigint", "double", "boolean", "timestamp")
+
+
+class ConnectSource:
+    """A named staged source: each `add` is one offset, released with the step's other adds."""
+
+    def __init__(self, staging: ConnectStaging, name: str, columns: Sequence[tuple[str, str]]):
+        self.staging = staging
+        self.name = name
+        self.columns = list(columns)
+        self.offsets = 0
+        self._types = json.dumps([t for _, t in self.columns])
+        self._schema = ", ".join(f"`{n}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
+
+    def dataframe(self) -> Any:
+        """A new streaming DataFrame reading this source, for the current query start."""
+        return (self.staging.spark.readStream.format("eventtime_staged")
+                .option("root", self.staging.root).option("source", self.name).option("types", self._types)
+                .option("token", self.staging.token).option("schema", self._schema).load())
+
+    def add(self, given: Sequence[Sequence[Any]]) -> None:
+        """Stage rows (timestamps as epoch microseconds) as this source's next offset."""
+        self.offsets += 1
+        self.staging.stage(self.name, self.offsets, given)
+
+    def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
+        """One add per partition, in order: each add is one input partition of the batch that reads it."""
+        for part in parts:
+            self.add(part)
+
+    def replayed_in(self, spark: Any) -> "ConnectSource":
+        raise HarnessError("starting in a new session is not supported over Spark Connect")
+
+
+def _progress_dicts(query: Any) -> list[dict]:
+    out = []
+    for p in query.recentProgress or []:
+        if isinstance(p, dict):
+            out.append(p)
+        elif hasattr(p, "json"):
+            out.append(json.loads(p.json))
+        else:
+            out.append(dict(p))
+    return out
+
+
+def _foreach_batch_writer(output: str, select: list[str]) -> Callable[[Any, int], None]:
+    """The function the server runs per batch: the batch's rows, timestamps as epoch microseconds, to
+    `<output>/batch=<id>` (a batch re-run after a restart replaces its first run)."""
+    def write(df: Any, batch_id: int) -> None:
+        df.selectExpr(*select).coalesce(1).write.mode("overwrite").parquet(f"{output}/batch={batch_id}")
+    return write
+
+
+class ConnectStreamRun:
+    """One query over its lifetime on a Connect session: the same interface and observations as
+    `StreamRun` as far as Connect allows (no clock: `advance` raises HarnessError)."""
+
+    def __init__(self, spark: Any, build: Callable[[], tuple[Any, str]], staging: ConnectStaging, *,
+                 timeout: float = 60.0, name: str | None = None):
+        self.spark = spark
+        self.compat: SparkCompat = compat_for(spark)
+        self.staging = staging
+        self.checkpoint = staging.checkpoint
+        self._build = build
+        self.timeout = timeout
+        self.name = name or f"eventtime_{uuid.uuid4().hex[:12]}"
+        self._query: Any = None
+        self._schema: list[tuple[str, str]] = []
+        self.history: dict[int, BatchObservation] = {}
+        self.runs = 0
+        self._next_batch = 0
+        self._held: list[BatchObservation] = []
+        self._deferred: dict[str, str] | None = None  # the conf of a start put off until rows are staged
+
+    @property
+    def output_columns(self) -> list[tuple[str, str]]:
+        return list(self._schema)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._query is not None or self._deferred is not None
+
+    def start(self, conf: Mapping[str, str] | None = None) -> list[BatchObservation]:
+        """Start (or restart from the checkpoint), release what was staged, run what is available.
+
+        A start before any row was ever staged is deferred: a Python streaming source reports an
+        offset even before its first data, so a query started then runs an empty batch at once
+        (measured), which a MemoryStream query does not, and that batch fixes the settings in the
+        offset log. The query is started once, on a scratch checkpoint, so that a pipeline the
+        engine refuses fails at this step, and for real at the first step that releases rows.
+        """
+        if self.running:
+            raise HarnessError("the query is already running")
+        given = dict(conf or {})
+        if self.staging.generation == 0 and not self.staging.pending:
+            self.runs += 1
+            probe = self._start_query(given, f"{self.staging.root}/probe-{self.runs}")
+            self._bounded(probe.stop, f"the trial start of query {self.name} to stop")
+            self._deferred = given
+            return []
+        self.staging.release()  # before the start: its first trigger must find the rows
+        self._query = self._start_query(given, None)
+        self.runs += 1
+        ran = self._run_available("the first batches after start")
+        # The classic harness observes only the batch of the first trigger at start; the rest (a
+        # no-data batch the new watermark calls for) belongs to the next step. Over Connect the
+        # query runs them at once, so they are held back and handed to the next `process`.
+        self._held = ran[1:]
+        for obs in self._held:
+            del self.history[obs.batch_id]
+        return ran[:1]
+
+    def _start_query(self, conf: Mapping[str, str], scratch: str | None) -> Any:
+        """Start the query (on `scratch`, a throwaway checkpoint and output, when given)."""
+        defaults = {k: v for k, v in self.compat.query_conf.items() if self.spark.conf.get(k, None) is None}
+        applied = self._apply_conf({**defaults, **conf})
+        try:
+            self.staging.new_token()
+            df, output_mode = self._build()
+            self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+            select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`" for n, t in self._schema]
+            if scratch is None:
+                self._next_batch = self._committed_batches()
+            return (df.writeStream.queryName(self.name).outputMode(output_mode)
+                    .option("checkpointLocation", f"{scratch}/checkpoint" if scratch else self.checkpoint)
+                    .foreachBatch(_foreach_batch_writer(f"{scratch}/out" if scratch else self.staging.output,
+                                                        select)).start())
+        finally:
+            self._restore_conf(applied)
+
+    def move_to(self, spark: Any) -> None:
+        raise HarnessError("starting in a new session is not supported over Spark Connect")
+
+    def stop(self) -> None:
+        """Stop the query, bounded."""
+        self._deferred = None
+        query, self._query = self._query, None
+        if query is None:
+            return
+        self._bounded(query.stop, f"query {self.name} to stop")
+        if self._held:
+            raise ConnectLimit(f"the query is stopped right after its first trigger, before batch "
+                               f"{self._held[0].batch_id} that Spark owes it; over Spark Connect the query "
+                               "runs that batch at once, so a stop cannot come before it")
+
+    def close(self) -> None:
+        try:
+            self.stop()
+        except HarnessError:
+            pass
+
+    # -- steps -----------------------------------------------------------------------------------
+    def process(self) -> list[BatchObservation]:
+        """Release the staged adds and run every batch they (and the watermark) call for."""
+        self._require_running()
+        if self._deferred is not None:
+            if not self.staging.pending:
+                return []  # no data was ever added: a MemoryStream query runs no batch either
+            conf, self._deferred = self._deferred, None
+            self.staging.release()  # before the start: a first trigger without rows runs an empty batch
+            self._query = self._start_query(conf, None)
+        held, self._held = self._held, []
+        if held and self.staging.pending:
+            raise ConnectLimit(f"rows are added while batch {held[0].batch_id} is owed after the first trigger; "
+                               "the classic harness runs them in one batch, while over Spark Connect the query "
+                               "has run the owed batch already")
+        for obs in held:
+            self.history[obs.batch_id] = obs
+        return held + self._run_available(f"batch {self._next_batch} and the ones after it")
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        raise HarnessError("moving processing time needs the manual clock, which Spark Connect does not offer")
+
+    def advance_stopped(self, ms: int) -> None:
+        self.advance(ms)
+
+    # -- observation -------------------------------------------------------------------------------
+    def _require_running(self) -> None:
+        if not self.running:
+            raise HarnessError("the query is not running (add a start step)")
+
+    def _bounded(self, fn: Callable[[], Any], what: str) -> Any:
+        """Run a blocking Connect call with the harness's bound (processAllAvailable has none)."""
+        done = threading.Event()
+        result: list[Any] = []
+        error: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                result.append(fn())
+            except BaseException as exc:  # noqa: BLE001 - rethrown in the caller's thread
+                error.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name=f"{self.name}-wait", daemon=True).start()
+        if not done.wait(self.timeout):
+            raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what}")
+        if error:
+            raise error[0]
+        return result[0] if result else None
+
+    def _run_available(self, what: str) -> list[BatchObservation]:
+        self.staging.release()
+        query = self._query
+        try:
+            self._bounded(query.processAllAvailable, what)
+        except HarnessTimeout:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failed query raises its exception here
+            self._raise_failure(exc, what)
+        return self._observe_new()
+
+    def _raise_failure(self, exc: BaseException, what: str) -> None:
+        query, self._query = self._query, None
+        try:
+            self._bounded(query.stop, f"failed query {self.name} to stop")
+        except Exception:  # noqa: BLE001 - it has failed already; stopping is only tidying up
+            pass
+        error_class = self.compat.error_class(exc)
+        text = str(exc)
+        message = _headline(text)
+        named = f" [{error_class}]" if error_class and error_class not in message else ""
+        raise QueryFailed(f"the query failed during {what}{named}: {message}", error_class=error_class,
+                          chain=[(type(exc).__module__ + "." + type(exc).__name__, error_class, text)]) from None
+
+    def _committed_batches(self) -> int:
+        if self.staging.generation == 0:
+            return 0  # no row was ever released: no batch has run on this checkpoint
+        commits, _ = self._read_logs()
+        return max(commits) + 1 if commits else 0
+
+    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict]]:
+        """The checkpoint's commit and offset logs by batch id (the first JSON line of each file), in one
+        read through Connect; empty while the query has written neither."""
+        try:
+            rows = (self.spark.read.text([f"{self.checkpoint}/commits", f"{self.checkpoint}/offsets"])
+                    .selectExpr("value", "_metadata.file_name AS name", "_metadata.file_path AS path").collect())
+        except Exception as exc:  # noqa: BLE001 - no such folder yet: no batch has been written
+            if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+                return {}, {}
+            raise
+        commits: dict[int, dict] = {}
+        offsets: dict[int, dict] = {}
+        for value, name, path in rows:
+            logs = commits if path.rstrip("/").rsplit("/", 2)[-2] == "commits" else offsets
+            if name.isdigit() and value.startswith("{") and int(name) not in logs:
+                logs[int(name)] = json.loads(value)
+        return commits, offsets
+
+    def _observe_new(self) -> list[BatchObservation]:
+        all_commits, offsets = self._read_logs()
+        commits = {b: c for b, c in all_commits.items() if b >= self._next_batch}
+        if not commits:
+            return []
+        ids = sorted(commits)
+        rows = self._sink_rows(ids)
+        progress = {p.get("batchId"): p for p in _progress_dicts(self._query)}
+        out = []
+        for batch_id in ids:
+            out.append(self._observation(batch_id, offsets.get(batch_id, {}), commits[batch_id],
+                                         progress.get(batch_id, {}), rows.get(batch_id, [])))
+        self._next_batch = ids[-1] + 1
+        return out
+
+    def _observation(self, batch_id: int, offsets: dict, commit: dict, progress: dict,
+                     rows: list[tuple]) -> BatchObservation:
+        operators = progress.get("stateOperators") or []
+        event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items()
+                      if k in ("min", "max", "avg")}
+        input_rows = progress.get("numInputRows")
+        if input_rows is None:
+            input_rows = sum(int(s.get("numInputRows") or 0) for s in progress.get("sources") or [])
+        obs = BatchObservation(
+            batch_id=batch_id,
+            input_rows=int(input_rows or 0),
+            timestamp_ms=offsets.get("batchTimestampMs"),
+            watermark_before_ms=offsets.get("batchWatermarkMs"),
+            watermark_after_ms=commit.get("nextBatchWatermarkMs"),
+            rows=rows,
+            dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
+            state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
+            operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
+                                               "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
+                       for o in operators],
+            event_time={k: v for k, v in event_time.items() if v is not None},
+            duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
+            run=self.runs - 1 if self.runs else 0,
+        )
+        self.history[batch_id] = obs
+        return obs
+
+    def _sink_rows(self, ids: list[int]) -> dict[int, list[tuple]]:
+        """The rows each batch wrote, read back in one query."""
+        names = [n for n, _ in self._schema]
+        ddl = ", ".join(f"`{n}` {'bigint' if t == 'timestamp' else t}" for n, t in self._schema)
+        paths = [f"{self.staging.output}/batch={b}" for b in ids]
+        df = (self.spark.read.schema(ddl + ", batch bigint").option("basePath", self.staging.output)
+              .parquet(*paths))
+        out: dict[int, list[tuple]] = {b: [] for b in ids}
+        for r in df.collect():
+            out.setdefault(int(r["batch"]), []).append(tuple(r[n] for n in names))
+        return out
+
+    # -- conf ----------------------------------------------------------------------------------------
+    def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:
+        previous: dict[str, str | None] = {}
+        for key, value in conf.items():
+            previous[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+        return previous
+
+    def _restore_conf(self, previous: Mapping[str, str | None]) -> None:
+        for key, value in previous.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+
+
+# -- Sessions ------------------------------------------------------------------------------------------
+REMOTE_FORM = "sc://HOST:PORT (optionally followed by /;key=value parameters, as Spark Connect accepts)"
+_REMOTE = re.compile(r"^sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)(:([1-9]\d{0,4}))?(/.*)?$")
+
+
+def check_remote(url: str) -> str:
+    """`url` stripped if it is a Spark Connect URL; else ValueError naming the accepted form."""
+    text = (url or "").strip()
+    m = _REMOTE.match(text)
+    if not m or (m.group(4) and int(m.group(4)) > 65535):
+        raise ValueError(f"{url!r} is not a Spark Connect URL; accepted: {REMOTE_FORM}")
+    return text
+
+
+def remote_from_environment() -> str | None:
+    """The Spark Connect URL of the SPARK_REMOTE environment variable (PySpark's own), if set."""
+    value = os.environ.get("SPARK_REMOTE", "").strip()
+    return value or None
+
+
+def connect_session(url: str, *, timeout: float = 60.0) -> Any:
+    """A Spark Connect session to `url`, once the server has answered (bounded: a Connect client
+    otherwise retries an unreachable server for minutes). HarnessError says what did not answer."""
+    from pyspark.sql import SparkSession
+
+    url = check_remote(url)
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    answer: list[Any] = []
+
+    def ask() -> None:
+        try:
+            answer.append(spark.version)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            answer.append(exc)
+
+    thread = threading.Thread(target=ask, name="eventtime-connect-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not answer:
+        raise HarnessTimeout(f"the Spark Connect server at {url} did not answer within {timeout:g}s")
+    if isinstance(answer[0], Exception):
+        raise HarnessError(f"the Spark Connect server at {url} did not answer: "
+                           f"{_headline(str(answer[0])) or type(answer[0]).__name__}")
+    return spark

@@ -1,0 +1,197 @@
+"""The streaming source the harness drives over Spark Connect: a Python data source run by the server.
+
+This module runs on the Spark Connect *server* (the driver's Python workers), shipped there by value
+with the data source registration, so it imports nothing of `eventtime`, only the standard library,
+pyspark and pyarrow (both on any server that runs Python data sources).
+
+Rules it keeps (see docs/connect.md for the measured facts behind them):
+
+- Rows are *staged* by the client through Connect itself: each release is one DataFrame write of a
+  Parquet directory `<root>/stage/gen=<N>` (the server writes it; `_SUCCESS` marks it complete). A
+  release holds every add of every source since the previous one; each add is one offset of its
+  source, like one `MemoryStream.addData`, and one input partition of the batch that reads it.
+- Offsets move only when the client releases: `latestOffset` counts the adds of this source in the
+  released generations, never more.
+- Several sources see the same release in the same trigger. The engine asks every source for its
+  latest offset once per trigger, one after the other; a release landing between two of those
+  calls would split one step's adds over two batches. So the k-th call of every reader of one query
+  start uses one *pinned* generation: the first reader to make its k-th call pins the newest
+  complete generation (an atomic link on the driver's local disk), the others read the pin.
+- Reading happens on the driver (`partitions` embeds the rows in the partitions), so executors need
+  no access to the staging directory.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+import uuid
+from typing import Any, Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+FORMAT = "eventtime_staged"
+STAGE = "stage"
+GEN_PREFIX = "gen="
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def _filesystem(root: str) -> tuple[Any, str]:
+    """A pyarrow file system and the path in it for a Spark path (`file:/x`, `/x`, `s3://...`)."""
+    from pyarrow import fs
+
+    if root.startswith("file:"):
+        path = root[len("file:"):]
+        while path.startswith("//"):
+            path = path[1:]
+        return fs.LocalFileSystem(), path
+    if "://" not in root:
+        return fs.LocalFileSystem(), root
+    return fs.FileSystem.from_uri(root)
+
+
+def released_generations(root: str) -> list[int]:
+    """The complete (written and committed) generations under `root`, ascending."""
+    from pyarrow import fs
+
+    filesystem, base = _filesystem(root)
+    stage = f"{base.rstrip('/')}/{STAGE}"
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(stage, allow_not_found=True))
+    except (FileNotFoundError, OSError):
+        return []
+    gens = []
+    for info in infos:
+        name = info.path.rsplit("/", 1)[-1]
+        if info.type == fs.FileType.Directory and name.startswith(GEN_PREFIX) and name[len(GEN_PREFIX):].isdigit():
+            if filesystem.get_file_info(f"{info.path}/_SUCCESS").type == fs.FileType.File:
+                gens.append(int(name[len(GEN_PREFIX):]))
+    return sorted(gens)
+
+
+def read_generation(root: str, gen: int) -> list[dict]:
+    """The records of one generation: source, seq (the add's number in its source, from 1), ord, row."""
+    import pyarrow.parquet as pq
+
+    filesystem, base = _filesystem(root)
+    table = pq.read_table(f"{base.rstrip('/')}/{STAGE}/{GEN_PREFIX}{gen}", filesystem=filesystem,
+                          partitioning=None)
+    return table.to_pylist()
+
+
+def _adds(offset: dict | None) -> int:
+    """The adds an offset covers; the engine passes None for a source that has released nothing yet
+    while another source of the query has (`latestOffset` answers None until the first add)."""
+    return int(offset["adds"]) if offset else 0
+
+
+class _AddPartition(InputPartition):
+    """One add of one source: its rows, already decoded, in order."""
+
+    def __init__(self, rows: list[tuple]):
+        super().__init__(None)
+        self.rows = rows
+
+
+class StagedStreamReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]):
+        self.root = options["root"]
+        self.source = options["source"]
+        self.types = json.loads(options["types"])
+        self.pins = os.path.join(tempfile.gettempdir(), "eventtime-pins", options["token"])
+        self.calls = 0
+        self._adds: dict[int, list[tuple[int, list[tuple]]]] = {}  # gen -> [(seq, rows)] of this source
+
+    # -- offsets -------------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return {"adds": 0}
+
+    # The no-argument form, which every Spark 4.x calls once per trigger (4.2 added start and limit).
+    def latestOffset(self) -> dict:  # type: ignore[override]
+        self.calls += 1
+        gen = self._pinned(self.calls)
+        adds = sum(len(self._source_adds(g)) for g in range(1, gen + 1))
+        return {"adds": adds} if adds else None  # type: ignore[return-value]
+
+    def _pinned(self, call: int) -> int:
+        os.makedirs(self.pins, exist_ok=True)
+        pin = os.path.join(self.pins, str(call))
+        try:
+            with open(pin, encoding="ascii") as fh:
+                return int(fh.read())
+        except FileNotFoundError:
+            pass
+        gens = released_generations(self.root)
+        newest = gens[-1] if gens else 0
+        scratch = f"{pin}.{uuid.uuid4().hex}"
+        with open(scratch, "w", encoding="ascii") as fh:
+            fh.write(str(newest))
+        try:
+            os.link(scratch, pin)  # atomic: exactly one reader's choice becomes the pin
+        except FileExistsError:
+            with open(pin, encoding="ascii") as fh:
+                newest = int(fh.read())
+        finally:
+            os.unlink(scratch)
+        try:  # every reader has passed call - 2: the engine polls all sources within one trigger
+            os.unlink(os.path.join(self.pins, str(call - 2)))
+        except FileNotFoundError:
+            pass
+        return newest
+
+    def _source_adds(self, gen: int) -> list[tuple[int, list[tuple]]]:
+        if gen not in self._adds:
+            by_seq: dict[int, list[tuple[int, tuple]]] = {}
+            for rec in read_generation(self.root, gen):
+                if rec["source"] != self.source:
+                    continue
+                rows = by_seq.setdefault(int(rec["seq"]), [])
+                if rec["row"] is not None:
+                    rows.append((int(rec["ord"]), self._decode(json.loads(rec["row"]))))
+            self._adds[gen] = [(seq, [r for _, r in sorted(rows)]) for seq, rows in sorted(by_seq.items())]
+        return self._adds[gen]
+
+    def _decode(self, values: list) -> tuple:
+        return tuple(_EPOCH + _dt.timedelta(microseconds=v) if t == "timestamp" and v is not None else v
+                     for t, v in zip(self.types, values))
+
+    # -- data ----------------------------------------------------------------------------------------
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        first, last = _adds(start), _adds(end)
+        if last <= first:
+            return []
+        out: list[InputPartition] = []
+        seen = 0
+        for gen in released_generations(self.root):
+            for seq, rows in self._source_adds(gen):
+                seen = seq
+                if first < seq <= last:
+                    out.append(_AddPartition(rows))
+            if seen >= last:
+                break
+        if len(out) != last - first:
+            raise RuntimeError(f"eventtime staged source {self.source!r}: adds {first + 1}..{last} are not all "
+                               f"staged under {self.root} (found {len(out)})")
+        return out
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        yield from partition.rows  # type: ignore[attr-defined]
+
+    def commit(self, end: dict) -> None:
+        pass
+
+
+class StagedDataSource(DataSource):
+    """`spark.readStream.format("eventtime_staged")` with options root, source, types (JSON list of the
+    harness's column types), token (one per query start) and the schema as a DDL string."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return self.options["schema"]
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return StagedStreamReader(dict(self.options))

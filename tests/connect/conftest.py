@@ -1,0 +1,26 @@
+"""Scenarios over Spark Connect: one local server (a JVM child process) per test session; this process
+talks to it through the Connect protocol only and starts no JVM of its own."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.connect, pytest.mark.spark]
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    from eventtime.harness.connect_server import ConnectServer
+
+    with ConnectServer(timeout=180, log_dir=str(tmp_path_factory.mktemp("connect-server"))) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def remote_spark(connect_server):
+    from eventtime.harness.connect import connect_session
+
+    spark = connect_session(connect_server.url, timeout=180)
+    yield spark
+    # Close the session while the server is up: a client left open retries a stopped server for
+    # minutes at exit (measured: about 10 min of RETRIES_EXCEEDED before pytest returned).
+    spark.stop()

@@ -1,0 +1,140 @@
+"""Spark Connect pieces that need no server: URL checks, what is not applicable, the staged source's offsets.
+
+The staged source runs on a Connect server's driver; here its reader runs in this process against a
+staging folder written with pyarrow in the layout the client's Connect writes produce, which is
+enough to pin down its offsets, its partitions and the per-trigger pin that keeps several sources
+in one batch.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eventtime.harness.connect import check_remote
+from eventtime.loader import load_scenario
+from eventtime.runner import connect_applicability
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "scenarios"
+
+
+@pytest.mark.parametrize("url", ["sc://127.0.0.1:15002", "sc://localhost", "sc://h.example:443/;use_ssl=true",
+                                 "sc://[::1]:15002"])
+def test_connect_urls_accepted(url):
+    assert check_remote(f" {url} ") == url
+
+
+@pytest.mark.parametrize("url", ["", "http://host:15002", "sc://", "sc://host:0", "sc://host:70000", "host:15002"])
+def test_bad_connect_urls_name_the_form(url):
+    with pytest.raises(ValueError, match=r"not a Spark Connect URL; accepted: sc://HOST:PORT"):
+        check_remote(url)
+
+
+@pytest.mark.parametrize("path, why", [
+    ("clock/processing-time-trigger.scenario.yaml", "advances processing time"),
+    ("clock/current-timestamp-follows-clock.scenario.yaml", "advances processing time"),
+    ("seeds/periodic-one-batch-per-trigger.scenario.yaml", "processing-time"),
+])
+def test_clock_scenarios_are_not_applicable_over_connect(path, why):
+    reason = connect_applicability(load_scenario(SUITE / path))
+    assert reason is not None and "needs the manual processing-time clock" in reason and why in reason
+
+
+@pytest.mark.parametrize("path", ["union/min-policy-different-delays.scenario.yaml",
+                                  "restart/rows-added-while-stopped.scenario.yaml",
+                                  "tumbling/append-late-row-dropped.scenario.yaml"])
+def test_scenarios_without_the_clock_apply_over_connect(path):
+    assert connect_applicability(load_scenario(SUITE / path)) is None
+
+
+def _cli(*args, env=None):
+    import os
+
+    return subprocess.run([sys.executable, "-m", "eventtime.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_cli_refuses_a_bad_remote_and_remote_with_master():
+    bad = _cli("run", "scenarios/union", "--remote", "http://x:1")
+    assert bad.returncode == 2 and "not a Spark Connect URL" in bad.stderr
+    both = _cli("run", "scenarios/union", "--remote", "sc://127.0.0.1:1", "--master", "local[1]")
+    assert both.returncode == 2 and "either --master" in both.stderr
+    env = _cli("run", "scenarios/union", env={"SPARK_REMOTE": "nonsense"})
+    assert env.returncode == 2 and "SPARK_REMOTE" in env.stderr
+
+
+def test_remote_of_honours_spark_remote_unless_a_master_is_given(monkeypatch):
+    from eventtime.cli import _remote_of
+
+    monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:15002")
+    assert _remote_of(argparse.Namespace(remote=None, master=None)) == "sc://127.0.0.1:15002"
+    assert _remote_of(argparse.Namespace(remote=None, master="local[2]")) is None
+    assert _remote_of(argparse.Namespace(remote="sc://h:1", master=None)) == "sc://h:1"
+    monkeypatch.delenv("SPARK_REMOTE")
+    assert _remote_of(argparse.Namespace(remote=None, master=None)) is None
+
+
+def test_connect_server_command_expands_the_url():
+    from eventtime.connect_command import expand_command
+
+    assert expand_command(["--", "eventtime", "run", "--remote", "{remote}"], "sc://h:1") == [
+        "eventtime", "run", "--remote", "sc://h:1"]
+
+
+# -- the staged source's reader, in this process ------------------------------------------------------------
+def _release(root: Path, gen: int, adds: list[tuple[str, int, list[list]]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    recs = []
+    for source, seq, rows in adds:
+        recs.append({"source": source, "seq": seq, "ord": -1, "row": None})
+        recs += [{"source": source, "seq": seq, "ord": i, "row": json.dumps(r)} for i, r in enumerate(rows)]
+    folder = root / "stage" / f"gen={gen}"
+    folder.mkdir(parents=True)
+    schema = pa.schema([("source", pa.string()), ("seq", pa.int32()), ("ord", pa.int32()), ("row", pa.string())])
+    pq.write_table(pa.Table.from_pylist(recs, schema=schema), folder / "part-0.parquet")
+    (folder / "_SUCCESS").write_text("")
+
+
+def _reader(root: Path, source: str, token: str, types=("string", "timestamp")):
+    from eventtime.harness.connect_source import StagedStreamReader
+
+    return StagedStreamReader({"root": f"file:{root}", "source": source, "types": json.dumps(list(types)),
+                               "token": token})
+
+
+def test_offsets_move_only_with_complete_releases(tmp_path):
+    reader = _reader(tmp_path, "a", "t1")
+    assert reader.latestOffset() is None  # nothing released: no offset, as a MemoryStream without data
+    _release(tmp_path, 1, [("a", 1, [["x", 3_000_000]]), ("b", 1, [["y", 1]])])
+    (tmp_path / "stage" / "gen=2").mkdir()  # a generation still being written: no _SUCCESS yet
+    assert reader.latestOffset() == {"adds": 1}
+    _release(tmp_path, 3, [("a", 2, []), ("a", 3, [["z", 5_000_000], ["w", 6_000_000]])])
+    assert reader.latestOffset() == {"adds": 3}
+    parts = reader.partitions({"adds": 1}, {"adds": 3})
+    assert [list(reader.read(p)) for p in parts] == [
+        [], [("z", _dt.datetime(1970, 1, 1, 0, 0, 5, tzinfo=_dt.timezone.utc)),
+             ("w", _dt.datetime(1970, 1, 1, 0, 0, 6, tzinfo=_dt.timezone.utc))]]
+    assert reader.partitions(None, {"adds": 1})[0].rows == [
+        ("x", _dt.datetime(1970, 1, 1, 0, 0, 3, tzinfo=_dt.timezone.utc))]
+
+
+def test_sources_of_one_trigger_see_the_same_release(tmp_path):
+    """A release landing between two sources' offset calls of one trigger stays invisible to the
+    second until the next trigger; a reader of another start (token) is not bound by the pin."""
+    _release(tmp_path, 1, [("a", 1, [["x", 1]]), ("b", 1, [["y", 1]])])
+    a, b = _reader(tmp_path, "a", "t2"), _reader(tmp_path, "b", "t2")
+    assert a.latestOffset() == {"adds": 1} and b.latestOffset() == {"adds": 1}  # trigger 1
+    assert a.latestOffset() == {"adds": 1}  # trigger 2: a pins generation 1 ...
+    _release(tmp_path, 2, [("a", 2, [["x", 2]]), ("b", 2, [["y", 2]])])  # ... the release lands ...
+    assert b.latestOffset() == {"adds": 1}  # ... and b still answers for the pinned generation
+    assert a.latestOffset() == {"adds": 2} and b.latestOffset() == {"adds": 2}  # trigger 3: both
+    control = _reader(tmp_path, "b", "other-start")
+    assert control.latestOffset() == {"adds": 2}  # the control: unpinned, it sees the newest release
