@@ -123,6 +123,17 @@ def cluster_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
     return {k: v for k, v in out.items() if k not in conf}
 
 
+def worker_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Settings every session needs, local or not: Python workers (UDFs, pandas functions) import
+    what the driver imports. A local worker does not see the driver's sys.path either: a test run's
+    `pythonpath = ["src"]` reaches the driver only, so a UDF defined in the user's package would fail
+    with ModuleNotFoundError on the worker."""
+    path = _executor_pythonpath()
+    if not path or "spark.executorEnv.PYTHONPATH" in (conf or {}):
+        return {}
+    return {"spark.executorEnv.PYTHONPATH": path}
+
+
 def expected_executors(master: str) -> int:
     """How many executors a session on `master` waits for before its first query: W on local-cluster, 1 on
     a standalone master (it gets what the workers offer), 0 locally."""

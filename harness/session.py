@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors
+from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors, worker_conf
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
            "DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "fresh_session",
@@ -45,8 +45,9 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     """The process's SparkSession, created on first use with TEST_CONF (plus `conf`).
 
     `master` is any Spark master URL: `local[N]`, `local-cluster[W,C,M]`, `spark://host:port`
-    (anything else: `eventtime.harness.cluster.MasterURLError`). On a cluster the executors get the driver's
-    Python path and UTC (`eventtime.harness.cluster.cluster_conf`), and the session is returned once its
+    (anything else: `eventtime.harness.cluster.MasterURLError`). Python workers get the driver's import
+    path (`worker_conf`, local mode too); on a cluster the executors also get UTC
+    (`eventtime.harness.cluster.cluster_conf`), and the session is returned once its
     executors have registered (bounded wait). An already running session is reused as it is (its
     master cannot change in-process).
     """
@@ -62,7 +63,8 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             return prepare_session(active)
         master = check_master(master or DEFAULT_MASTER)
         builder = SparkSession.builder.master(master).appName(app_name)
-        for key, value in {**TEST_CONF, **cluster_conf(master, conf), **dict(conf or {})}.items():
+        settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
+        for key, value in settings.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")

@@ -169,3 +169,13 @@ def test_cluster_command_usage_errors(capsys):
     with pytest.raises(SystemExit) as info:
         main(["cluster", "--workers", "0"])
     assert info.value.code == EXIT_USAGE
+
+
+def test_python_workers_get_the_drivers_import_path_in_local_mode_too(tmp_path, monkeypatch):
+    """pytest's `pythonpath = ["src"]` reaches the driver only: without this a UDF of the user's own
+    package fails on a local Python worker with ModuleNotFoundError (tests/spark/test_user_types.py)."""
+    from eventtime.harness.cluster import worker_conf
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    assert worker_conf() == {"spark.executorEnv.PYTHONPATH": str(tmp_path)}
+    assert worker_conf({"spark.executorEnv.PYTHONPATH": "/mine"}) == {}  # the user's own setting wins

@@ -156,3 +156,66 @@ def test_every_type_round_trips_through_the_harness_with_nulls_at_every_depth(sp
         run.close()
     assert [name for name, _ in run.output_columns] == [n for n, _ in EVERY_TYPE] + ["ts"]
     assert rows == sorted([full + (full[1],), empty + (None,), partial + (None,)])
+
+
+def test_a_udf_in_the_users_own_package_imports_on_the_python_workers(tmp_path):
+    """A job whose UDF lives in the user's package, found through pytest's `pythonpath` (not installed):
+    the Python workers get the driver's import path, so the UDF runs (it failed with
+    ModuleNotFoundError before). The control: the same run with the UDF raising fails, naming it."""
+    import subprocess
+    import sys
+
+    (tmp_path / "src" / "plant").mkdir(parents=True)
+    (tmp_path / "src" / "plant" / "__init__.py").write_text("")
+    (tmp_path / "src" / "plant" / "sensors.py").write_text(textwrap.dedent("""\
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StringType
+
+        BROKEN = False
+
+
+        def site_of(device_id):
+            if BROKEN:
+                raise RuntimeError("unknown device prefix in " + device_id)
+            return device_id.split("-")[0]
+
+
+        def transform(readings, window):
+            site = F.udf(site_of, StringType())
+            return (readings.withWatermark("ts", "0 seconds").groupBy(site("device").alias("site"),
+                                                                      F.window("ts", window).alias("w"))
+                    .count().select("site", F.col("w.start").alias("window_start"), "count"))
+        """))
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent("""\
+        [tool.pytest.ini_options]
+        pythonpath = ["src"]
+        eventtime_pipelines = ["site_counts = plant.sensors:transform"]
+        """))
+    (tmp_path / "site_counts.contract.yaml").write_text(textwrap.dedent("""\
+        contract: site_counts
+        description: readings -> count per site (a UDF of the device id) and window.
+        sources:
+          readings: {columns: "device string, ts timestamp", event_time: ts}
+        params:
+          window: {kind: duration, default: 10 seconds}
+        output: {columns: "site string, window_start timestamp, count bigint"}
+        """))
+    (tmp_path / "one.scenario.yaml").write_text(textwrap.dedent("""\
+        scenario: site-count
+        description: Two readings of one site in a window, counted once the watermark passes.
+        contract: site_counts
+        steps:
+          - add: {readings: [[a-1, "00:00:01"], [a-2, "00:00:02"]]}
+          - add: {readings: [[b-1, "00:00:30"]]}
+          - process
+          - expect:
+              output: [[a, "00:00:00", 2]]
+        """))
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "one.scenario.yaml"]
+    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    (tmp_path / "src" / "plant" / "sensors.py").write_text(
+        (tmp_path / "src" / "plant" / "sensors.py").read_text().replace("BROKEN = False", "BROKEN = True"))
+    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1 and "unknown device prefix in a-1" in done.stdout, done.stdout[-3000:]
+    assert "ModuleNotFoundError" not in done.stdout
