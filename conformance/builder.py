@@ -11,7 +11,9 @@ a mistake (an unknown parameter, a row of the wrong width) is reported the same 
 """
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import decimal
 import sys
 from typing import Any, Mapping
 
@@ -19,6 +21,13 @@ __all__ = ["ScenarioBuilder"]
 
 
 def _plain(value: Any) -> Any:
+    """A value as a scenario file writes it (the builder writes the same document a file holds)."""
+    if isinstance(value, decimal.Decimal):
+        return str(value)  # exact: a decimal column reads its text
+    if isinstance(value, (bytes, bytearray)):
+        return {"base64": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        return value.isoformat()
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
             return value.isoformat(sep="T")

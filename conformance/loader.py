@@ -267,7 +267,9 @@ class _Builder:
                 raw, parse_time=lambda v: parse_time(v, date=self.date, zone=self.zone), parse_date=parse_date,
                 float_text=lambda inner: self.c.loc.float_texts.get(path + inner) if self.c.loc else None)
         except ValueProblem as exc:
-            self.c.at(path + exc.path, f"column {column.name!r} is {column.type}: {exc.message}")
+            inside = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.path)
+            self.c.at(path + exc.path, f"column {column.name!r} is {column.type}: {exc.message}"
+                                       + (f" (at {column.name}{inside})" if inside else ""))
             return None
 
     def rows(self, raw: Any, columns: tuple[Column, ...], path: tuple, what: str) -> tuple[tuple, ...]:
@@ -351,8 +353,9 @@ class _Builder:
         else:
             names = self.contracts.names(self.file)
             self.c.at(("contract",), f"unknown contract {raw!r}{did_you_mean(raw, names)}: no bundled contract, no "
-                                     f"*.contract.yaml beside the scenario or above it, and none registered "
-                                     f"(contracts: {', '.join(names)})")
+                                     f"*.contract.yaml beside the scenario or above it, and none registered; a folder "
+                                     f"of contract files is named with --contracts DIR (CLI) or the ini key "
+                                     f"eventtime_contracts (pytest) (contracts: {', '.join(names)})")
         return None
 
     def params(self, contract: Contract | None) -> dict[str, Any]:

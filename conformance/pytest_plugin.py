@@ -90,6 +90,7 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "build", "dist", "site-packages"}
 @functools.lru_cache(maxsize=16)
 def _declared_under(root: Path) -> frozenset[str]:
     from eventtime.contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
+    from eventtime.registry import declared_name
 
     found = set()
     for folder, dirs, files in os.walk(root):
@@ -99,8 +100,8 @@ def _declared_under(root: Path) -> frozenset[str]:
             if name.endswith(CONTRACT_SUFFIXES):
                 try:
                     found.add(load_contract_file(os.path.join(folder, name)).name)
-                except ContractInvalid:
-                    pass  # its problems are reported with the scenarios that use it
+                except ContractInvalid:  # its problems are reported with the scenarios that use it: a
+                    found.add(declared_name(Path(folder, name)))  # binding of it is no unknown contract
     return frozenset(found)
 
 
@@ -469,7 +470,12 @@ class ScenarioItem(pytest.Item):
         from eventtime.runner import run_scenario
 
         settings = _settings(self.config)
-        fn = settings.resolve(self.target)
+        try:
+            fn = settings.resolve(self.target)
+        except pytest.UsageError as exc:  # said in one line (repr_failure), not with the plugin's frames
+            raise InvalidScenario(f"{self.scenario.path}: the pipeline bound to contract "
+                                  f"{self.scenario.contract.name!r} does not import: "
+                                  f"{str(exc).removeprefix('eventtime: ')}") from None
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         self.result = run_scenario(self.scenario, fn, session=_spark(self.config), timeout=settings.timeout,
                                    implementation=impl, rerun=f"pytest '{self.nodeid}'")

@@ -141,7 +141,7 @@ class ContractLookup:
             for path in sorted(folder.iterdir()):
                 if path.name.endswith(CONTRACT_SUFFIXES) and path.is_file():
                     loaded = self._load(path)
-                    name = loaded.name if isinstance(loaded, Contract) else _declared_name(path)
+                    name = loaded.name if isinstance(loaded, Contract) else declared_name(path)
                     found.setdefault(name, []).append((str(path), loaded))
         for source in (self.extra, _REGISTERED):
             for name, contract in source.items():
@@ -185,7 +185,7 @@ def _shown(place: str) -> str:
     return display_path(place)
 
 
-def _declared_name(path: Path) -> str:
+def declared_name(path: Path) -> str:
     """The name a contract file that does not load declares, read plainly (for messages)."""
     for line in path.read_text("utf-8", errors="replace").splitlines():
         if line.startswith("contract:"):

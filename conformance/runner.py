@@ -50,7 +50,10 @@ def resolve_pipeline(ref: str) -> Pipeline:
     for part in attr.split("."):
         fn = getattr(fn, part, None)
         if fn is None:
-            raise PipelineError(f"module {module_name!r} has no {attr!r} (pipeline {ref!r})")
+            from .problems import did_you_mean
+
+            names = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None))]
+            raise PipelineError(f"module {module_name!r} has no {attr!r}{did_you_mean(attr, names)} (pipeline {ref!r})")
     if not callable(fn):
         raise PipelineError(f"pipeline {ref!r} is not callable")
     return fn

@@ -79,8 +79,8 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
     if not scenario.contract.bundled:  # the model knows the bundled contracts' pipelines, not the user's
-        raise NotCovered(f"contract {scenario.contract.name!r} is not covered by the model: it models the "
-                         "bundled contracts only, so it predicts nothing for another pipeline")
+        raise NotCovered(f"contract {scenario.contract.name!r} is yours: the model implements the bundled "
+                         "contracts only, so it predicts nothing for your pipeline (run the scenario on Spark)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)

@@ -249,3 +249,13 @@ def test_one_repository_binds_pipelines_per_folder(pytester):
     result.stdout.fnmatch_lines(["tests/eu/two.scenario.yaml::two-click[[]jobs:eu_count[]]",
                                  "tests/one.scenario.yaml::one-click[[]jobs:count[]]"])
     assert result.ret == 0
+
+
+def test_a_binding_whose_function_does_not_exist_fails_in_one_line_with_did_you_mean(pytester):
+    _consumer(pytester, 'eventtime_pipelines = ["page_clicks = jobs:transfrom"]')
+    pytester.makepyfile(jobs="def transform(clicks):\n    return clicks\n")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(["*the pipeline bound to contract 'page_clicks' does not import: module 'jobs' has "
+                                 "no 'transfrom'; did you mean 'transform'?*"])
+    assert "pytest_plugin.py" not in result.stdout.str()  # no frames of the plugin
+    assert result.ret == 1
