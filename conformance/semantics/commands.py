@@ -21,11 +21,15 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("--profile", choices=PROFILES, default=None,
                    help="the model's profile (default: each scenario's own `profile`, spark unless it says)")
     c.add_argument("-q", "--quiet", action="store_true", help="print disagreements and the totals only")
+    c.add_argument("--contracts", action="append", default=[], metavar="DIR",
+                   help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
 
     e = sub.add_parser("expect", help="print what the model computes for each expect step of a scenario")
     e.add_argument("scenario", metavar="SCENARIO", help="a scenario file")
     e.add_argument("--profile", choices=PROFILES, default=None,
                    help="the model's profile (default: the scenario's own `profile`, spark unless it says)")
+    e.add_argument("--contracts", action="append", default=[], metavar="DIR",
+                   help="a folder of *.contract.yaml files, besides those beside or above the scenario (repeatable)")
     e.add_argument("--write", action="store_true",
                    help="write the model's values into the file's expect steps in place (comments and "
                         "formatting elsewhere are kept); the result must agree with check-model")
@@ -33,11 +37,11 @@ def add_parsers(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "check-model":
-        return _check_model(args.paths, args.profile, args.quiet)
-    return _expect(args.scenario, args.profile, args.write)
+        return _check_model(args.paths, args.profile, args.quiet, args.contracts)
+    return _expect(args.scenario, args.profile, args.write, args.contracts)
 
 
-def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
+def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contract_dirs: Sequence[str] = ()) -> int:
     from ..cli_files import load_scenarios, scenario_files
     from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED
     from ..textreport import describe_failure
@@ -46,7 +50,7 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
     files = scenario_files(paths, what="under the given paths")
     if files is None:
         return EXIT_USAGE
-    scenarios, invalid = load_scenarios(files)
+    scenarios, invalid = load_scenarios(files, contract_dirs)
     results = []
     used: set[str] = set()
     label = {PASSED: "agree", FAILED: "DISAGREE", NOT_APPLICABLE: "NOT COVERED", ERROR: "ERROR"}
@@ -70,17 +74,18 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool) -> int:
     return EXIT_FAILED if bad or invalid else EXIT_OK
 
 
-def _expect(path: str, profile: str | None, write: bool = False) -> int:
+def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: Sequence[str] = ()) -> int:
     from eventtime.scenarios import display_path
 
     from ..loader import ScenarioInvalid, load_scenario
+    from ..registry import ContractLookup
     from .simulate import ModelError, NotCovered, simulate
 
     if not Path(path).is_file():
         print(f"eventtime: error: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        sc = load_scenario(path, display_path=display_path(path))
+        sc = load_scenario(path, display_path=display_path(path), contracts=ContractLookup(contract_dirs))
     except ScenarioInvalid as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILED
