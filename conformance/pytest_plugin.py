@@ -470,6 +470,7 @@ class ScenarioItem(pytest.Item):
         from eventtime.runner import run_scenario
 
         settings = _settings(self.config)
+        spark = _spark(self.config)  # first: a module that defines a UDF at import needs a session
         try:
             fn = settings.resolve(self.target)
         except pytest.UsageError as exc:  # said in one line (repr_failure), not with the plugin's frames
@@ -477,7 +478,7 @@ class ScenarioItem(pytest.Item):
                                   f"{self.scenario.contract.name!r} does not import: "
                                   f"{str(exc).removeprefix('eventtime: ')}") from None
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
-        self.result = run_scenario(self.scenario, fn, session=_spark(self.config), timeout=settings.timeout,
+        self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
                                    implementation=impl, rerun=f"pytest '{self.nodeid}'")
         from eventtime.resultsfile import result_record
 

@@ -219,3 +219,34 @@ def test_a_udf_in_the_users_own_package_imports_on_the_python_workers(tmp_path):
     done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 1 and "unknown device prefix in a-1" in done.stdout, done.stdout[-3000:]
     assert "ModuleNotFoundError" not in done.stdout
+
+
+def test_a_module_level_udf_works_under_the_pytest_plugin(tmp_path):
+    """PySpark 4 creates a `@F.udf` against the active session when the module is imported: the
+    plugin starts its session before importing the bound pipeline's module."""
+    import subprocess
+    import sys
+
+    (tmp_path / "udfjob.py").write_text(textwrap.dedent("""\
+        from pyspark.sql import functions as F
+
+
+        @F.udf("string")
+        def upper(s):
+            return s.upper()
+
+
+        def transform(readings):
+            return readings.select(upper("device").alias("device"), "ts")
+        """))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npythonpath = ["."]\neventtime_pipelines = ["shout = udfjob:transform"]\n')
+    (tmp_path / "shout.contract.yaml").write_text(
+        "contract: shout\ndescription: device ids upper-cased.\nsources:\n"
+        "  readings: {columns: \"device string, ts timestamp\"}\noutput: {columns: \"device string, ts timestamp\"}\n")
+    (tmp_path / "one.scenario.yaml").write_text(
+        "scenario: shout\ndescription: upper-cased.\ncontract: shout\nsteps:\n"
+        "  - add: {readings: [[a-1, \"00:00:01\"]]}\n  - process\n  - expect: {rows: [[A-1, \"00:00:01\"]]}\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
