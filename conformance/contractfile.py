@@ -208,7 +208,8 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     return Contract(name=contract_name, title=title, description=description, sources=sources, params=params,
                     output=output, reference=implementations[0] if implementations else "",
                     alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
-                    where=checker.where(prefix), bundled=bundled)
+                    where=checker.where(prefix), output_where=checker.where(prefix + ("output", "columns")),
+                    bundled=bundled)
 
 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:

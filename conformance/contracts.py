@@ -57,6 +57,7 @@ class Contract:
     requires: tuple[str, ...] = ()  # Spark features (eventtime.harness.features) every implementation needs
     key: tuple[str, ...] = ()  # output columns that identify a row, if declared
     where: Where | None = field(default=None, compare=False)  # where it is declared
+    output_where: Where | None = field(default=None, compare=False)  # where its output columns are declared
     bundled: bool = False  # one of the kit's own contracts (scenarios/*.contract.yaml)
 
     def param(self, name: str) -> ParamSpec | None:

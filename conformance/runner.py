@@ -305,8 +305,9 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                 failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), step_result.index)
         except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
             failure = FailureInfo(str(exc), [], ["eventtime.signatures.OutputMismatch"], str(exc), step_result.index)
-            step_result.status, step_result.message = FAILED, str(exc)
-            step_result.failures = [CheckFailure("output_schema", scenario.contract.where or scenario.where,
+            contract = scenario.contract
+            step_result.status, step_result.message = FAILED, "the output does not match the contract"
+            step_result.failures = [CheckFailure("output_schema", contract.output_where or contract.where or scenario.where,
                                                  f"pipeline {impl_name}: {exc}")]
         except PipelineRaised as exc:  # the user's pipeline raised while the query was built
             failure = _failure_from(exc.original, compat, step_result.index)
