@@ -36,7 +36,8 @@ from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mea
 from .timeparse import TimeFormatError, parse_duration
 from .yamlsource import YamlSyntaxError, load_yaml
 
-__all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "load_contract_file", "read_contract", "parse_columns"]
+__all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "load_contract_file", "read_contract", "parse_columns",
+           "read_columns"]
 
 CONTRACT_SUFFIXES = (".contract.yaml", ".contract.yml")
 PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool")
@@ -93,6 +94,43 @@ def parse_columns(raw: Any) -> list[tuple[str, str]]:
     return out
 
 
+_COLUMN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def read_columns(raw: Any, path: tuple, report: Any, *, what: str | None = None,
+                 duplicates: bool = False) -> tuple[Column, ...] | None:
+    """Columns from a DDL list or a mapping, each type read by `coltypes`; every problem goes to
+    `report(path, message, key=...)` at the column (prefixed with `what`), and then None. A mapping
+    whose types are not all text is None without a report (the schema check said which).
+    `duplicates`: an output may repeat a name (its rows are read by position), a source may not."""
+    prefix = f"{what}: " if what else ""
+    if isinstance(raw, dict) and not all(isinstance(v, str) for v in raw.values()):
+        return None
+    try:
+        pairs = parse_columns(raw)
+    except ValueError as exc:
+        report(path, f"{prefix}{exc}")
+        return None
+    out: list[Column] = []
+    ok = True
+    for name, text in pairs:
+        where = path + (name,) if isinstance(raw, dict) else path
+        if not _COLUMN_NAME.match(name):
+            report(where, f"{prefix}column name {name!r}: a word of letters, digits and '_'", key=isinstance(raw, dict))
+            ok = False
+            continue
+        try:
+            out.append(Column(name, parse_type(text).name))
+        except TypeSyntaxError as exc:
+            report(where, f"{prefix}column {name!r}: {exc}")
+            ok = False
+    names = [c.name for c in out]
+    for name in sorted({n for n in names if names.count(n) > 1}) if not duplicates else ():
+        report(path, f"{prefix}column {name!r} appears twice")
+        ok = False
+    return tuple(out) if ok else None
+
+
 def _split_top_level(text: str) -> list[str]:
     parts: list[str] = []
     current: list[str] = []
@@ -121,26 +159,7 @@ class _Reader:
         self.c.at(self.prefix + path, message, key=key)
 
     def columns(self, raw: Any, path: tuple, what: str, *, duplicates: bool = False) -> tuple[Column, ...] | None:
-        """Columns from DDL or a mapping; `duplicates`: an output may repeat a name (rows are read by
-        position), a source may not."""
-        try:
-            pairs = parse_columns(raw)
-        except ValueError as exc:
-            self.at(path, f"{what}: {exc}")
-            return None
-        out, seen = [], set()
-        for name, text in pairs:
-            where = path + (name,) if isinstance(raw, dict) else path
-            if name in seen and not duplicates:
-                self.at(where, f"{what}: column {name!r} appears twice", key=isinstance(raw, dict))
-                return None
-            seen.add(name)
-            try:
-                out.append(Column(name, parse_type(text).name))
-            except TypeSyntaxError as exc:
-                self.at(where, f"{what}: column {name!r}: {exc}")
-                return None
-        return tuple(out)
+        return read_columns(raw, path, self.at, what=what, duplicates=duplicates)
 
     def text(self, doc: dict, key: str, *, required: bool = False) -> str | None:
         value = doc.get(key)

@@ -12,11 +12,11 @@ import jsonschema
 from referencing import Registry, Resource
 
 from . import model as m
-from .coltypes import TypeSyntaxError, ValueProblem, parse_type
+from .coltypes import ValueProblem
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .contractfile import param_value, parse_columns, read_contract
+from .contractfile import param_value, read_columns, read_contract
 from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
@@ -510,31 +510,7 @@ class _Builder:
         return out
 
     def columns(self, raw: Any, path: tuple) -> tuple[Column, ...] | None:
-        """Columns from a DDL list or a mapping; each type read by coltypes, problems at the column."""
-        if isinstance(raw, dict) and not all(isinstance(v, str) for v in raw.values()):
-            return None  # the schema check has said which type is not text
-        try:
-            pairs = parse_columns(raw)
-        except ValueError as exc:
-            self.c.at(path, str(exc))
-            return None
-        out, ok = [], True
-        for name, text in pairs:
-            where = path + (name,) if isinstance(raw, dict) else path
-            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
-                self.c.at(where, f"column name {name!r}: a word of letters, digits and '_'", key=isinstance(raw, dict))
-                ok = False
-                continue
-            try:
-                out.append(Column(name, parse_type(text).name))
-            except TypeSyntaxError as exc:
-                self.c.at(where, f"column {name!r}: {exc}")
-                ok = False
-        names = [c.name for c in out]
-        for name in sorted({n for n in names if names.count(n) > 1}):
-            self.c.at(path, f"column {name!r} appears twice")
-            ok = False
-        return tuple(out) if ok else None
+        return read_columns(raw, path, self.c.at)
 
     # -- steps ------------------------------------------------------------------------------------
     KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect", "generate")
