@@ -200,7 +200,35 @@ def _free_ports(host: str, count: int) -> list[int]:
             s.close()
 
 
-class StandaloneCluster:
+
+class Supervised:
+    """`with X(...) as x:` for processes this package starts: `start()` on entry (stopping whatever it
+    started if it fails), `stop()` on exit whatever happens; `_failed` says whether to keep the logs
+    (Ctrl-C is no failure)."""
+
+    _failed = False
+
+    def start(self) -> None:  # pragma: no cover - each supervisor has its own
+        raise NotImplementedError
+
+    def stop(self) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        try:
+            self.start()
+        except BaseException:
+            self._failed = True
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
+            self._failed = True
+        self.stop()
+
+class StandaloneCluster(Supervised):
     """A standalone Spark cluster on one host: a Master and `workers` Workers, started and stopped.
 
         with StandaloneCluster(workers=2, host="127.0.0.1") as cluster:
@@ -280,20 +308,7 @@ class StandaloneCluster:
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         return env
 
-    # -- lifecycle ------------------------------------------------------------------------------
-    def __enter__(self) -> "StandaloneCluster":
-        try:
-            self.start()
-        except BaseException:
-            self._failed = True
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):  # Ctrl-C is no failure
-            self._failed = True
-        self.stop()
+    # -- lifecycle: see Supervised ---------------------------------------------------------------
 
     def start(self) -> None:
         if self._procs:

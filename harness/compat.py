@@ -308,13 +308,7 @@ class SparkCompat:
     def features(self) -> frozenset[str]:
         from pyspark.sql import DataFrame, GroupedData
 
-        found = set()
-        if hasattr(DataFrame, "dropDuplicatesWithinWatermark"):
-            found.add("drop_duplicates_within_watermark")
-        if hasattr(GroupedData, "applyInPandasWithState") and _importable("pandas") and _importable("pyarrow"):
-            found.add("apply_in_pandas_with_state")
-        if hasattr(GroupedData, "transformWithStateInPandas") and _importable("pandas") and _importable("pyarrow"):
-            found.add("transform_with_state")
+        found = _api_features(DataFrame, GroupedData)
         if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
             found.add("multiple_stateful_operators")
         if any(_jvm_class(self.jvm, name) is not None for name in _WATERMARK_PROPAGATION_CLASSES):
@@ -341,6 +335,19 @@ def _has_method(jvm: Any, class_name: str, method: str) -> bool:
     except Exception:  # noqa: BLE001 - py4j raises its own error for a missing class
         return False
     return any(m.getName() == method for m in cls.getMethods())
+
+
+def _api_features(dataframe: Any, grouped: Any) -> set[str]:
+    """Features found on PySpark's DataFrame API (classic and Connect classes alike)."""
+    found = set()
+    pandas = _importable("pandas") and _importable("pyarrow")
+    if hasattr(dataframe, "dropDuplicatesWithinWatermark"):
+        found.add("drop_duplicates_within_watermark")
+    if hasattr(grouped, "applyInPandasWithState") and pandas:
+        found.add("apply_in_pandas_with_state")
+    if hasattr(grouped, "transformWithStateInPandas") and pandas:
+        found.add("transform_with_state")
+    return found
 
 
 def _importable(module: str) -> bool:
@@ -380,13 +387,7 @@ class ConnectCompat(SparkCompat):
         from pyspark.sql.connect.dataframe import DataFrame
         from pyspark.sql.connect.group import GroupedData
 
-        found = set()
-        if hasattr(DataFrame, "dropDuplicatesWithinWatermark"):
-            found.add("drop_duplicates_within_watermark")
-        if hasattr(GroupedData, "applyInPandasWithState") and _importable("pandas") and _importable("pyarrow"):
-            found.add("apply_in_pandas_with_state")
-        if hasattr(GroupedData, "transformWithStateInPandas") and _importable("pandas") and _importable("pyarrow"):
-            found.add("transform_with_state")
+        found = _api_features(DataFrame, GroupedData)
         if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
             found.add("multiple_stateful_operators")
         # Watermark propagation among operators is in every server the Connect harness runs on: its

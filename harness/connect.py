@@ -25,7 +25,7 @@ import uuid
 from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
-from .stream import BatchObservation, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
+from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
 
 __all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGED_TYPES", "STAGING_CONF", "REMOTE_FORM",
            "check_remote", "connect_session", "remote_from_environment"]
@@ -422,18 +422,10 @@ class ConnectStreamRun:
 
     # -- conf ----------------------------------------------------------------------------------------
     def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:
-        previous: dict[str, str | None] = {}
-        for key, value in conf.items():
-            previous[key] = self.spark.conf.get(key, None)
-            self.spark.conf.set(key, value)
-        return previous
+        return apply_conf(self.spark, conf)
 
     def _restore_conf(self, previous: Mapping[str, str | None]) -> None:
-        for key, value in previous.items():
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
+        restore_conf(self.spark, previous)
 
 
 # -- Sessions ------------------------------------------------------------------------------------------

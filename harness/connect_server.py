@@ -14,9 +14,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
-from .cluster import ClusterError, _bounded_wait, _free_ports, _terminate, _WaitExpired, spark_home
+from .cluster import ClusterError, Supervised, _bounded_wait, _free_ports, _terminate, _WaitExpired, spark_home
 from .session import TEST_CONF
 
 __all__ = ["ConnectServer", "ConnectServerError", "SERVER_CLASS"]
@@ -28,7 +28,7 @@ class ConnectServerError(ClusterError):
     """The server did not come up (or died); says what was awaited and where its log is."""
 
 
-class ConnectServer:
+class ConnectServer(Supervised):
     """`with ConnectServer(port=P) as server:` a Spark Connect server at `server.url` (sc://HOST:PORT).
 
     Entering starts it and waits (bounded by `timeout`) until its port accepts connections; leaving
@@ -61,20 +61,6 @@ class ConnectServer:
     @property
     def log_path(self) -> Path | None:
         return self.log_dir / "connect-server.log" if self.log_dir else None
-
-    def __enter__(self) -> "ConnectServer":
-        try:
-            self.start()
-        except BaseException:
-            self._failed = True
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if exc_type is not None and not issubclass(exc_type, KeyboardInterrupt):
-            self._failed = True
-        self.stop()
 
     def start(self) -> None:
         if self._proc is not None:

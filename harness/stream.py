@@ -386,18 +386,28 @@ class StreamRun:
 
     # -- conf ----------------------------------------------------------------------------------------
     def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:
-        previous: dict[str, str | None] = {}
-        for key, value in conf.items():
-            previous[key] = self.spark.conf.get(key, None)
-            self.spark.conf.set(key, value)
-        return previous
+        return apply_conf(self.spark, conf)
 
     def _restore_conf(self, previous: Mapping[str, str | None]) -> None:
-        for key, value in previous.items():
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
+        restore_conf(self.spark, previous)
+
+
+def apply_conf(spark: Any, conf: Mapping[str, str]) -> dict[str, str | None]:
+    """Set SQL settings on the session for a query start; returns what they were (None: unset).
+    A query keeps the settings it started with, so they are restored right after the start."""
+    previous: dict[str, str | None] = {}
+    for key, value in conf.items():
+        previous[key] = spark.conf.get(key, None)
+        spark.conf.set(key, value)
+    return previous
+
+
+def restore_conf(spark: Any, previous: Mapping[str, str | None]) -> None:
+    for key, value in previous.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 _PY_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
