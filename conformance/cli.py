@@ -391,6 +391,12 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
+    if failures:
+        from eventtime.harness.driverlog import driver_log
+
+        log = driver_log()
+        if log is not None and log.mark() > 0:  # the JVM's own lines are kept out of the terminal
+            print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))

@@ -304,10 +304,10 @@ def pytest_configure(config: pytest.Config) -> None:
         collector = _ResultsCollector(settings.report_json)
         config.stash[_COLLECTOR] = collector
         config.pluginmanager.register(collector, "eventtime-results")
-    if settings.suites:  # collect the bundled suite like any directory given on the command line
-        from eventtime.scenarios import SUITE_DIR
+    if settings.suites:  # collect the bundled suite like any directory given on the command line,
+        from eventtime.scenarios import SUITE_DIR  # unless a file or item of it is (a re-run of one item)
 
-        if str(SUITE_DIR) not in config.args:
+        if not any(_in_suite(Path(config.invocation_params.dir, arg.split("::")[0])) for arg in config.args):
             config.args.append(str(SUITE_DIR))
 
 
@@ -478,8 +478,16 @@ class ScenarioItem(pytest.Item):
                                   f"{self.scenario.contract.name!r} does not import: "
                                   f"{str(exc).removeprefix('eventtime: ')}") from None
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
+        from eventtime.harness.driverlog import driver_log
+
+        log = driver_log()
+        mark = log.mark() if log is not None else 0
         self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
-                                   implementation=impl, rerun=f"pytest '{self.nodeid}'")
+                                   implementation=impl, rerun=self.rerun_command())
+        if log is not None and self.result.status in ("failed", "error"):
+            said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
+            if said:
+                self.add_report_section("call", "Spark driver log", "\n".join(said))
         from eventtime.resultsfile import result_record
 
         self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
@@ -487,6 +495,30 @@ class ScenarioItem(pytest.Item):
             pytest.skip(f"not applicable: {self.result.reason}")
         if self.result.status in ("failed", "error"):
             raise ScenarioFailed(self.result)
+
+    def rerun_command(self) -> str:
+        """A command that runs this item alone, from the folder pytest was started in, exactly as
+        printed: the file's path from there (an installed suite's file by its absolute path), and for
+        an item of the bundled suite the options that collect it and the command-line binding."""
+        import shlex
+
+        if self.get_closest_marker("eventtime_suite") is not None:
+            # by name, not by path: the same arguments as the run (its folders, hence its ini file
+            # and conftest bindings) with the suite's items selected by the item's name
+            contract = self.scenario.contract.name
+            words = ["pytest", "--eventtime-suite", contract]
+            settings = _settings(self.config)
+            cli = settings._nearest(settings.cli_bindings, contract, self.path)
+            if cli is not None:
+                words += ["--eventtime-pipeline", f"{contract}={cli}"]
+            given = set(self.config.invocation_params.args)  # the run's own paths, not the suite's
+            words += [a for a in self.config.args if a in given]
+            return " ".join(shlex.quote(w) for w in [*words, "-k", self.name])
+        try:
+            path = str(self.path.relative_to(self.config.invocation_params.dir))
+        except ValueError:
+            path = str(self.path)
+        return " ".join(shlex.quote(w) for w in ["pytest", f"{path}::{self.name}"])
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):

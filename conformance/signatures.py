@@ -39,7 +39,16 @@ class PipelineRaised(Exception):
         self.original = exc
         self.frames = user_frames(exc)
         where = f"\n{self.frames}" if self.frames else ""
-        super().__init__(f"pipeline {name} raised {type(exc).__name__}: {exc}{where}")
+        super().__init__(f"pipeline {name} raised {type(exc).__name__}: {exc}{_hint(exc)}{where}")
+
+
+def _hint(exc: BaseException) -> str:
+    """What the kit knows about a mistake its own values cause: `fn(sources, params)` gets durations
+    as Duration objects, which PySpark refuses where it wants an interval string."""
+    if "Duration" in str(exc) and "str" in str(exc):
+        return ("\n  (a duration in `params` is a Duration: pass `params[...].interval`, a Spark interval string, "
+                "or name the parameter in the function's signature to receive the string itself)")
+    return ""
 
 
 def _describe(fn: Callable) -> str:

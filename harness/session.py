@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors, worker_conf
+from .driverlog import jvm_output_to_log
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
            "DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "fresh_session",
@@ -66,7 +67,16 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
         for key, value in settings.items():
             builder = builder.config(key, value)
-        spark = builder.getOrCreate()
+        with jvm_output_to_log() as log:
+            mark = log.mark() if log is not None else 0
+            try:
+                spark = builder.getOrCreate()
+            except Exception as exc:
+                if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
+                    said = log.since(mark, limit=15)
+                    if said:
+                        exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
+                raise
         spark.sparkContext.setLogLevel("ERROR")
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down
