@@ -356,7 +356,8 @@ def _output(r: _Reader, raw: Any) -> tuple[tuple[Column, ...] | None, tuple[str,
     modes = r.names(raw.get("modes", ["append"]), ("output", "modes"), "output modes") or ()
     for i, mode in enumerate(modes):
         if mode not in OUTPUT_MODES:
-            r.at(("output", "modes", i), f"output mode {mode!r} is not one of {', '.join(OUTPUT_MODES)}")
+            r.at(("output", "modes", i), f"output mode {mode!r} is not one of {', '.join(OUTPUT_MODES)}"
+                                         f"{did_you_mean(str(mode), OUTPUT_MODES)}")
     key = r.names(raw.get("key"), ("output", "key"), "output key") or ()
     if columns is not None:
         names = [c.name for c in columns]

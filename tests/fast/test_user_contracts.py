@@ -162,6 +162,8 @@ def test_a_contract_file_declares_sources_params_output_modes_and_key(project):
     ("event_time: ts", "event_time: tss", (7, 17), "event_time 'tss' is not a column of source 'clicks'"),
     ("{kind: duration, doc: window length}", "{kind: period}", (9, 18), "needs a kind"),
     ("modes: [append, update]", "modes: [append, upsert]", (20, 19), "output mode 'upsert'"),
+    ("modes: [append, update]", "modes: [apend, update]", (20, 11), "'apend' is not one of append, update, "
+                                                                    "complete; did you mean 'append'?"),
     ("key: [page, country, window]", "key: [page, county]", (21, 15), "did you mean 'country'?"),
     ("title:", "titel:", (2, 1), "did you mean 'title'?"),
 ])
