@@ -15,6 +15,7 @@ import base64
 import datetime as _dt
 import decimal
 import sys
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 __all__ = ["ScenarioBuilder"]
@@ -57,7 +58,8 @@ class ScenarioBuilder:
         from eventtime.contracts import Contract
         from eventtime.registry import ContractLookup
 
-        self.origin_file, self.origin_line = _caller()
+        self._origin = _caller()
+        self.origin_file, self.origin_line = self._origin.file, self._origin.line
         self.origin = f"{self.origin_file}:{self.origin_line}"
         extra = [contract] if isinstance(contract, Contract) else []
         self.lookup = ContractLookup(contracts.dirs if contracts is not None else (), extra=extra)
@@ -79,7 +81,7 @@ class ScenarioBuilder:
         self.timeout = timeout
         self.doc: dict[str, Any] = {
             "scenario": name or f"python-{self.contract.name.replace('_', '-')}",
-            "description": f"Written in Python at {self.origin}.",
+            "description": f"Written in Python at {_shown(self.origin_file)}:{self.origin_line}.",
             "contract": self.contract.name,
         }
         if params:
@@ -95,42 +97,41 @@ class ScenarioBuilder:
                      **({"event_time": s.event_time} if s.event_time else {})}
             for s in self.contract.sources}
         self.steps: list[Any] = []
+        self._step_origins: list[_Origin] = []  # the test's code that wrote each step
         self.result: Any = None
 
     # -- steps ------------------------------------------------------------------------------------
+    def _step(self, step: Any) -> "ScenarioBuilder":
+        self.steps.append(step)
+        self._step_origins.append(_caller())
+        return self
+
     def add(self, source: str | None = None, rows: Any = None, **by_source: Any) -> "ScenarioBuilder":
         """`add("events", [...])` or `add(events=[...], other=[...])`: one micro-batch's worth of rows."""
         if source is not None:
             by_source = {source: rows, **by_source}
-        self.steps.append({"add": _plain(by_source)})
-        return self
+        return self._step({"add": _plain(by_source)})
 
     def process(self) -> "ScenarioBuilder":
-        self.steps.append("process")
-        return self
+        return self._step("process")
 
     def advance(self, by: Any) -> "ScenarioBuilder":
-        self.steps.append({"advance": _plain(by)})
-        return self
+        return self._step({"advance": _plain(by)})
 
     def stop(self) -> "ScenarioBuilder":
-        self.steps.append("stop")
-        return self
+        return self._step("stop")
 
     def start(self, conf: Mapping[str, Any] | None = None, *, new_session: bool = False) -> "ScenarioBuilder":
-        self.steps.append(_start_step("start", conf, new_session))
-        return self
+        return self._step(_start_step("start", conf, new_session))
 
     def restart(self, conf: Mapping[str, Any] | None = None, *, new_session: bool = False) -> "ScenarioBuilder":
         """Stop and start again from the checkpoint; `new_session=True` starts in another SparkSession."""
-        self.steps.append(_start_step("restart", conf, new_session))
-        return self
+        return self._step(_start_step("restart", conf, new_session))
 
     def expect(self, **checks: Any) -> "ScenarioBuilder":
         """Checks as in a scenario file: rows, output, last_batch, no_output, ordered, watermark,
         dropped, state_rows, batches, event_time, failure."""
-        self.steps.append({"expect": _plain(checks)})
-        return self
+        return self._step({"expect": _plain(checks)})
 
     # -- running ----------------------------------------------------------------------------------
     def yaml(self) -> str:
@@ -138,41 +139,92 @@ class ScenarioBuilder:
 
         return yaml.safe_dump({**self.doc, "steps": self.steps}, sort_keys=False, allow_unicode=True)
 
-    def run(self) -> Any:
+    def build(self) -> Any:
+        """The Scenario the steps make, checked by the loader; every place in it (a step, a problem)
+        is the line of the test that wrote it, and a failing step shows that code."""
+        import bisect
+        import dataclasses
+        import linecache
+        from pathlib import Path
+
         from eventtime.loader import load_scenario_text
+        from eventtime.problems import Where
+        from eventtime.yamlsource import load_yaml
+
+        text = self.yaml()
+        starts = [load_yaml(text).at(("steps", i)).line for i in range(len(self.steps))]
+        shown = _shown(self._origin.file)
+
+        def relocate(line: int, column: int) -> Where:
+            i = bisect.bisect_right(starts, line) - 1  # the step whose YAML holds the line, else the header
+            origin = self._step_origins[i] if i >= 0 else self._origin
+            return Where(shown, origin.line, origin.column)
+
+        scenario = load_scenario_text(text, path=shown, contracts=self.lookup, file=Path(self._origin.file),
+                                      relocate=relocate)
+        spans: dict[int, int] = {}
+        for origin in (self._origin, *self._step_origins):
+            spans[origin.line] = max(spans.get(origin.line, origin.line), origin.end_line)
+        lines = tuple(line.rstrip("\n") for line in linecache.getlines(self._origin.file))
+        return dataclasses.replace(scenario, lines=lines, spans=spans)
+
+    def run(self) -> Any:
+        __tracebackhide__ = True  # pytest: the failure is the test's, not this method's
         from eventtime.runner import run_scenario
         from eventtime.textreport import describe_failure
 
-        from pathlib import Path
-
-        scenario = load_scenario_text(self.yaml(), path=f"<scenario built at {self.origin}>", contracts=self.lookup,
-                                      file=Path(self.origin_file))
-        self.result = run_scenario(scenario, self.pipeline, session=self.session, timeout=self.timeout)
+        self.result = run_scenario(self.build(), self.pipeline, session=self.session, timeout=self.timeout)
         if self.on_result is not None:
             self.on_result(self.result)
         if self.result.status in ("failed", "error"):
-            raise AssertionError(describe_failure(self.result) + "\n  as YAML:\n"
-                                 + "\n".join(f"    {n:>4} | {line}" for n, line in enumerate(self.yaml().splitlines(), 1)))
+            raise AssertionError(describe_failure(self.result))
         return self.result
 
     def __enter__(self) -> "ScenarioBuilder":
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        __tracebackhide__ = True
         if exc_type is None:
             self.run()
 
 
-def _caller() -> tuple[str, int]:
-    """The file and line of the code that built the scenario: the first frame outside this package
-    (a test calling the `eventtime_scenario` fixture, or code calling ScenarioBuilder directly)."""
+@dataclass(frozen=True)
+class _Origin:
+    """Where in the caller's code a scenario or a step was written: the call's first and last line."""
+
+    file: str
+    line: int
+    end_line: int
+    column: int
+
+
+def _caller() -> _Origin:
+    """The code that built the scenario or a step: the first frame outside this package (a test
+    calling the `eventtime_scenario` fixture, or code calling ScenarioBuilder directly)."""
+    import inspect
     import os
 
     own = os.path.dirname(os.path.abspath(__file__))
     frame = sys._getframe(1)
     while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(own):
         frame = frame.f_back
-    return frame.f_code.co_filename, frame.f_lineno
+    positions = getattr(inspect.getframeinfo(frame, context=0), "positions", None)  # Python 3.11+
+    line = positions.lineno if positions is not None and positions.lineno else frame.f_lineno
+    end = positions.end_lineno if positions is not None and positions.end_lineno else line
+    column = positions.col_offset + 1 if positions is not None and positions.col_offset is not None else 1
+    return _Origin(frame.f_code.co_filename, line, max(end, line), column)
+
+
+def _shown(path: str) -> str:
+    """A test file's path as a person reads it: relative to the working directory when under it."""
+    import os
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def _start_step(kind: str, conf: Mapping[str, Any] | None, new_session: bool) -> Any:

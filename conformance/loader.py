@@ -6,7 +6,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import jsonschema
 from referencing import Registry, Resource
@@ -17,7 +17,7 @@ from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .contractfile import param_value, read_columns, read_contract
-from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mean
+from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
 
@@ -205,13 +205,14 @@ def load_scenario(path: str | Path, *, display_path: str | None = None,
 
 
 def load_scenario_text(text: str, path: str = "<scenario>", *, contracts: ContractLookup | None = None,
-                       file: Path | None = None) -> m.Scenario:
-    """A scenario from its text; `file` is where it lives (for finding contract files near it)."""
+                       file: Path | None = None, relocate: Callable[[int, int], Where] | None = None) -> m.Scenario:
+    """A scenario from its text; `file` is where it lives (for finding contract files near it);
+    `relocate` maps places in a text written by code to the code that wrote it (`problems.Checker`)."""
     try:
         located = load_yaml(text)
     except YamlSyntaxError as exc:
         raise ScenarioInvalid([Problem(path, exc.position.line, exc.position.column, exc.message)]) from None
-    checker = _Checker(path, located)
+    checker = _Checker(path, located, relocate)
     doc = located.data
     if not isinstance(doc, dict):
         checker.at((), f"a scenario file is a YAML mapping (scenario:, description:, contract:, "

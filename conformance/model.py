@@ -197,6 +197,9 @@ class Scenario:
     clock_start: int = 0  # epoch microseconds
     trigger: Duration | None = None
     lines: tuple[str, ...] = ()  # the file's text, for showing a failing step
+    # first line -> last line of each step in `lines`, when a step's end is known (a scenario built in
+    # Python: the call's lines in the test file); else a step runs to the next step's first line
+    spans: Mapping[int, int] = field(default_factory=dict)
     profile: str = "spark"  # the semantics its expectations state: "spark" or "dataflow"
 
     @property
@@ -212,10 +215,10 @@ class Scenario:
         return conf
 
     def step_text(self, step: Step, context: int = 0) -> list[tuple[int, str]]:
-        """The YAML lines of `step` (numbered), for failure output."""
+        """The lines of `step` in its file (numbered), for failure output."""
         start = step.where.line
         nxt = [s.where.line for s in self.steps if s.where.line > start]
-        end = min(nxt) - 1 if nxt else len(self.lines)
+        end = self.spans.get(start, min(nxt) - 1 if nxt else len(self.lines))
         while end > start and not self.lines[end - 1].strip():
             end -= 1
         return [(n, self.lines[n - 1]) for n in range(max(1, start - context), end + 1)

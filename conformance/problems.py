@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .yamlsource import Located, Position
 
@@ -87,15 +87,26 @@ def _json_type(value: Any) -> str:
 
 
 class Checker:
-    """Collects problems for one file, each at the place of a value (or key) in the YAML."""
+    """Collects problems for one file, each at the place of a value (or key) in the YAML.
 
-    def __init__(self, path: str, located: Located | None):
+    `relocate`: for a document written by code rather than by hand (a scenario built in Python),
+    maps a place in the generated YAML to the place in the code that wrote it; every Where and
+    Problem goes through it."""
+
+    def __init__(self, path: str, located: Located | None, relocate: Callable[[int, int], Where] | None = None):
         self.path = path
         self.loc = located
+        self.relocate = relocate
         self.problems: list[Problem] = []
 
+    def _place(self, position: Position) -> Where:
+        if self.relocate is not None:
+            return self.relocate(position.line, position.column)
+        return Where(self.path, position.line, position.column)
+
     def add(self, position: Position, message: str) -> None:
-        self.problems.append(Problem(self.path, position.line, position.column, message))
+        place = self._place(position)
+        self.problems.append(Problem(place.file, place.line, place.column, message))
 
     def at(self, path: tuple, message: str, *, key: bool = False) -> None:
         assert self.loc is not None
@@ -103,6 +114,5 @@ class Checker:
 
     def where(self, path: tuple) -> Where:
         assert self.loc is not None
-        pos = self.loc.at(path)
-        return Where(self.path, pos.line, pos.column)
+        return self._place(self.loc.at(path))
 

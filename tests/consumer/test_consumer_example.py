@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,6 +120,9 @@ def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_nami
     assert rc == 0 and "4 passed" in out, out
     sections = dict(part.split("\n", 1) for part in out.split("=== ")[1:])
     assert "1 missing, 1 unexpected" in sections["wrong decimal"] and "3.50" in sections["wrong decimal"]
+    # the failing step is the test's own code: its file, line and source, not the YAML written underneath
+    assert re.search(r"step \d+ `expect` at tests/test_wrong_jobs\.py:\d+:13: failed", sections["wrong decimal"])
+    assert "|             s.expect(rows=[{" in sections["wrong decimal"], sections["wrong decimal"]
     assert "column 'revenue' (decimal(12,2)) is missing" in sections["missing column"]
     assert "column 'debug' (string) is not in the contract's output" in sections["extra column"]
     assert "column 'clicks' is int, the contract says long" in sections["wrong type"]
