@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "Column": "contracts", "Contract": "contracts", "implementation": "contracts",
     "CONTRACTS": "registry", "get_contract": "registry", "register_contract": "registry",
-    "load_contract_file": "contractfile",
+    "load_contract_file": "contractfile", "contract_from_mapping": "contractfile", "ContractInvalid": "contractfile",
     "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
     "validate_file": "loader",
     "Params": "model", "Scenario": "model",
@@ -25,9 +25,9 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
-    "CONTRACTS", "Column", "Contract", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
+    "CONTRACTS", "Column", "Contract", "ContractInvalid", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
     "PipelineError", "Problem", "Scenario", "ScenarioInvalid", "ScenarioResult", "StepResult",
-    "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_contract_file", "load_scenario",
+    "contract_from_mapping", "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_contract_file", "load_scenario",
     "register_contract", "resolve_pipeline", "run_scenario", "validate_file",
 ]
 if sorted(__all__) != sorted(_EXPORTS):  # pragma: no cover - guards refactors
@@ -48,7 +48,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .contractfile import load_contract_file
+    from .contractfile import ContractInvalid, contract_from_mapping, load_contract_file
     from .contracts import Column, Contract, implementation
     from .registry import CONTRACTS, get_contract, register_contract
     from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file

@@ -61,7 +61,8 @@ class ScenarioBuilder:
         self._origin = _caller()
         self.origin_file, self.origin_line = self._origin.file, self._origin.line
         self.origin = f"{self.origin_file}:{self.origin_line}"
-        extra = [contract] if isinstance(contract, Contract) else []
+        extra = [*(contracts.extra.values() if contracts is not None else ()),
+                 *([contract] if isinstance(contract, Contract) else [])]
         self.lookup = ContractLookup(contracts.dirs if contracts is not None else (), extra=extra)
         if isinstance(contract, Contract):
             self.contract = contract

@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .coltypes import TypeSyntaxError, parse_type
 from .contracts import Column, Contract, ParamSpec, SourceSpec
-from .problems import Checker, Problem, ScenarioInvalid, _json_type, did_you_mean
+from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
 from .yamlsource import YamlSyntaxError, load_yaml
 
-__all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "load_contract_file", "read_contract", "parse_columns",
+__all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "contract_from_mapping", "load_contract_file", "read_contract", "parse_columns",
            "read_columns"]
 
 CONTRACT_SUFFIXES = (".contract.yaml", ".contract.yml")
@@ -68,6 +68,30 @@ def load_contract_file(path: str | Path, *, display_path: str | None = None, bun
                        f"not {_json_type(located.data)}")
         raise ContractInvalid(checker.problems)
     contract = read_contract(located.data, checker, (), bundled=bundled)
+    if checker.problems or contract is None:
+        raise ContractInvalid(checker.problems)
+    return contract
+
+
+def contract_from_mapping(doc: Mapping[str, Any], *, where: str | None = None) -> Contract:
+    """A Contract declared in code: `doc` holds what a contract file holds (the same keys, read and
+    checked by the same code). Problems are reported at `where`, by default the caller's file:line;
+    raises ContractInvalid listing every problem."""
+    import sys
+
+    import yaml
+
+    if where is None:
+        caller = sys._getframe(1)
+        where = f"{caller.f_code.co_filename}:{caller.f_lineno}"
+    file, _, line = where.rpartition(":")
+    place = Where(file, int(line), 1) if file and line.isdigit() else Where(where, 1, 1)
+    if not isinstance(doc, Mapping):
+        raise ContractInvalid([Problem(place.file, place.line, 1, f"a contract is a mapping (contract:, description:, "
+                                                                 f"sources:, output:), not {_json_type(doc)}")])
+    located = load_yaml(yaml.safe_dump(dict(doc), sort_keys=False, allow_unicode=True))
+    checker = Checker(place.file, located, relocate=lambda _line, _column: place)
+    contract = read_contract(located.data, checker, ())
     if checker.problems or contract is None:
         raise ContractInvalid(checker.problems)
     return contract

@@ -28,7 +28,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
@@ -42,6 +42,7 @@ _RESULT_KEY = "eventtime_result"
 # (`_Settings.binding`); pytest_unconfigure empties it, so no binding outlives its session.
 # (contract, folder or None) -> (pipeline, where bind() was called)
 _PENDING_BINDINGS: dict[tuple[str, str | None], tuple[Any, str]] = {}
+_PENDING_ROOTS: dict[tuple[str, str | None], Path] = {}  # the folder of the conftest that called bind()
 
 
 def bind(contract: str, pipeline: Any = None, *, under: str | None = None):
@@ -56,7 +57,8 @@ def bind(contract: str, pipeline: Any = None, *, under: str | None = None):
 
     caller = sys._getframe(1)
     where = f"bind() at {caller.f_code.co_filename}:{caller.f_lineno}"
-    _check_contract(contract, "bind()", Path(caller.f_code.co_filename).parent)
+    # the name is checked when the session takes the binding (contracts from the hook are known then)
+    _PENDING_ROOTS[(contract, under)] = Path(caller.f_code.co_filename).parent
 
     def record(target: Any) -> Any:
         known = _PENDING_BINDINGS.get((contract, under))
@@ -105,14 +107,36 @@ def _declared_under(root: Path) -> frozenset[str]:
     return frozenset(found)
 
 
-def _check_contract(name: str, where: str, root: Path | None = None) -> None:
-    contracts = _contracts(root)
+def _check_contract(name: str, where: str, root: Path | None = None, extra: Iterable[str] = ()) -> None:
+    contracts = sorted(set(_contracts(root)) | set(extra))
     if name not in contracts:
         from eventtime.problems import did_you_mean
 
         raise pytest.UsageError(f"{where}: unknown contract {name!r}{did_you_mean(name, contracts)}; "
                                 f"accepted: {', '.join(contracts)} (bundled, registered, or declared by a "
                                 f"*.contract.yaml file under {root or 'the rootdir'})")
+
+
+def _hook_contracts(config: pytest.Config) -> list[Any]:
+    """The contracts `pytest_eventtime_contracts` implementations return, checked: Contract objects,
+    no bundled name, one declaration per name."""
+    from eventtime.contracts import Contract
+    from eventtime.registry import CONTRACTS
+
+    found: dict[str, Any] = {}
+    for result in config.hook.pytest_eventtime_contracts(config=config):
+        for contract in result or ():
+            if not isinstance(contract, Contract):
+                raise pytest.UsageError(f"pytest_eventtime_contracts() returned {type(contract).__name__} "
+                                        f"{contract!r}; it returns eventtime Contract objects")
+            if contract.name in CONTRACTS:
+                raise pytest.UsageError(f"pytest_eventtime_contracts(): contract {contract.name!r} is bundled; "
+                                        "give yours a name of its own")
+            if contract.name in found and found[contract.name] != contract:
+                raise pytest.UsageError(f"pytest_eventtime_contracts(): contract {contract.name!r} is returned "
+                                        "twice, with different declarations")
+            found[contract.name] = contract
+    return list(found.values())
 
 
 # -- options ----------------------------------------------------------------------------------------
@@ -149,6 +173,7 @@ def pytest_addhooks(pluginmanager: Any) -> None:
 
 class _Settings:
     def __init__(self, config: pytest.Config):
+        self.hook_contracts = _hook_contracts(config)
         self.cli_bindings = self._bindings(config.getoption("eventtime_pipeline"), "--eventtime-pipeline",
                                            config.rootpath)
         self.ini_bindings = self._bindings(config.getini("eventtime_pipelines"), "ini eventtime_pipelines",
@@ -189,11 +214,15 @@ class _Settings:
 
     def take_pending_bindings(self) -> None:
         """Move what bind() recorded since the last call into this session's bindings."""
+        extra = [c.name for c in self.hook_contracts]
+        for key, (_, where) in _PENDING_BINDINGS.items():
+            _check_contract(key[0], where, _PENDING_ROOTS.get(key), extra=extra)
         self.conftest_bindings.update(_PENDING_BINDINGS)
         _PENDING_BINDINGS.clear()
+        _PENDING_ROOTS.clear()
 
-    @staticmethod
-    def _bindings(values: list[str], where: str, root: Path) -> dict[tuple[str, str | None], tuple[Any, str]]:
+    def _bindings(self, values: list[str], where: str, root: Path) -> dict[tuple[str, str | None], tuple[Any, str]]:
+        extra = [c.name for c in self.hook_contracts]
         out: dict[tuple[str, str | None], tuple[Any, str]] = {}
         for value in values:
             if not value.strip():
@@ -202,7 +231,7 @@ class _Settings:
             if not m or not _TARGET.match(m.group("target")):
                 raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
                                         "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count)")
-            _check_contract(m.group("contract"), where, root)
+            _check_contract(m.group("contract"), where, root, extra=extra)
             under = m.group("under").strip().strip("/") if m.group("under") else None
             key = (m.group("contract"), under)
             if key in out and out[key][0] != m.group("target"):
@@ -218,7 +247,7 @@ class _Settings:
         if self._lookup is None:
             from eventtime.registry import ContractLookup
 
-            self._lookup = ContractLookup(self.contract_dirs)
+            self._lookup = ContractLookup(self.contract_dirs, extra=self.hook_contracts)
         return self._lookup
 
     def binding(self, contract: str, scenario: Path | None = None) -> Any:
@@ -230,7 +259,8 @@ class _Settings:
             self._hook_bindings = {}
             for result in self.config.hook.pytest_eventtime_pipelines(config=self.config):
                 for name, target in (result or {}).items():
-                    _check_contract(name, "pytest_eventtime_pipelines()", self.config.rootpath)
+                    _check_contract(name, "pytest_eventtime_pipelines()", self.config.rootpath,
+                                    extra=[c.name for c in self.hook_contracts])
                     self._hook_bindings[(name, None)] = (target, "pytest_eventtime_pipelines()")
         self.take_pending_bindings()  # conftest files below the root are imported during collection
         levels = [("ini eventtime_pipelines", self.ini_bindings), ("the hook", self._hook_bindings),
@@ -565,6 +595,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         if key in config.stash:
             del config.stash[key]
     _PENDING_BINDINGS.clear()
+    _PENDING_ROOTS.clear()
 
 
 # -- fixtures ---------------------------------------------------------------------------------------

@@ -259,3 +259,54 @@ def test_a_binding_whose_function_does_not_exist_fails_in_one_line_with_did_you_
                                  "no 'transfrom'; did you mean 'transform'?*"])
     assert "pytest_plugin.py" not in result.stdout.str()  # no frames of the plugin
     assert result.ret == 1
+
+
+_HOOK_CONFTEST = textwrap.dedent("""\
+    from eventtime import contract_from_mapping
+    from eventtime.pytest_plugin import bind
+
+    CLICKS = contract_from_mapping({
+        "contract": "hooked_clicks",
+        "description": "clicks -> the clicks themselves.",
+        "sources": {"clicks": {"columns": "page string, ts timestamp", "event_time": "ts"}},
+        "output": {"columns": "page string, ts timestamp"},
+    })
+
+
+    def pytest_eventtime_contracts(config):
+        return [CLICKS]
+
+    BIND
+    """)
+
+_HOOK_SCENARIO = textwrap.dedent("""\
+    scenario: hooked
+    description: A contract declared in code, from a conftest hook.
+    contract: hooked_clicks
+    steps:
+      - add: {clicks: [[home, "00:00:01"]]}
+      - process
+      - expect: {rows: [[home, "00:00:01"]]}
+    """)
+
+
+def test_a_contract_from_the_hook_is_known_to_scenarios_bindings_and_bind(pytester):
+    pytester.makefile(".scenario.yaml", hooked=_HOOK_SCENARIO)
+    pytester.makeconftest(_HOOK_CONFTEST.replace("BIND", "bind('hooked_clicks', 'jobs:echo')"))
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["hooked.scenario.yaml::hooked[[]jobs:echo[]]"])
+    assert result.ret == 0
+    # control: without the hook the contract is unknown, to the binding and to the scenario
+    pytester.makeconftest(_HOOK_CONFTEST.replace("BIND", "bind('hooked_clicks', 'jobs:echo')")
+                          .replace("def pytest_eventtime_contracts", "def not_a_hook"))
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    assert result.ret != 0
+    assert "unknown contract 'hooked_clicks'" in result.stdout.str() + result.stderr.str()
+
+
+def test_a_hook_returning_something_else_than_contracts_is_a_usage_error(pytester):
+    pytester.makeconftest("def pytest_eventtime_contracts(config):\n    return ['page_clicks']\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*pytest_eventtime_contracts() returned str 'page_clicks'; it returns eventtime "
+                                 "Contract objects*"])

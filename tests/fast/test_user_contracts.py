@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import textwrap
+import sys
 
 import pytest
 
@@ -389,3 +390,18 @@ def test_the_judge_compares_only_the_selected_columns_of_each_output_row(project
     (failure,) = judge(step, Observed([batch], [batch], "append", sc.contract.output_names), sc)
     assert failure.columns == ("clicks", "page") and failure.missing == [(1, "home")]
     assert failure.unexpected == [(2, "home")]
+
+
+def test_a_contract_declared_in_code_is_read_like_a_file_and_its_problems_are_at_the_callers_line():
+    from eventtime import ContractInvalid, contract_from_mapping
+
+    doc = {"contract": "echo", "description": "clicks -> clicks.",
+           "sources": {"clicks": {"columns": "page string, ts timestamp", "event_time": "ts"}},
+           "output": {"columns": "page string, ts timestamp", "modes": ["append"]}}
+    contract = contract_from_mapping(doc)
+    assert contract.name == "echo" and contract.source("clicks").event_time == "ts" and not contract.bundled
+    line = sys._getframe().f_lineno + 2
+    with pytest.raises(ContractInvalid) as info:
+        contract_from_mapping({**doc, "output": {"columns": "page strng, ts timestamp"}})
+    (problem,) = info.value.problems
+    assert (problem.file, problem.line) == (__file__, line) and "did you mean 'string'?" in problem.message
