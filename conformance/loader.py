@@ -1,6 +1,7 @@
 """Loads scenario files: YAML -> schema check -> meaning check -> `Scenario`, or every problem found."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from functools import lru_cache
@@ -683,7 +684,30 @@ class _Builder:
                             late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_micros)
         return m.GenerateStep(where, source=name, spec=spec, columns=src.columns, partitions=src.partitions)
 
-    def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.Step:
+    def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.ExpectStep:
+        step = self.expect_checks({k: v for k, v in body.items() if k != "on_spark"}, contract, path, where)
+        raw = body.get("on_spark")
+        if not isinstance(raw, dict):  # absent, or another type: a schema error
+            return step
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        variants = []
+        for spec, variant in raw.items():
+            vpath = path + ("on_spark", spec)
+            try:
+                SpecifierSet(str(spec))
+            except InvalidSpecifier:
+                self.c.at(vpath, f"{spec!r} is not a version specifier; write e.g. '<3.5.4' or '>=4.0,<4.2'", key=True)
+                continue
+            if not isinstance(variant, dict):
+                continue  # a schema error
+            if "on_spark" in variant:
+                self.c.at(vpath + ("on_spark",), "a version's checks cannot have versions of their own", key=True)
+                continue
+            variants.append((str(spec), self.expect_checks(variant, contract, vpath, self.c.where(vpath))))
+        return dataclasses.replace(step, variants=tuple(variants))
+
+    def expect_checks(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.ExpectStep:
         out_cols = contract.output
         what = f"the output of contract {contract.name!r}"
         selected = self.selected_columns(body, contract, path)

@@ -175,6 +175,10 @@ class ExpectStep(Step):
     # `columns:` / `ignore:`: the output columns its row checks give and compare, in that order (None: all)
     columns: tuple[str, ...] | None = None
     tolerance: float | None = None  # relative, for float/double values in row checks (None: the default)
+    # `on_spark: {SPEC: {...}}`: what this step checks instead on the Spark versions SPEC matches (the
+    # first that matches, in file order); the step's own checks hold on every other version, and are
+    # what the model of the semantics predicts
+    variants: tuple[tuple[str, "ExpectStep"], ...] = ()
     kind = "expect"
 
 
@@ -223,3 +227,28 @@ class Scenario:
             end -= 1
         return [(n, self.lines[n - 1]) for n in range(max(1, start - context), end + 1)
                 if n - 1 < len(self.lines)]
+
+
+def for_spark_version(scenario: Scenario, spark_version: str) -> Scenario:
+    """The scenario as it runs on `spark_version`: each expect step with `on_spark` variants replaced
+    by the first variant whose version specifier matches (same place and index), else kept."""
+    if not any(isinstance(s, ExpectStep) and s.variants for s in scenario.steps):
+        return scenario
+    from dataclasses import replace
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    version = Version(spark_version.split("-")[0].split("+")[0])
+    steps = []
+    for step in scenario.steps:
+        chosen = step
+        if isinstance(step, ExpectStep):
+            for spec, variant in step.variants:
+                if version in SpecifierSet(spec):
+                    chosen = replace(variant, where=step.where, variants=())
+                    object.__setattr__(chosen, "_index", step.index)
+                    object.__setattr__(chosen, "_spark_variant", spec)
+                    break
+        steps.append(chosen)
+    return replace(scenario, steps=tuple(steps))

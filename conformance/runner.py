@@ -196,6 +196,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed, StreamRun
 
     compat = compat_for(spark)
+    scenario = m.for_spark_version(scenario, spark.version)  # `on_spark` expectations of this version
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
                             runtime=_connect_runtime(spark) if compat.connect else runtime_info(spark))
 
