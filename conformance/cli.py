@@ -160,6 +160,9 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--baseline", nargs="+", action="extend", metavar="OLD.json", default=[],
                     help="results to compare against: the summary lists verdicts that changed")
     rp.add_argument("--title", default=None, help="report title")
+    rp.add_argument("--upgrade", nargs=2, metavar=("FROM", "TO"), default=None,
+                    help="what changes between two Spark versions of the results: verdicts and, per step, rows, "
+                         "watermarks, dropped rows and state (printed; --markdown writes it for a pull request)")
 
     ls = sub.add_parser("list", help="list contracts, their implementations and the bundled scenarios")
     ls.add_argument("--markdown", action="store_true",

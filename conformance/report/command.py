@@ -16,7 +16,8 @@ def report_command(args: argparse.Namespace) -> int:
     """Exit 0 when the reports were written (whatever the verdicts: JUnit carries those to CI), 2 when an
     input file cannot be read or an output cannot be written."""
     html, markdown, junit = args.html, args.markdown, args.junit
-    if not (html or markdown or junit):
+    upgrading = getattr(args, "upgrade", None)
+    if not (html or markdown or junit or upgrading):
         html, markdown, junit = DEFAULT_HTML, DEFAULT_MARKDOWN, DEFAULT_JUNIT
     try:
         report = build_report(args.results, baseline=args.baseline, title=args.title or DEFAULT_TITLE)
@@ -25,6 +26,25 @@ def report_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     for warning in report.matrix.warnings:
         print(f"eventtime: warning: {warning}", file=sys.stderr)
+    if upgrading:  # the summary instead of the merged report's Markdown; HTML and JUnit when asked
+        from .upgrade import UpgradeError, upgrade, upgrade_markdown, upgrade_text
+
+        try:
+            summary = upgrade(report.matrix, *upgrading)
+        except UpgradeError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(upgrade_text(summary))
+        if markdown:
+            try:
+                _write(markdown, upgrade_markdown(summary, args.title))
+            except OSError as exc:
+                print(f"eventtime: error: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+                return EXIT_USAGE
+            print(f"wrote {markdown}")
+            markdown = None
+        if not (html or junit):
+            return EXIT_OK
     try:
         written = write_report(report, html=html, markdown=markdown, junit=junit)
     except OSError as exc:
@@ -41,3 +61,10 @@ def report_command(args: argparse.Namespace) -> int:
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK
+
+
+def _write(path: str, text: str) -> None:
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")

@@ -366,3 +366,35 @@ def test_cli_writes_the_three_reports_by_default(tmp_path, monkeypatch, capsys):
     rc = main(["report", str(FILES[0]), "--junit", "j.xml", "--title", "Mine"])
     assert rc == 0 and (tmp_path / "j.xml").exists()
     assert ET.parse(tmp_path / "j.xml").getroot().get("name") == "Mine"
+
+
+# -- --upgrade FROM TO ------------------------------------------------------------------------------
+
+def test_upgrade_names_each_changed_scenario_with_its_file_step_and_values(tmp_path, capsys):
+    new = _load("bundled-4.3.0.json")
+    old = _as_version(new, "3.5.3")
+    r, step, batch = _step_with_dropped(old)
+    batch["dropped"] += 1
+    definition = old["scenarios"][r["scenario"]]
+    line = next(s["line"] for s in definition["steps"] if s["index"] == step["index"])
+    paths = [str(_write(tmp_path / "old.json", old)), str(_write(tmp_path / "new.json", new))]
+    rc = main(["report", *paths, "--upgrade", "3.5.3", "4.3.0", "--markdown", str(tmp_path / "up.md")])
+    out = capsys.readouterr().out
+    total = len(new["results"])
+    assert rc == 0 and f"Upgrade from Spark 3.5.3 to 4.3.0: {total} scenario runs on both, 1 changed" in out, out
+    head = f"  {r['scenario']} [{short_name(r['implementation'])}] ({r['file']}:{definition['line']}): PASS on both"
+    assert head in out, out
+    assert f"dropped at step {step['index']} (line {line}): " in out and f"no change: {total - 1} of {total}" in out
+    md = (tmp_path / "up.md").read_text()
+    assert "**1 changed**" in md and f"`{r['file']}:{definition['line']}`" in md
+    assert not (tmp_path / "reports").exists()  # only what was asked for: the summary
+    # control: the same results on both versions are said to be unchanged
+    rc = main(["report", paths[1], str(_write(tmp_path / "same.json", _as_version(new, "3.5.3"))),
+               "--upgrade", "3.5.3", "4.3.0"])
+    assert rc == 0 and f"no change in any of the {total}" in capsys.readouterr().out
+
+
+def test_upgrade_to_a_version_the_files_do_not_hold_is_a_usage_error(capsys):
+    rc = main(["report", *map(str, FILES), "--upgrade", "3.5.9", "4.2.0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--upgrade TO 4.2.0: no results for Spark 4.2.0 (the files hold 3.5.9, 4.3.0" in err
