@@ -56,21 +56,41 @@ def consumer(tmp_path_factory):
                     f"pyspark=={pyspark.__version__}", "-e", str(project)], cwd=tmp, timeout=INSTALL_TIMEOUT)
     assert rc == 0, out
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "VIRTUAL_ENV")}
-    return py, project, env
+    return py, project, env, wheel
 
 
-def test_the_shops_own_contracts_scenarios_and_python_test_pass_under_xdist(consumer):
-    py, project, env = consumer
-    rc, out = _run([str(py), "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q",
-                    "--eventtime-report-json", "results.json", "tests"], cwd=project, env=env, timeout=RUN_TIMEOUT)
+SHOP_SCENARIOS = {  # the scenario files and the Python fixture test
+    "window-emitted-when-watermark-passes", "out-of-order-click-is-counted", "late-click-is-dropped",
+    "bad-payload-is-dropped", "bridging-click-merges-two-sessions", "python-user-sessions",
+    "click-below-state-watermark"}
+CHANGED = "tests/scenarios/attribution/click-below-state-watermark.scenario.yaml"
+
+
+def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upgrade_changes(consumer):
+    """The shop's own tox.ini, as its README says to run it with a built wheel: each line runs the
+    contracts, scenarios and Python test under `pytest -n 2` and writes its results; `report` merges
+    them and writes the upgrade summary, which finds the one scenario Spark's SPARK-49829 fix changes
+    (its on_spark expectation makes it pass on both lines) and says the others did not change."""
+    py, project, env, wheel = consumer
+    rc, out = _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "tox>=4.11"], cwd=project,
+                   timeout=INSTALL_TIMEOUT, env=env)
     assert rc == 0, out
-    assert "6 passed" in out, out
-    data = json.loads((project / "results.json").read_text())
-    assert {r["scenario"] for r in data["results"]} == {  # the scenario files and the Python fixture test
-        "window-emitted-when-watermark-passes", "out-of-order-click-is-counted", "late-click-is-dropped",
-        "bad-payload-is-dropped", "bridging-click-merges-two-sessions", "python-user-sessions"}
-    assert {r["implementation"] for r in data["results"]} == {"shop.clicks:transform", "shop.sessions:transform"}
-    assert all(r["status"] == "passed" for r in data["results"])
+    rc, out = _run([str(py), "-m", "tox", "-e", "spark35,spark43,report"], cwd=project,
+                   env={**env, "EVENTTIME_KIT": str(wheel)}, timeout=2 * INSTALL_TIMEOUT + 2 * RUN_TIMEOUT)
+    assert rc == 0, out[-6000:]
+    for line, version in (("spark35", "3.5.3"), ("spark43", "4.3.0")):
+        data = json.loads((project / "reports" / f"results-{line}.json").read_text())
+        assert {r["scenario"] for r in data["results"]} == SHOP_SCENARIOS, line
+        assert {r["spark_version"] for r in data["results"]} == {version}
+        assert all(r["status"] == "passed" for r in data["results"]), [r for r in data["results"]
+                                                                       if r["status"] != "passed"]
+    for name in ("report.html", "report.md", "junit.xml"):
+        assert (project / "reports" / name).stat().st_size > 0
+    upgrade = (project / "reports" / "upgrade.md").read_text()
+    assert "7 scenario runs on both versions; **1 changed**, 6 unchanged." in upgrade, upgrade
+    (row,) = [line for line in upgrade.splitlines() if line.startswith("| click-below-state-watermark ")]
+    assert f"`{CHANGED}:1`" in row and "| PASS | PASS |" in row, row
+    assert re.search(r"rows written at step 5 \(line 26\): none on 3\.5\.3, .*tile.* on 4\.3\.0", row), row
 
 
 WRONG_JOBS = """\
@@ -109,7 +129,7 @@ def test_wrong(eventtime_scenario, name):
 
 
 def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_naming_it(consumer):
-    py, project, env = consumer
+    py, project, env, _ = consumer
     wrong = project / "tests" / "test_wrong_jobs.py"
     wrong.write_text(WRONG_JOBS)
     try:
@@ -129,7 +149,7 @@ def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_nami
 
 
 def test_a_wrong_expectation_fails_with_the_diff(consumer):
-    py, project, env = consumer
+    py, project, env, _ = consumer
     good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
     bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
     bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
