@@ -297,4 +297,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/conf_change/properties/conf",  # names: ALLOWED_CONF
         "/$defs/add",                  # names: the declared sources
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
+        "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
     ])
