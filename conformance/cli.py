@@ -133,6 +133,19 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
     r.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
 
+    w = sub.add_parser("watch", help="run scenarios, then re-run what a changed scenario, contract or pipeline "
+                                     "module affects, on one warm Spark session (Ctrl-C stops)")
+    w.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories to watch")
+    w.add_argument("--pipeline", metavar="MODULE:FUNCTION",
+                   help="implementation to run; its modules under the working directory are watched and reloaded "
+                        "(default: every bundled implementation of each scenario's contract)")
+    w.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
+    w.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    w.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
+    w.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
+    w.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
+                   help="how often the files are looked at (default 0.2)")
+
     c = sub.add_parser("certify", help="run every scenario of a contract against an implementation; "
                                        "print a verdict table and certify or reject it")
     c.add_argument("--contract", action="append", metavar="NAME",
@@ -206,6 +219,8 @@ def _command(args: argparse.Namespace) -> int:
         return _run(args)
     if args.command == "certify":
         return _certify(args)
+    if args.command == "watch":
+        return _watch(args)
     if args.command in ("check-model", "expect"):
         from .semantics.commands import run as run_model_command
 
@@ -274,6 +289,20 @@ def _run(args: argparse.Namespace) -> int:
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return EXIT_USAGE
     return _execute(scenarios, args, conf, invalid)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from .watch import watch_command
+
+    if args.timeout <= 0 or args.poll <= 0:
+        print("eventtime: error: --timeout and --poll must be positive numbers of seconds", file=sys.stderr)
+        return EXIT_USAGE
+    if scenario_files(args.paths, what="to watch") is None:
+        return EXIT_USAGE
+    conf = _conf_pairs(args.spark_conf)
+    from eventtime.harness.session import get_session
+
+    return watch_command(args, get_session(master=args.master), conf)
 
 
 class Terminated(BaseException):

@@ -1,0 +1,197 @@
+"""`eventtime watch PATH... [--pipeline MODULE:FUNCTION]`: an edit-run loop on one warm Spark session.
+
+The scenarios under PATH run once; then, whenever a file changes, what it affects runs again and
+its verdicts are printed as `eventtime run` prints them:
+- a scenario file: that scenario;
+- a contract file (`*.contract.yaml` under PATH): every scenario;
+- a module of your code the pipeline was imported with (a module loaded from a file under the
+  working directory, outside any virtual environment): those modules are reloaded, in the order they
+  were first imported, and every scenario runs against the new code.
+Files are compared by modification time and size, polled every `--poll` seconds; nothing is decided
+by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and its queries stop with the process.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["Watcher", "watch_command"]
+
+_Stamp = tuple[int, int]  # (mtime in ns, size)
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _user_modules(root: Path) -> list[Any]:
+    """Modules loaded from files under `root` that are not part of an installed environment, in the
+    order they were imported (sys.modules keeps it): the user's own code."""
+    out = []
+    root = root.resolve()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file or not file.endswith(".py"):
+            continue
+        path = Path(file).resolve()
+        try:
+            path.relative_to(root)
+        except ValueError:
+            continue
+        if any(part in ("site-packages", "dist-packages") or part.startswith(".venv") for part in path.parts):
+            continue
+        out.append(module)
+    return out
+
+
+class Watcher:
+    """Runs the scenarios under `paths` and re-runs what a changed file affects (see the module doc)."""
+
+    def __init__(self, paths: Sequence[str], *, pipeline: str | None, contract_dirs: Sequence[str],
+                 run: Callable[[Any, Any], Any], say: Callable[[str], None] = print, root: Path | None = None):
+        self.paths = list(paths)
+        self.pipeline = pipeline
+        self.contract_dirs = list(contract_dirs)
+        self.run_one = run  # (scenario, pipeline function or None) -> ScenarioResult
+        self.say = say
+        self.root = root or Path.cwd()
+        self.stamps: dict[Path, _Stamp | None] = {}
+        self.module_stamps: dict[str, _Stamp | None] = {}
+        self.fn: Any = None
+
+    # -- what is watched --------------------------------------------------------------------------
+    def _files(self) -> tuple[list[Path], list[Path]]:
+        from .contractfile import CONTRACT_SUFFIXES
+        from .loader import find_scenario_files
+
+        scenarios, _ = find_scenario_files(self.paths)
+        contracts: list[Path] = []
+        for folder in [Path(p) for p in self.paths if Path(p).is_dir()] + [Path(d) for d in self.contract_dirs]:
+            contracts += [f for f in folder.rglob("*") if f.name.endswith(CONTRACT_SUFFIXES)]
+        for f in scenarios:  # a contract beside a scenario file given by name
+            contracts += [c for c in f.parent.iterdir() if c.name.endswith(CONTRACT_SUFFIXES)]
+        return sorted(set(scenarios)), sorted(set(contracts))
+
+    def _module_files(self) -> dict[str, Path]:
+        return {m.__name__: Path(m.__file__) for m in _user_modules(self.root)} if self.pipeline else {}
+
+    # -- one round ---------------------------------------------------------------------------------
+    def _resolve(self, reload: bool) -> bool:
+        from .runner import PipelineError, resolve_pipeline
+
+        if self.pipeline is None:
+            return True
+        try:
+            if reload:
+                for module in _user_modules(self.root):
+                    importlib.reload(module)
+            self.fn = resolve_pipeline(self.pipeline)
+        except PipelineError as exc:
+            self.say(f"eventtime: error: {exc}")
+            return False
+        except Exception as exc:  # noqa: BLE001 - the user's module raised while it was reloaded
+            from .signatures import user_frames
+
+            frames = user_frames(exc)
+            self.say(f"eventtime: error: reloading {self.pipeline} raised {type(exc).__name__}: {exc}"
+                     + (f"\n{frames}" if frames else ""))
+            return False
+        return True
+
+    def _run(self, files: Sequence[Path]) -> None:
+        from eventtime.scenarios import display_path
+
+        from .loader import ScenarioInvalid, load_scenario
+        from .registry import ContractLookup
+        from .textreport import describe_failure, summary_line
+
+        lookup = ContractLookup(self.contract_dirs)
+        started = time.monotonic()
+        counts = {"passed": 0, "failed": 0, "error": 0, "not_applicable": 0, "invalid": 0}
+        for path in files:
+            try:
+                scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
+            except ScenarioInvalid as exc:
+                counts["invalid"] += 1
+                self.say(str(exc))
+                continue
+            targets = [self.fn] if self.pipeline else list(scenario.contract.implementations) or [None]
+            for target in targets:
+                result = self.run_one(scenario, target)
+                counts[result.status] = counts.get(result.status, 0) + 1
+                self.say(summary_line(result))
+                if result.status in ("failed", "error"):
+                    self.say(describe_failure(result))
+        self.say(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+                 f"{counts['not_applicable']} not applicable, {counts['invalid']} invalid files "
+                 f"in {time.monotonic() - started:.1f}s; watching (Ctrl-C stops)")
+
+    def first_round(self) -> None:
+        scenarios, contracts = self._files()
+        self.stamps = {f: _stamp(f) for f in scenarios + contracts}
+        if self._resolve(reload=False):
+            self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
+            self._run(scenarios)
+
+    def changed(self) -> list[Path] | None:
+        """What to run now: the scenario files to re-run ([] when nothing changed); None when a
+        change affects every scenario (a contract file or a module of the pipeline's code)."""
+        scenarios, contracts = self._files()
+        now = {f: _stamp(f) for f in scenarios + contracts}
+        modules = {name: _stamp(path) for name, path in self._module_files().items()}
+        every = any(now.get(c) != self.stamps.get(c) for c in contracts) or any(
+            modules.get(name) != stamp for name, stamp in self.module_stamps.items())
+        edited = [f for f in scenarios if now[f] != self.stamps.get(f)]
+        self.stamps = now
+        if every:
+            return None
+        return edited
+
+    def one_round(self) -> bool:
+        """Checks once; runs what changed. Returns whether anything ran."""
+        edited = self.changed()
+        if edited == []:
+            return False
+        if edited is None:
+            scenarios, _ = self._files()
+            reload = bool(self.pipeline)
+            if not self._resolve(reload=reload):
+                self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
+                return True
+            self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
+            self._run(scenarios)
+        else:
+            self._run(edited)
+        return True
+
+    def loop(self, poll: float, rounds: int | None = None) -> None:
+        done = 0
+        while rounds is None or done < rounds:
+            self.one_round()
+            done += 1
+            time.sleep(poll)  # how often files are looked at; no verdict depends on it
+
+
+def watch_command(args: Any, session: Any, conf: Mapping[str, str]) -> int:
+    from .runner import run_scenario
+
+    def run(scenario: Any, target: Any) -> Any:
+        return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf,
+                            rerun=f"eventtime run {scenario.path}")
+
+    watcher = Watcher(args.paths, pipeline=args.pipeline, contract_dirs=args.contracts, run=run,
+                      say=lambda text: print(text, flush=True), root=Path(os.getcwd()))
+    try:
+        watcher.first_round()
+        watcher.loop(args.poll)
+    except KeyboardInterrupt:
+        print("eventtime: stopped watching", flush=True)
+    return 0

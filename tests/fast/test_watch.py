@@ -1,0 +1,96 @@
+"""`eventtime watch` without Spark: what a change makes it run again (the Spark run: tests/spark/test_watch.py)."""
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+from eventtime.results import PASSED, ScenarioResult
+from eventtime.watch import Watcher, _user_modules
+
+CONTRACT = textwrap.dedent("""\
+    contract: echo
+    description: clicks -> clicks.
+    sources:
+      clicks: {columns: "page string, ts timestamp", event_time: ts}
+    output: {columns: "page string, ts timestamp"}
+    """)
+
+SCENARIO = textwrap.dedent("""\
+    scenario: NAME
+    description: One click, written as it came.
+    contract: echo
+    steps:
+      - add: {clicks: [[home, "00:00:01"]]}
+      - process
+      - expect: {rows: [[home, "00:00:01"]]}
+    """)
+
+
+def _touch(path, text):
+    path.write_text(text)
+    stamp = path.stat().st_mtime_ns + 1_000_000_000  # a later save, whatever the clock's resolution
+    os.utime(path, ns=(stamp, stamp))
+
+
+def _watcher(tmp_path, pipeline=None):
+    ran: list[str] = []
+
+    def run(scenario, target):
+        ran.append(scenario.name)
+        return ScenarioResult(scenario, str(target), PASSED)
+
+    said: list[str] = []
+    return Watcher([str(tmp_path)], pipeline=pipeline, contract_dirs=[], run=run, say=said.append,
+                   root=tmp_path), ran, said
+
+
+def test_a_changed_scenario_runs_again_alone_and_a_changed_contract_runs_them_all(tmp_path):
+    (tmp_path / "echo.contract.yaml").write_text(CONTRACT)
+    (tmp_path / "a.scenario.yaml").write_text(SCENARIO.replace("NAME", "a"))
+    (tmp_path / "b.scenario.yaml").write_text(SCENARIO.replace("NAME", "b"))
+    w, ran, said = _watcher(tmp_path, pipeline="jobs:echo")
+    sys.modules.pop("jobs", None)
+    (tmp_path / "jobs.py").write_text("def echo(clicks):\n    return clicks\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        w.first_round()
+        assert sorted(ran) == ["a", "b"] and said[-1].startswith("2 passed")
+        ran.clear()
+        assert w.one_round() is False and ran == []  # nothing changed: nothing runs
+        _touch(tmp_path / "b.scenario.yaml", SCENARIO.replace("NAME", "b"))
+        assert w.one_round() and ran == ["b"]
+        ran.clear()
+        _touch(tmp_path / "echo.contract.yaml", CONTRACT + "title: Echo\n")
+        assert w.one_round() and sorted(ran) == ["a", "b"]
+        ran.clear()
+        (tmp_path / "c.scenario.yaml").write_text(SCENARIO.replace("NAME", "c"))  # a new file runs
+        assert w.one_round() and ran == ["c"]
+        ran.clear()
+        _touch(tmp_path / "jobs.py", "def echo(clicks):\n    return clicks.select('page', 'ts')\n")
+        assert w.one_round() and sorted(ran) == ["a", "b", "c"]
+        assert "select" in open(sys.modules["jobs"].__file__).read() and w.fn.__module__ == "jobs"
+        ran.clear()
+        _touch(tmp_path / "jobs.py", "def echo(clicks):\n    raise_here(\n")  # a broken module: said, nothing runs
+        assert w.one_round() and ran == [] and "reloading jobs:echo raised SyntaxError" in said[-1]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("jobs", None)
+
+
+def test_only_the_users_own_modules_are_reloaded(tmp_path):
+    """A module imported from the project counts; one from a virtual environment inside it does not."""
+    installed = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    installed.mkdir(parents=True)
+    (installed / "theirs_mod.py").write_text("X = 1\n")
+    (tmp_path / "mine_mod.py").write_text("X = 2\n")
+    sys.path[:0] = [str(tmp_path), str(installed)]
+    try:
+        import mine_mod  # noqa: F401
+        import theirs_mod  # noqa: F401
+
+        assert [m.__name__ for m in _user_modules(tmp_path)] == ["mine_mod"]
+    finally:
+        sys.path[:] = [p for p in sys.path if p not in (str(tmp_path), str(installed))]
+        sys.modules.pop("mine_mod", None)
+        sys.modules.pop("theirs_mod", None)

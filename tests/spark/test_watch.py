@@ -1,0 +1,103 @@
+"""`eventtime watch`: a scenario runs, an edited scenario runs again, an edited pipeline module is
+reloaded and every scenario runs against it, a broken file is reported and watching goes on, and
+Ctrl-C stops it with exit 0. Every wait for the child's output is bounded and says what it waited for."""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+WAIT = 300.0  # seconds for one verdict, a JVM start included, on a loaded machine
+
+JOB = """\
+from pyspark.sql import functions as F
+
+
+def count(events, window, watermark_delay):
+    return (events.withWatermark("ts", watermark_delay)
+            .groupBy("key", F.window("ts", window)).agg(F.count(F.lit(1)).alias("count"))
+            .select("key", F.col("window.start").alias("window_start"),
+                    F.col("window.end").alias("window_end"), "count"))
+"""
+
+SCENARIO = textwrap.dedent("""\
+    scenario: watched
+    description: Two events of one key in a window, written once the watermark passes its end.
+    contract: tumbling_count
+    params: {window: 10s, watermark_delay: 5s}
+    steps:
+      - add: {events: [[a, "00:00:03"], [a, "00:00:07"]]}
+      - add: {events: [[b, "00:00:30"]]}
+      - process
+      - expect:
+          rows: [[a, "00:00:00", "00:00:10", COUNT]]
+    """)
+
+
+class _Lines:
+    """The child's output lines, read by a thread; `until` waits (bounded) for a line that matches."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.queue: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            self.queue.put(line.rstrip("\n"))
+
+    def until(self, text: str, what: str) -> str:
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            try:
+                line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            self.seen.append(line)
+            if text in line:
+                return line
+        raise AssertionError(f"no line with {text!r} ({what}) within {WAIT:.0f} s; the output:\n"
+                             + "\n".join(self.seen[-60:]))
+
+
+def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
+    (tmp_path / "jobs.py").write_text(JOB)
+    scenario = tmp_path / "one.scenario.yaml"
+    scenario.write_text(SCENARIO.replace("COUNT", "2"))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "EVENTTIME_DRIVER_LOG": str(tmp_path / "driver.log")}
+    proc = subprocess.Popen([sys.executable, "-m", "eventtime.cli", "watch", "one.scenario.yaml", "--pipeline",
+                             "jobs:count", "--poll", "0.1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = _Lines(proc)
+    try:
+        assert lines.until("watched", "the first run's verdict").startswith("PASS")
+        lines.until("watching (Ctrl-C stops)", "the first round's totals")
+
+        scenario.write_text(SCENARIO.replace("COUNT", "3"))  # a wrong expectation: that scenario runs again
+        assert lines.until("watched", "the edited scenario's verdict").startswith("FAIL")
+        lines.until("1 missing, 1 unexpected", "the diff of the failing step")
+
+        # the pipeline's module changes: it is reloaded, and the scenario runs against the new code
+        (tmp_path / "jobs.py").write_text(JOB.replace('F.count(F.lit(1))', '(F.count(F.lit(1)) + 1)'))
+        assert lines.until("watched", "the verdict after the module changed").startswith("PASS")
+
+        scenario.write_text("scenario: [broken\n")  # a broken file is reported, and watching goes on
+        lines.until("one.scenario.yaml:2:1: YAML syntax error", "the broken file's problem at its place")
+        lines.until("watching (Ctrl-C stops)", "watching after the broken file")
+
+        proc.send_signal(signal.SIGINT)
+        lines.until("eventtime: stopped watching", "the stop on Ctrl-C")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
