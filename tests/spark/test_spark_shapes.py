@@ -146,6 +146,21 @@ def _join_wrong_window(p):
             p.window_join(left, right, "5 seconds", left_delay, right_delay))
 
 
+def _inner_not_outer(p):
+    """An inner join: the left row that never matches is never written."""
+    def transform(left, right, left_delay, right_delay, bound):
+        def side(df, delay):
+            return (df.select(F.col("_1").alias("key"), F.timestamp_seconds("_2").alias("eventTime"))
+                    .withWatermark("eventTime", delay))
+        left_side, right_side = side(left, left_delay), side(right, right_delay)
+        condition = ((left_side["key"] == right_side["key"])
+                     & (right_side["eventTime"] >= left_side["eventTime"])
+                     & (right_side["eventTime"] <= left_side["eventTime"] + F.expr(f"INTERVAL {bound}")))
+        return (left_side.join(right_side, condition, "inner")
+                .select(left_side["key"], left_side["eventTime"], right_side["eventTime"]))
+    return transform
+
+
 def _windows_wrong_delay(p):
     return (lambda input_data, window, outer_window, watermark_delay:
             p.window_of_windows(input_data, window, outer_window, "5 seconds"))
@@ -163,6 +178,7 @@ WRONG = {
         "6 row(s) in state, expected 2", "0 row(s) dropped as late since the previous expect, expected 1"]),
     "dedup-then-window-count": (_dedup_then_wrong_window, ["1 missing, 0 unexpected"]),
     "join-on-window-with-watermark": (_join_wrong_window, ["1 missing, 1 unexpected"]),
+    "left-outer-join-both-event-times": (_inner_not_outer, ["1 missing, 0 unexpected"]),
     "window-of-windows": (_windows_wrong_delay, ["watermark is 00:00:16, expected 00:00:21"]),
 }
 

@@ -97,3 +97,17 @@ def window_join(left: DataFrame, right: DataFrame, window: str, left_delay: str,
                 .select("key", F.window("timestamp", window).alias("window"), value))
     joined = side(left, left_delay, "leftValue", 2).join(side(right, right_delay, "rightValue", 3), ["key", "window"])
     return joined.select("key", F.col("window.end").cast("long").alias("end"), "leftValue", "rightValue")
+
+
+def left_outer_join(left: DataFrame, right: DataFrame, left_delay: str, right_delay: str, bound: str) -> DataFrame:
+    """StreamingOuterJoinSuite: a left outer join that keeps `eventTime` from both sides (two columns of
+    one name), a right row matching when its eventTime is within `bound` after the left one's."""
+    def side(df: DataFrame, delay: str) -> DataFrame:
+        return (df.select(F.col("_1").alias("key"), F.timestamp_seconds("_2").alias("eventTime"))
+                .withWatermark("eventTime", delay))
+    left_side, right_side = side(left, left_delay), side(right, right_delay)
+    condition = ((left_side["key"] == right_side["key"])
+                 & (right_side["eventTime"] >= left_side["eventTime"])
+                 & (right_side["eventTime"] <= left_side["eventTime"] + F.expr(f"INTERVAL {bound}")))
+    return (left_side.join(right_side, condition, "left_outer")
+            .select(left_side["key"], left_side["eventTime"], right_side["eventTime"]))
