@@ -71,3 +71,31 @@ def test_eventtime_validate_accepts_the_folder(capsys):
     count = len(list((PROJECT / "scenarios").glob("*.scenario.yaml")))
     out = capsys.readouterr()
     assert f"{count} valid, 0 invalid" in out.out + out.err
+
+
+def test_an_expression_left_unnamed_as_in_sparks_tests_gets_the_alias_to_give_it():
+    """Spark's suites cast the window's start without an alias (`.cast("long").as[Long]`), so Spark
+    names the column by its text; the output check says which contract column it most likely is."""
+    from eventtime.signatures import OutputMismatch, check_output
+
+    contract = load_contract_file(PROJECT / "contracts" / "windowed_count.contract.yaml")
+    assert check_output([("start", "bigint"), ("count", "bigint")], contract) == [0, 1]
+    unnamed = [("CAST(window.start AS BIGINT)", "bigint"), ("count", "bigint")]
+    try:
+        check_output(unnamed, contract)
+    except OutputMismatch as exc:
+        message = str(exc)
+    else:
+        raise AssertionError("an unnamed column passed")
+    assert ("column 'CAST(window.start AS BIGINT)' (bigint) is not in the contract's output; it is an "
+            "expression Spark named by its text: name it with .alias('start')") in message
+    assert "column 'start' (long) is missing" in message
+    # two columns of its type are missing: no name guessed; a plain extra name gets no hint
+    try:
+        check_output([("CAST(window.start AS BIGINT)", "bigint"), ("count(1)", "bigint"), ("debug", "int")], contract)
+    except OutputMismatch as exc:
+        message = str(exc)
+    assert "column 'count(1)' (bigint) is not in the contract's output; it is an expression Spark named by " \
+           "its text: give it a contract column's name with .alias()" in message
+    assert "column 'count' (long) is missing" in message
+    assert "column 'debug' (int) is not in the contract's output (" in message

@@ -61,11 +61,16 @@ def _missing(scenario, features) -> list[str]:
 
 def test_the_family_passes_under_pytest_in_its_own_folder(tmp_path, scenarios, features):
     results = tmp_path / "results.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON")}
+    # the user's environment: none of this test process's pytest or path settings
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYSPARK_PYTHON") and not k.startswith("PYTEST_")}
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing written into the project folder
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
-                           "--eventtime-report-json", str(results)],
-                          cwd=PROJECT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs",
+                               "--eventtime-report-json", str(results)],
+                              cwd=PROJECT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the child pytest in {PROJECT.name} did not finish within {RUN_TIMEOUT} s:\n{exc.stdout}")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     by_name = {r["scenario"]: r for r in json.loads(results.read_text())["results"]}
