@@ -45,7 +45,7 @@ def scenarios():
 
 
 @pytest.fixture(scope="module")
-def shapes(scenarios):
+def shapes():
     """The user's pipelines module, imported from the project folder (as its pytest `pythonpath` does)."""
     sys.path.insert(0, str(PROJECT))
     try:
