@@ -18,7 +18,7 @@ import os
 import traceback
 from typing import Any, Callable, Mapping
 
-from .contracts import Contract
+from .contracts import Column, Contract
 
 __all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_caller", "check_output",
            "user_frames"]
@@ -115,26 +115,40 @@ def check_output(fields: list[tuple[str, str]], contract: Contract) -> list[int]
     contract's output columns, in the contract's order; raises OutputMismatch naming every missing,
     extra or mistyped column."""
     from .coltypes import TypeSyntaxError, parse_type
+    from .contractfile import _COLUMN_NAME  # the names a contract can declare
+
+    def type_name(text: str) -> str:
+        try:
+            return parse_type(text).name
+        except TypeSyntaxError:
+            return text
 
     declared = list(contract.output)
     available = list(enumerate(fields))
     positions: list[int] = []
     problems: list[str] = []
+    missing: list[Column] = []
     for column in declared:
         match = next(((i, t) for i, (n, t) in available if n == column.name), None)
         if match is None:
             problems.append(f"column {column.name!r} ({column.type}) is missing")
+            missing.append(column)
             continue
         available.remove((match[0], fields[match[0]]))
-        try:
-            actual = parse_type(match[1]).name
-        except TypeSyntaxError:
-            actual = match[1]
+        actual = type_name(match[1])
         if actual != column.type:
             problems.append(f"column {column.name!r} is {actual}, the contract says {column.type}")
         positions.append(match[0])
     for _, (name, typ) in available:
-        problems.append(f"column {name!r} ({typ}) is not in the contract's output")
+        problem = f"column {name!r} ({typ}) is not in the contract's output"
+        if not _COLUMN_NAME.match(name):
+            # Spark names an expression left without an alias by its text (`CAST(window.start AS
+            # BIGINT)`, `count(1)`); Spark's own tests often do so, reading the column by position.
+            fits = [c.name for c in missing if c.type == type_name(typ)]
+            problem += (f"; it is an expression Spark named by its text: name it with "
+                        f".alias({fits[0]!r})" if len(fits) == 1 else
+                        "; it is an expression Spark named by its text: give it a contract column's name with .alias()")
+        problems.append(problem)
     if problems:
         produced = ", ".join(f"{n} {t}" for n, t in fields)
         raise OutputMismatch(f"the output does not match contract {contract.name!r}: " + "; ".join(problems)
