@@ -416,6 +416,12 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         print()
         for (contract, impl), verdict in certification(results).items():
             print(f"{verdict:14} {contract}  [{impl}]")
+    if failures:  # before the totals: the totals line stays the last
+        from eventtime.harness.driverlog import driver_log
+
+        log = driver_log()
+        if log is not None and log.mark() > 0:  # the JVM's own lines are kept out of the terminal
+            print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
     counts = totals(results)
     print()
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
@@ -423,12 +429,6 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
-    if failures:
-        from eventtime.harness.driverlog import driver_log
-
-        log = driver_log()
-        if log is not None and log.mark() > 0:  # the JVM's own lines are kept out of the terminal
-            print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
