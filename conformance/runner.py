@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 import tempfile
 import time
@@ -11,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 from . import model as m
 from .contracts import implementation_info
+from .faults import Fault, classify_failure, classify_os_error
 from .judge import Observed, judge_expect
 from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
                       ScenarioResult, StepResult, conclude)
@@ -148,6 +150,25 @@ def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureIn
     return FailureInfo(f"{type(exc).__name__}: {first}", classes, names, text, step_index)
 
 
+def _fault_of(chain: Any, spark: Any, checkpoint: str) -> Fault | None:
+    """The fault of the run's surroundings behind a failed query (`eventtime.faults`), if any."""
+    from eventtime.harness.session import callback_server_stopped
+
+    return classify_failure(chain, checkpoint=checkpoint, tempdir=tempfile.gettempdir(),
+                            device_full=_device_full(checkpoint), callback_stopped=callback_server_stopped(spark))
+
+
+def _device_full(path: str) -> bool:
+    """Whether the file system holding `path` (or its nearest existing parent) has no free block or file."""
+    while path and not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return False
+    return stat.f_bavail == 0 or (stat.f_files > 0 and stat.f_favail == 0)
+
+
 def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *, session: Any = None,
                  timeout: float = DEFAULT_TIMEOUT, implementation: str | None = None,
                  rerun: str | None = None, conf: Mapping[str, str] | None = None) -> ScenarioResult:
@@ -160,6 +181,9 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     When the Spark driver JVM dies under the scenario, the result is an `error` whose `cause` is
     DRIVER_DIED and whose reason is one message (what died, in which step, what is known of why,
     what to try); the session is dead from then on (`eventtime.harness.session.fresh_session`).
+    A fault of the run's surroundings (an unwritable checkpoint, a full temporary directory, py4j's
+    callback server gone; `eventtime.faults`) is an `error` with that cause and the step saying it;
+    a stopped callback server is started again before the next scenario.
     """
     from eventtime.harness.session import driver_death, get_session
 
@@ -192,7 +216,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                   died: list[Any]) -> ScenarioResult:
     from eventtime.harness.compat import compat_for
     from eventtime.harness.connect import ConnectLimit
-    from eventtime.harness.session import driver_death, runtime_info
+    from eventtime.harness.session import driver_death, revive_callback_server, runtime_info
     from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed, StreamRun
 
     compat = compat_for(spark)
@@ -231,7 +255,16 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     if unjudged:
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
-    workdir = tempfile.mkdtemp(prefix="eventtime-")
+    if not compat.connect and revive_callback_server(spark):
+        result.notes.append("py4j's callback server had stopped; it was started again before this scenario")
+    try:
+        workdir = tempfile.mkdtemp(prefix="eventtime-")
+    except OSError as exc:  # a temporary directory that takes no new files: the run's, not the pipeline's
+        fault = classify_os_error(exc, directory=tempfile.gettempdir())
+        if fault is None:
+            raise
+        result.status, result.cause, result.reason = ERROR, fault.cause, fault.reason
+        return result
     staging = _connect_staging(spark) if compat.connect else None
     sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
@@ -270,6 +303,17 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     failure_consumed = False
     fatal = False
     limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
+    faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
+
+    def surroundings_failed(step_result: StepResult, chain: Any) -> bool:
+        """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
+        step says what it is, later steps are skipped and no expect of a failure can consume it."""
+        nonlocal fatal
+        fault = None if staging is not None else _fault_of(chain, spark, run.checkpoint)
+        if fault is not None:
+            faults.append(fault)
+            step_result.status, step_result.message, fatal = ERROR, fault.reason, True
+        return fault is not None
 
     def execute(step_result: StepResult, action: Callable[[], list[Any]]) -> None:
         nonlocal failure, fatal
@@ -293,6 +337,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
             limit.append(str(exc))
             fatal = True
         except QueryFailed as exc:
+            if surroundings_failed(step_result, exc.chain):
+                return
             failure = _failure_from(exc, compat, step_result.index)
             step_result.message = str(failure)
             step_result.status = ERROR
@@ -315,6 +361,10 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
             failure.summary = str(exc)
             step_result.status, step_result.message = ERROR, str(exc)
         except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
+            java = getattr(exc, "java_exception", None)
+            if surroundings_failed(step_result, [(type(exc).__name__, None, str(exc)),
+                                                 *(compat.java_error_classes(java) if java is not None else [])]):
+                return
             failure = _failure_from(exc, compat, step_result.index)
             step_result.status, step_result.message = ERROR, str(failure)
         finally:
@@ -367,6 +417,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         result.seconds = time.monotonic() - started
         return result
     conclude(result, failure.step if failure is not None and failure_consumed else None)
+    if faults:
+        result.cause = faults[0].cause
     if limit:  # Spark Connect could not reproduce what the scenario needs: not applicable, never passed
         result.status, result.reason = NOT_APPLICABLE, f"over Spark Connect: {limit[0]}"
     result.seconds = time.monotonic() - started

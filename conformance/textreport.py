@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from .judge import format_value
-from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
+from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 
 __all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "short_name", "certification",
@@ -72,7 +72,7 @@ def describe_failure(result: ScenarioResult) -> str:
     """What went wrong, where in the file, what Spark did around it, and how to re-run it."""
     sc = result.scenario
     lines = [f"{_MARK.get(result.status)} {sc.name} ({sc.path}) with {result.implementation}"]
-    if result.reason and (not result.failed_steps or result.cause):  # a dead driver's message names the step
+    if result.reason and (not result.failed_steps or result.cause == DRIVER_DIED):  # its message names the step
         lines.append(f"  {result.reason}")
     since_check: list[StepResult] = []
     for step in result.steps:

@@ -6,6 +6,7 @@ import glob
 import logging
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -19,7 +20,7 @@ from .driverlog import jvm_output_to_log
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
            "DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "fresh_session",
-           "live_session"]
+           "live_session", "callback_server_stopped", "revive_callback_server"]
 
 DEFAULT_MASTER = "local[2]"
 
@@ -96,6 +97,51 @@ def prepare_session(spark: Any) -> Any:
         ensure_callback_server_started(gateway)
     _remember_driver(spark)
     return spark
+
+
+# -- py4j's callback server ------------------------------------------------------------------------
+# The JVM calls the harness's clock (and a pipeline's foreachBatch function) through py4j's callback
+# server, a server socket and threads in this process. If it stops (shut down, its socket closed), each
+# call from the JVM fails, and every query that calls back fails at its first trigger: the session is
+# otherwise fine, so the server is started again rather than the JVM.
+
+
+def callback_server_stopped(spark: Any) -> bool:
+    """Whether `spark`'s py4j callback server has stopped (False for a session without one: Connect)."""
+    gateway = _gateway_of(spark)
+    if gateway is None:
+        return False
+    server = gateway.__dict__.get("_callback_server")  # getattr would ask the JVM for a field
+    if server is None:
+        return True
+    thread = getattr(server, "thread", None)  # its accept loop: it ends at the first error, for good
+    return (bool(getattr(server, "is_shutdown", False)) or getattr(server, "server_socket", True) is None
+            or thread is None or not thread.is_alive())
+
+
+def revive_callback_server(spark: Any) -> bool:
+    """Start `spark`'s py4j callback server again when it has stopped (a new socket, the JVM told its
+    port); True when it had stopped. Its old connections and served objects are gone with it.
+
+    The old server's sockets are shut down, not closed through py4j: py4j 0.10.9.7 (PySpark 3.4)
+    closes each connection's stream under the read its thread sits in, which deadlocks."""
+    if not callback_server_stopped(spark):
+        return False
+    gateway = _gateway_of(spark)
+    with _LOCK:
+        if not callback_server_stopped(spark):  # another thread's scenario revived it meanwhile
+            return False
+        old = gateway.__dict__.get("_callback_server")
+        for sock in [getattr(old, "server_socket", None),
+                     *(getattr(c, "socket", None) for c in list(getattr(old, "connections", ())))]:
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:  # already shut
+                    pass
+        gateway._callback_server = None
+        prepare_session(spark)
+    return True
 
 
 _SPARES: dict[int, tuple[Any, Any]] = {}  # id(session) -> (session, its spare); the spare maps back
@@ -354,6 +400,9 @@ def _interrupted(exc: BaseException | None) -> bool:
     return False
 
 
+_CALLBACK_SERVER_ENDED = "Error while waiting for a connection."  # py4j: its callback server's accept loop ended
+
+
 class _DeadDriverFilter(logging.Filter):
     """py4j logs every broken connection with a traceback (its client and callback threads, some on
     the root logger); once a driver JVM has died those are the death said again in py4j's words,
@@ -361,6 +410,8 @@ class _DeadDriverFilter(logging.Filter):
     of a call cut by an interrupt (KeyboardInterrupt and the like), which the interrupted caller reports."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("py4j") and record.getMessage() == _CALLBACK_SERVER_ENDED:
+            return False  # the verdict of the query that runs into it says so; the next scenario revives it
         if record.exc_info and _interrupted(record.exc_info[1]):
             return False  # Ctrl-C or SIGTERM cut a py4j call: the caller says it was interrupted
         lost = bool(record.exc_info and connection_lost(record.exc_info[1]))

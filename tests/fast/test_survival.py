@@ -1,17 +1,22 @@
 """A run that survives its JVM, without Spark: the results file written as the run goes (atomic,
-marked incomplete), recovery after driver deaths (bounded), and the message of a dead driver."""
+marked incomplete), recovery after driver deaths (bounded), the message of a dead driver, and the
+faults of the run's surroundings told from Spark's captured error chains."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import threading
 from importlib import resources
+from pathlib import Path
 from types import SimpleNamespace
 
 import jsonschema
 import pytest
 
+from eventtime.faults import (CALLBACK_SERVER_FAILED, CHECKPOINT_UNWRITABLE, NO_SPACE, classify_failure,
+                              classify_os_error)
 from eventtime.harness import session as hs
 from eventtime.loader import load_scenario
 from eventtime.parallel import Pair, Recovery, run_pairs
@@ -329,3 +334,77 @@ def test_a_jvm_killed_before_it_sent_its_port_is_a_death_and_other_launch_errors
     death = hs.launch_death(after=exited)
     assert death is not None and death.message().startswith("the Spark driver died: its JVM ended")
     assert hs.launch_death(after=RuntimeError("JAVA_HOME is not set")) is None  # control
+
+
+# -- faults of the run's surroundings (eventtime.faults) ---------------------------------------------
+# Error chains captured from real runs of tests/spark/test_faults.py's injections on Spark 3.4.4 and
+# 4.3.0 (machine paths replaced by {checkpoint} and {tmp}; query plans cut).
+FAULT_CHAINS = json.loads((Path(__file__).parent / "data" / "fault-chains.json").read_text())
+CAUSE_OF = {"checkpoint4": CHECKPOINT_UNWRITABLE, "checkpoint3": CHECKPOINT_UNWRITABLE, "fill4": NO_SPACE,
+            "inodes4": NO_SPACE, "callback4": CALLBACK_SERVER_FAILED}
+CHECKPOINT, TMP = "/scratch/tmp/eventtime-abc/checkpoint", "/scratch/tmp"
+
+
+def _placed(chain, checkpoint=CHECKPOINT, tmp=TMP):
+    return [(cls, err, msg.replace("{checkpoint}", checkpoint).replace("{tmp}", tmp)) for cls, err, msg in chain]
+
+
+@pytest.mark.parametrize("case", FAULT_CHAINS, ids=[f"{c['spark']}-{c['injected']}" for c in FAULT_CHAINS])
+def test_a_captured_fault_is_told_by_its_cause_in_words_a_person_can_act_on(case):
+    fault = classify_failure(_placed(case["chain"]), checkpoint=CHECKPOINT, tempdir=TMP,
+                             device_full=case["device_full"], callback_stopped=case["callback_stopped"])
+    assert fault is not None and fault.cause == CAUSE_OF[case["injected"]]
+    first = fault.reason.splitlines()[0]
+    assert first == fault.reason  # one line
+    if fault.cause == CHECKPOINT_UNWRITABLE:
+        assert first.startswith(f"the checkpoint directory {CHECKPOINT} could not be written: ")
+        assert f"{CHECKPOINT}/commits" in first  # Spark's words: what exactly could not be written
+    elif fault.cause == NO_SPACE:
+        assert first.startswith(f"no space left in {TMP} (it holds the query's checkpoint {CHECKPOINT}")
+        # Spark's innermost words: "No space left on device", or Hadoop's "Mkdirs failed" on a full device
+        assert ("No space left on device" in first or "Mkdirs failed" in first) and "STREAM_FAILED" not in first
+    else:
+        assert first.startswith("the Python callback server stopped: ")
+
+
+def test_the_same_chain_elsewhere_is_the_pipelines_own_error():
+    # a checkpoint fault names the checkpoint: the same words about another path are not ours
+    chain = [c for c in FAULT_CHAINS if c["injected"] == "checkpoint4"][0]["chain"]
+    assert classify_failure(_placed(chain, checkpoint="/data/out/ckpt"), checkpoint=CHECKPOINT,
+                            tempdir=TMP) is None
+    # a pipeline's own errors (the Python worker's, a cast) and a foreachBatch function that raises
+    for chain in ([("org.apache.spark.sql.streaming.StreamingQueryException", "STREAM_FAILED", "[STREAM_FAILED] ..."),
+                   ("org.apache.spark.api.python.PythonException", "PYTHON_EXCEPTION",
+                    "[PYTHON_EXCEPTION] An exception was thrown from the Python worker.\nRuntimeError: boom")],
+                  [("org.apache.spark.SparkNumberFormatException", "CAST_INVALID_INPUT",
+                    "[CAST_INVALID_INPUT] The value 'x' of the type \"STRING\" cannot be cast to \"INT\"")],
+                  [("py4j.Py4JException", None, "An exception was raised by the Python Proxy. Return Message: "
+                                               "Traceback ...\nValueError: from foreachBatch")]):
+        assert classify_failure(chain, checkpoint=CHECKPOINT, tempdir=TMP) is None
+    # py4j in the chain is the callback server's only with its network words, or once it is known stopped
+    proxy = [("py4j.Py4JException", None, "An exception was raised by the Python Proxy.")]
+    assert classify_failure(proxy, checkpoint=CHECKPOINT, callback_stopped=True).cause == CALLBACK_SERVER_FAILED
+
+
+def test_hadoop_saying_only_mkdirs_failed_is_no_space_only_when_the_device_is_seen_full():
+    # 3.4.4 out of inodes: Hadoop's mkdirs returns false and the errno is lost
+    case = [c for c in FAULT_CHAINS if c["injected"] == "inodes4" and c["spark"] == "3.4.4"][0]
+    assert "No space left" not in json.dumps(case["chain"])
+    for full, cause in ((True, NO_SPACE), (False, CHECKPOINT_UNWRITABLE)):
+        fault = classify_failure(_placed(case["chain"]), checkpoint=CHECKPOINT, tempdir=TMP, device_full=full)
+        assert fault is not None and fault.cause == cause
+
+
+def test_a_checkpoint_outside_the_temporary_directory_is_named_by_its_own_directory():
+    chain = [c for c in FAULT_CHAINS if c["injected"] == "fill4"][0]["chain"]
+    fault = classify_failure(_placed(chain, checkpoint="/data/ckpt/q1"), checkpoint="/data/ckpt/q1", tempdir=TMP)
+    assert fault is not None and fault.reason.startswith("no space left in /data/ckpt (it holds")
+
+
+@pytest.mark.parametrize("code, cause", [(errno.ENOSPC, NO_SPACE), (errno.ENOTDIR, CHECKPOINT_UNWRITABLE),
+                                         (errno.EROFS, CHECKPOINT_UNWRITABLE), (errno.EIO, None)])
+def test_the_harness_own_file_errors_name_the_temporary_directory(code, cause):
+    fault = classify_os_error(OSError(code, os.strerror(code)), directory=TMP)
+    assert (fault.cause if fault else None) == cause
+    if fault is not None:
+        assert TMP in fault.reason and os.strerror(code) in fault.reason

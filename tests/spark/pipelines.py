@@ -120,3 +120,90 @@ def kills_driver(sources, params):
 
         sources = {**sources, "events": sources["events"].withColumn("key", kill(F.col("key")))}
     return tumbling_count(sources, params)
+
+
+# -- pipelines that break the run's surroundings (tests/spark/test_faults.py) ----------------------
+# EVENTTIME_TEST_FAULT says what and when, `KIND:N` for the N-th query built by the process:
+# - `checkpoint:N`: while that query runs its first batch with rows, a Python worker replaces the
+#   query's `commits/` directory by a regular file, so Spark cannot write the batch's commit;
+# - `fill:N`: while that query runs its first batch with rows, a Python worker fills the file system
+#   of the temporary directory (a file `eventtime-filler` written until the write fails); the next
+#   build removes it;
+# - `inodes:N`: the same, but the file system runs out of files (empty files made in
+#   `eventtime-filler.d` until it refuses one), and nothing removes them: the scenarios after it find
+#   a temporary directory that takes no new file;
+# - `callback:N`: before the first trigger that query is granted, the sockets of py4j's callback
+#   server (its listening socket and its connections) are shut down, while the stream thread is
+#   parked in the harness's clock (a Python object served by it): its accept loop ends, and the
+#   JVM's call in progress loses its connection.
+_FAULT_BUILDS = [0]
+FILLER = "eventtime-filler"
+
+
+def _checkpoint_of_query_being_built():
+    """The checkpoint of the query being built: the runner's newest `eventtime-*` work directory."""
+    import glob
+    import os
+    import tempfile
+
+    workdirs = glob.glob(os.path.join(tempfile.gettempdir(), "eventtime-*"))
+    return os.path.join(max(workdirs, key=os.path.getmtime), "checkpoint")
+
+
+def breaks_surroundings(sources, params):
+    import os
+    import tempfile
+
+    kind, _, which = os.environ.get("EVENTTIME_TEST_FAULT", "").partition(":")
+    _FAULT_BUILDS[0] += 1
+    hit = which.isdigit() and int(which) == _FAULT_BUILDS[0]
+    filler = os.path.join(tempfile.gettempdir(), FILLER)
+    if os.path.exists(filler) and not hit:
+        os.remove(filler)
+    if hit and kind in ("checkpoint", "fill", "inodes"):
+        commits = os.path.join(_checkpoint_of_query_being_built(), "commits")
+
+        @F.udf("string")
+        def fault(key):  # on the input side: runs for each row of the first batch with rows
+            import os
+            import shutil
+
+            if kind == "checkpoint" and not os.path.isfile(commits):
+                shutil.rmtree(commits, ignore_errors=True)
+                with open(commits, "w") as fh:
+                    fh.write("not a directory\n")
+            if kind == "fill" and not os.path.exists(filler):
+                try:
+                    with open(filler, "wb") as fh:
+                        while True:
+                            fh.write(b"\0" * (1 << 16))
+                except OSError:
+                    pass
+            if kind == "inodes" and not os.path.exists(filler + ".d"):
+                try:
+                    os.mkdir(filler + ".d")
+                    for n in range(1 << 20):
+                        open(os.path.join(filler + ".d", str(n)), "w").close()
+                except OSError:
+                    pass
+            return key
+
+        sources = {**sources, "events": sources["events"].withColumn("key", fault(F.col("key")))}
+    if hit and kind == "callback":
+        from eventtime.harness.clock import SteppedClock
+
+        gateway = sources["events"].sparkSession.sparkContext._gateway
+        grant = SteppedClock.grant
+
+        def grant_after_breaking(self):
+            import socket
+
+            SteppedClock.grant = grant
+            server = gateway._callback_server
+            sockets = [server.server_socket] + [c.socket for c in list(server.connections)]
+            for sock in sockets:  # as a failure would: no py4j shutdown, the sockets just stop working
+                sock.shutdown(socket.SHUT_RDWR)
+            return grant(self)
+
+        SteppedClock.grant = grant_after_breaking
+    return tumbling_count(sources, params)
