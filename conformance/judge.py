@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from eventtime.harness.observations import BatchObservation
 
 from . import coltypes
+from .drive import rows_seen
 from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
@@ -38,13 +39,7 @@ class Observed:
         return int(self.history[-1].watermark_after_ms)
 
     def rows(self, scope: str) -> list[tuple]:
-        if scope == "rows":
-            return [r for b in self.since_expect for r in b.rows]
-        if scope == "last_batch":
-            return list(self.history[-1].rows) if self.history else []
-        if self.output_mode == "complete":  # the memory sink keeps only the latest result table
-            return list(self.history[-1].rows) if self.history else []
-        return [r for b in self.history for r in b.rows]
+        return rows_seen(scope, self.output_mode, self.since_expect, self.history)
 
 
 def _is_number(v: Any) -> bool:

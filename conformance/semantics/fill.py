@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .. import model as m
+from ..drive import rows_seen
 
 __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned"]
 
@@ -86,10 +87,9 @@ def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Seq
     list of flow mappings). `since_expect` holds the batches since the previous expect, `history`
     every batch so far. Complete mode gets `output` (the latest table) instead of `rows`."""
     checks: dict[str, Any] = {}
-    if scenario.params.get("output_mode", "append") == "complete":
-        checks["output"] = rows_text(history[-1].rows if history else [], scenario)
-    else:
-        checks["rows"] = rows_text([r for b in since_expect for r in b.rows], scenario)
+    mode = scenario.params.get("output_mode", "append")
+    scope = "output" if mode == "complete" else "rows"
+    checks[scope] = rows_text(rows_seen(scope, mode, since_expect, history), scenario)
     checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
     checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
@@ -252,24 +252,16 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
     if len(nodes) != len(observed):
         raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), by character index
-    complete = sc.params.get("output_mode", "append") == "complete"
+    mode = sc.params.get("output_mode", "append")
+    complete = mode == "complete"
     for node, (step, since_expect, history) in zip(nodes, observed):
         if step.failure is not None:
             continue
         checks: dict[str, Any] = model_checks(sc, since_expect, history)
-        row_lists = {
-            "rows": [row_text(r, sc) for b in since_expect for r in b.rows],
-            "last_batch": [row_text(r, sc) for r in (history[-1].rows if history else [])],
-            "output": [row_text(r, sc) for r in (history[-1].rows if history else [])] if complete
-            else [row_text(r, sc) for b in history for r in b.rows],
-        }
+        model_rows = {scope: rows_seen(scope, mode, since_expect, history) for scope in ("rows", "last_batch", "output")}
+        row_lists = {scope: [row_text(r, sc) for r in rows] for scope, rows in model_rows.items()}
         block = not node.flow_style
         present = {k.value: (k, v) for k, v in node.value}
-        model_rows = {
-            "rows": [r for b in since_expect for r in b.rows],
-            "last_batch": list(history[-1].rows) if history else [],
-            "output": (list(history[-1].rows) if history else []) if complete else [r for b in history for r in b.rows],
-        }
         already = {c.scope for c in step.rows if _same_rows(c.rows, model_rows[c.scope], step.ordered)}
         if step.watermark is not None and step.watermark // 1000 == (history[-1].watermark_after_ms if history else 0):
             already.add("watermark")  # as the author wrote it (`initial`, a date, a comment)

@@ -1,12 +1,16 @@
-"""The one step interpreter (`eventtime.drive`) over a recording driver."""
+"""The one step interpreter (`eventtime.drive`) over a recording driver, and the one "rows an expect step sees"."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Mapping, Sequence
 
-from eventtime.drive import drive
+from eventtime.differential import whole_output
+from eventtime.drive import drive, rows_seen
 from eventtime.harness.observations import BatchObservation
+from eventtime.judge import Observed
 from eventtime.loader import load_scenario_text
 from eventtime.model import ExpectStep, Step
+from eventtime.semantics.fill import model_checks, rows_text
 
 SCENARIO = """\
 scenario: every-kind-of-step
@@ -118,3 +122,20 @@ def test_a_skipped_step_runs_nothing_and_an_unjudged_expect_keeps_its_batches():
     drive(sc, driver, {}, handler)
     assert ("add", "events", 2, [1, 1]) in driver.calls and driver.calls.count(("process",)) == 2
     assert handler.expects == [[0, 1], [0, 1, 2]]
+
+
+def test_complete_mode_output_is_the_latest_batchs_table_for_every_reader():
+    """The case the four copies disagreed on: in complete mode a latest batch that wrote nothing
+    leaves the sink empty. The whole-output comparison of the restart check once took the last
+    batch that wrote rows instead; it now says what the judge says."""
+    history = [batch(0, [("a", 1)]), batch(1, [("a", 2), ("b", 1)]), batch(2, [])]
+    assert rows_seen("output", "complete", history[2:], history) == []
+    assert Observed(history[2:], history, "complete", ["key", "count"]).rows("output") == []
+    assert whole_output(history, "complete") == Counter()
+    sc = load_scenario_text(SCENARIO.replace("output_mode: append", "output_mode: complete"), "complete.scenario.yaml")
+    assert model_checks(sc, history[2:], history, batches=False)["output"] == rows_text([], sc)
+    # control: with rows in the latest batch, every reader shows that table, not the earlier ones
+    assert whole_output(history[:2], "complete") == Counter([("a", 2), ("b", 1)])
+    assert rows_seen("output", "update", [], history) == [("a", 1), ("a", 2), ("b", 1)]
+    assert rows_seen("rows", "complete", history[1:], history) == [("a", 2), ("b", 1)]
+    assert rows_seen("last_batch", "append", [], history[:2]) == [("a", 2), ("b", 1)]
