@@ -320,7 +320,7 @@ class _Builder:
         params = self.params(contract)
         requires_spark, features = self.requires()
         conf = self.conf(d.get("conf"), ("conf",))
-        clock_start, trigger = self.clock()
+        clock_start_us, trigger = self.clock()
         sources = self.sources(contract)
         self.sources_unknown = contract is None and "sources" not in d
         steps = self.steps(contract, sources, trigger)
@@ -331,7 +331,7 @@ class _Builder:
             name=d["scenario"], description=d["description"], tags=tuple(d.get("tags") or ()),
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
             where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
-            timezone=self.zone, conf=conf, clock_start=clock_start, trigger=trigger,
+            timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"))
 
     def contract(self) -> Contract | None:
@@ -706,7 +706,7 @@ class _Builder:
             et = body["event_time"]
             event_time = m.EventTimeCheck(
                 self.c.where(path + ("event_time",)),
-                **{k: self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
+                **{f"{k}_us": self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
         failure = None
         if isinstance(body.get("failure"), dict):
             f = body["failure"]
@@ -726,14 +726,14 @@ class _Builder:
                 items.append(m.BatchCheck(
                     self.c.where(bp), data=b.get("data"),
                     rows=self.rows(b["rows"], out_cols, bp + ("rows",), what) if "rows" in b else None,
-                    watermark_before=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
+                    watermark_before_us=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
                     if "watermark_before" in b else None,
-                    watermark_after=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
+                    watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
                     if "watermark_after" in b else None,
                     dropped=b.get("dropped"), state_rows=b.get("state_rows")))
             batches = tuple(items)
         return m.ExpectStep(
-            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark=wm,
+            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, columns=selected,

@@ -305,7 +305,7 @@ def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, work
     from eventtime.harness.stream import StreamRun
 
     return StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
-                     clock_start_ms=scenario.clock_start // 1000,
+                     clock_start_ms=scenario.clock_start_us // 1000,
                      trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout, name=None)
 
 

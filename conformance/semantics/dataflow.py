@@ -195,7 +195,7 @@ class DataflowQuery:
         return self._observe(sum(len(r) for r in inputs.values()), before, out)
 
     def _observe(self, input_rows: int, before: int, firings: Iterable[Firing]) -> BatchObservation:
-        rows = [(f.key, f.start, f.end, f.count, f.kind, f.result_ts) for f in firings]
+        rows = [(f.key, f.start_us, f.end_us, f.count, f.kind, f.result_ts_us) for f in firings]
         obs = BatchObservation(
             batch_id=len(self.history), input_rows=input_rows, timestamp_ms=self.now_ms,
             watermark_before_ms=_reported(before), watermark_after_ms=_reported(self.watermark.current),
@@ -253,7 +253,7 @@ def dataflow_query(scenario: m.Scenario) -> DataflowDriver:
                          f"(it covers {', '.join(DATAFLOW_CONTRACTS)})")
     p = scenario.params
     query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_micros,
-                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start // 1000,
+                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start_us // 1000,
                           trigger_ms=scenario.trigger.total_ms if scenario.trigger else None,
                           partitions={name: src.partitions for name, src in scenario.sources.items()})
     return DataflowDriver(query, {name: src.column_names for name, src in scenario.sources.items()})

@@ -216,9 +216,9 @@ def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], expe
             "data": ("true" if b.has_data else "false", want.data == b.has_data),
             "rows": (rows_text(b.rows, sc), want.rows is not None and _same_rows(want.rows, b.rows, False)),
             "watermark_before": (watermark_text(b.watermark_before_ms, sc),
-                                 want.watermark_before is not None and want.watermark_before // 1000 == b.watermark_before_ms),
+                                 want.watermark_before_us is not None and want.watermark_before_us // 1000 == b.watermark_before_ms),
             "watermark_after": (watermark_text(b.watermark_after_ms, sc),
-                                want.watermark_after is not None and want.watermark_after // 1000 == b.watermark_after_ms),
+                                want.watermark_after_us is not None and want.watermark_after_us // 1000 == b.watermark_after_ms),
             "dropped": (str(b.dropped), want.dropped == b.dropped),
             "state_rows": (str(b.state_rows), want.state_rows == b.state_rows or not state_rows_pinned(sc)),
         }
@@ -263,7 +263,7 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
         block = not node.flow_style
         present = {k.value: (k, v) for k, v in node.value}
         already = {c.scope for c in step.rows if _same_rows(c.rows, model_rows[c.scope], step.ordered)}
-        if step.watermark is not None and step.watermark // 1000 == (history[-1].watermark_after_ms if history else 0):
+        if step.watermark_us is not None and step.watermark_us // 1000 == (history[-1].watermark_after_ms if history else 0):
             already.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
         for key, (k, v) in present.items():
             column = k.start_mark.column
@@ -288,7 +288,7 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
             elif key == "event_time" and isinstance(v, yaml.MappingNode) and "event_time" in checks:
                 stats = next(b.event_time for b in reversed(since_expect) if b.event_time)
                 for fk, fv in v.value:  # only the statistics the author checks
-                    if fk.value in stats and getattr(step.event_time, fk.value, None) != stats[fk.value] * 1000:
+                    if fk.value in stats and getattr(step.event_time, f"{fk.value}_us", None) != stats[fk.value] * 1000:
                         edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))
                 continue
             elif key in checks:

@@ -86,7 +86,7 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
-    query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start // 1000,
+    query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start_us // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
     recorder = _Recorder(lambda: query.global_ms, query.stop)
     drive(scenario, _ModelDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
