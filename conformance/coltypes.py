@@ -128,18 +128,6 @@ class ColumnType:
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_timestamp(self) -> bool:
-        return self.kind in ("timestamp", "timestamp_ntz")
-
-    @property
-    def is_integral(self) -> bool:
-        return self.kind in INTEGRAL_RANGES
-
-    @property
-    def is_nested(self) -> bool:
-        return self.kind in ("array", "map", "struct")
-
     def contains(self, predicate: Callable[["ColumnType"], bool]) -> bool:
         if predicate(self):
             return True

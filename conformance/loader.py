@@ -146,8 +146,6 @@ class _Checker(Checker):
         elif v in ("oneOf", "anyOf"):
             desc = sch.get("description") or "a value of another form"
             self.at(path, f"{name} has the wrong form: expected {desc[0].lower() + desc[1:]}")
-        elif v == "propertyNames":
-            self.at(path, f"{name}: {e.message}")
         else:
             self.at(path, f"{name}: {e.message}")
 
