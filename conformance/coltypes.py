@@ -444,18 +444,7 @@ class _Reader:
         if name in _ALIASES:
             return ColumnType(_ALIASES[name])
         if name in _DECIMAL_NAMES:
-            precision, scale = 10, 0
-            if self.peek() and self.peek()[1] == "(":  # type: ignore[index]
-                self.take("(")
-                precision = self._int()
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
-                    self.take(",")
-                    scale = self._int()
-                self.take(")")
-            if not 1 <= precision <= _MAX_PRECISION or not 0 <= scale <= precision:
-                raise TypeSyntaxError(f"decimal({precision},{scale}) in {self.text!r}: precision is 1 to "
-                                      f"{_MAX_PRECISION} and scale 0 to the precision")
-            return ColumnType("decimal", precision=precision, scale=scale)
+            return self._decimal()
         if name in ("varchar", "char"):
             self.take("(")
             self._int()
@@ -476,30 +465,48 @@ class _Reader:
                 raise TypeSyntaxError(f"a map key cannot be a map in {self.text!r}")
             return ColumnType("map", key=key, value=value)
         if name == "struct":
-            self.take("<")
-            fields: list[tuple[str, ColumnType]] = []
-            if self.peek() and self.peek()[1] == ">":  # type: ignore[index]
-                raise TypeSyntaxError(f"a struct needs at least one field in {self.text!r}")
-            while True:
-                fkind, fname, fat = self.take()
-                if fkind not in ("word", "quoted"):
-                    raise TypeSyntaxError(f"expected a field name at character {fat} of {self.text!r}")
-                if self.peek() and self.peek()[1] == ":":  # type: ignore[index]
-                    self.take(":")
-                if any(n == fname for n, _ in fields):
-                    raise TypeSyntaxError(f"struct field {fname!r} appears twice in {self.text!r}")
-                fields.append((fname, self.type()))
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
-                    self.take(",")
-                    continue
-                self.take(">")
-                break
-            return ColumnType("struct", fields=tuple(fields))
+            return self._struct()
         known = sorted(set(_ALIASES) | {"decimal(p,s)", "array<T>", "map<K,V>", "struct<name: T, ...>"})
         close = difflib.get_close_matches(name, sorted(_ALIASES) + list(_DECIMAL_NAMES) + ["array", "map", "struct"],
                                           n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise TypeSyntaxError(f"unknown type {word!r}{hint} (types: {', '.join(known)})")
+
+    def _decimal(self) -> ColumnType:
+        """`decimal`, `decimal(p)` or `decimal(p,s)` (the name already read)."""
+        precision, scale = 10, 0
+        if self.peek() and self.peek()[1] == "(":  # type: ignore[index]
+            self.take("(")
+            precision = self._int()
+            if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                self.take(",")
+                scale = self._int()
+            self.take(")")
+        if not 1 <= precision <= _MAX_PRECISION or not 0 <= scale <= precision:
+            raise TypeSyntaxError(f"decimal({precision},{scale}) in {self.text!r}: precision is 1 to "
+                                  f"{_MAX_PRECISION} and scale 0 to the precision")
+        return ColumnType("decimal", precision=precision, scale=scale)
+
+    def _struct(self) -> ColumnType:
+        """`struct<name: T, ...>` (the name already read): at least one field, no field twice."""
+        self.take("<")
+        fields: list[tuple[str, ColumnType]] = []
+        if self.peek() and self.peek()[1] == ">":  # type: ignore[index]
+            raise TypeSyntaxError(f"a struct needs at least one field in {self.text!r}")
+        while True:
+            fkind, fname, fat = self.take()
+            if fkind not in ("word", "quoted"):
+                raise TypeSyntaxError(f"expected a field name at character {fat} of {self.text!r}")
+            if self.peek() and self.peek()[1] == ":":  # type: ignore[index]
+                self.take(":")
+            if any(n == fname for n, _ in fields):
+                raise TypeSyntaxError(f"struct field {fname!r} appears twice in {self.text!r}")
+            fields.append((fname, self.type()))
+            if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                self.take(",")
+                continue
+            self.take(">")
+            return ColumnType("struct", fields=tuple(fields))
 
     def _int(self) -> int:
         kind, value, at = self.take()
