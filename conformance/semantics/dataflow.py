@@ -38,6 +38,7 @@ from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
 from .lateness import DROPPED, LATE, ON_TIME, Firing, LatenessWindows
+from .microbatch import MicroBatchDriver, ModelError, rows_as_dicts
 from .watermark import micros_to_ms
 
 __all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
@@ -126,8 +127,6 @@ class DataflowQuery:
 
     def start(self) -> list[BatchObservation]:
         if self.running:
-            from .microbatch import ModelError
-
             raise ModelError("the query is already running")
         self.running = True
         self.runs += 1
@@ -140,8 +139,6 @@ class DataflowQuery:
 
     def process(self) -> list[BatchObservation]:
         if not self.running:
-            from .microbatch import ModelError
-
             raise ModelError("`process` while the query is stopped: the query is not running (add a start step)")
         out: list[BatchObservation] = []
         while True:
@@ -215,33 +212,20 @@ def input_name(source: str, partition: int | None) -> str:
     return source if partition is None else f"{source}#{partition}"
 
 
-class DataflowDriver:
-    """A DataflowQuery as a step driver: a source with partitions gets one input per partition."""
-
-    def __init__(self, query: DataflowQuery, columns: Mapping[str, Sequence[str]]):
-        self.query, self.columns = query, columns
+class DataflowDriver(MicroBatchDriver):
+    """A DataflowQuery as a step driver: a source with partitions gets one input (watermark generator) per
+    partition; the query takes no SQL settings."""
 
     def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
         return self.query.start()
 
     def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
-        from .microbatch import rows_as_dicts
-
         cols = self.columns[source]
         if partitions is None:
             self.query.add(source, rows_as_dicts(cols, rows))
         else:
             for k, part in enumerate(partitions):
                 self.query.add(source, rows_as_dicts(cols, part), partition=k)
-
-    def process(self) -> list[BatchObservation]:
-        return self.query.process()
-
-    def advance(self, ms: int) -> list[BatchObservation]:
-        return self.query.advance(ms)
-
-    def stop(self) -> None:
-        self.query.stop()
 
 
 def dataflow_query(scenario: m.Scenario) -> DataflowDriver:

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable
 
 from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
 from ..drive import Action, drive
-from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
+from .microbatch import MicroBatchDriver, MicroBatchQuery, ModelError
 from .plans import NotCovered, plan_for
 from .state import QueryFailure
 
@@ -89,7 +89,7 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start_us // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
     recorder = _Recorder(lambda: query.global_ms, query.stop)
-    drive(scenario, _ModelDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
+    drive(scenario, MicroBatchDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
     if recorder.failure is None:
         problems = _uncovered_checks(scenario)
         if problems:
@@ -99,29 +99,6 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
 
 def _columns(scenario: m.Scenario) -> dict[str, tuple[str, ...]]:
     return {name: tuple(src.column_names) for name, src in scenario.sources.items()}
-
-
-class _ModelDriver:
-    """The spark profile's query as a step driver: each input partition is one addData, as the harness adds it."""
-
-    def __init__(self, query: MicroBatchQuery, columns: dict[str, tuple[str, ...]]):
-        self.query, self.columns = query, columns
-
-    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
-        return self.query.start(conf)
-
-    def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
-        for part in (rows,) if partitions is None else partitions:
-            self.query.add(source, rows_as_dicts(self.columns[source], part))
-
-    def process(self) -> list[BatchObservation]:
-        return self.query.process()
-
-    def advance(self, ms: int) -> list[BatchObservation]:
-        return self.query.advance(ms)
-
-    def stop(self) -> None:
-        self.query.stop()
 
 
 class _Recorder:
