@@ -321,7 +321,7 @@ class _SparkSteps:
         self.failure_consumed = False
         self.fatal = False  # nothing runs or is judged after this
         self.limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
-        self.current: StepResult | None = None
+        self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
@@ -335,7 +335,7 @@ class _SparkSteps:
         return False
 
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
-        sr = self.current or StepResult(step.index, step.kind, step.where)
+        sr = self.current
         observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
                             [c.name for c in self.scenario.contract.output], self.failure)
         judge_expect(sr, step, observed, self.scenario, self.unjudged)
@@ -347,11 +347,9 @@ class _SparkSteps:
         return True
 
     def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:
-        if step is None or self.current is None:
-            sr = StepResult(0, "start", self.scenario.where)
+        sr = self.current
+        if step is None:  # the implicit start
             self.result.steps.append(sr)
-        else:
-            sr = self.current
         t0 = time.monotonic()
         try:
             return self._attempt(sr, action)
