@@ -319,28 +319,14 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
-    from .parallel import Pair, Recovery, run_pairs
+    from .parallel import Pair, Recovery
     from .resultsfile import ResultsWriter
-    from .textreport import (certification, certification_markdown, describe_failure, summary_line, totals,
-                             verdict_table)
 
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    from eventtime.harness.stream import HarnessError
-
-    try:
-        remote = _remote_of(args)
-        # Spark Connect: the client has no driver JVM to lose; a local driver is started (and restarted
-        # after a death) by _start_session
-        spark = _spark_session(args) if remote is not None else _start_session(args.master)
-    except ValueError as exc:
-        print(f"eventtime: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except HarnessError as exc:
-        print(f"eventtime: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+    spark, code = _open_session(args)
     if spark is None:
-        return EXIT_FAILED
+        return code
     version, master = spark.version, _master_of(spark)  # asked once: the driver may die later
     pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
              for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
@@ -359,8 +345,59 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         return session
 
     recovery = Recovery(fresh=fresh, limit=MAX_DEATHS)
-    results = []
-    ended: tuple[str, int] | None = None  # (why the run stopped early, exit code)
+    results, ended = _run_all(pairs, args, spark, conf, recovery, writer)
+    seconds = time.monotonic() - t0
+    not_run = _not_run(pairs, results)
+    reason = ended[0] if ended else (recovery.gave_up if not_run else None)
+    if writer is not None:
+        writer.finish(reason, not_run)
+    if ended:
+        print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
+              + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
+        return ended[1]
+    failures = [r for r in results if r.status in ("failed", "error")]
+    _print_outcome(results, failures, not_run, recovery, certify)
+    from .textreport import certification_markdown, totals
+
+    counts = totals(results)
+    print()
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+          f"{counts['not_applicable']} not applicable, {invalid} invalid files"
+          + (f", {len(not_run)} not run" if not_run else "")
+          + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
+          + f" on Spark {version} in {seconds:.1f}s")
+    if getattr(args, "markdown", None):
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
+    return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+
+
+def _open_session(args: Any) -> tuple[Any, int]:
+    """(the run's session, EXIT_OK), or (None, the exit code) with the reason printed."""
+    from eventtime.harness.stream import HarnessError
+
+    try:
+        remote = _remote_of(args)
+        # Spark Connect: the client has no driver JVM to lose; a local driver is started (and restarted
+        # after a death) by _start_session
+        spark = _spark_session(args) if remote is not None else _start_session(args.master)
+    except ValueError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return None, EXIT_USAGE
+    except HarnessError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return None, EXIT_FAILED
+    return spark, EXIT_OK if spark is not None else EXIT_FAILED
+
+
+def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
+             ) -> tuple[list[Any], tuple[str, int] | None]:
+    """Run the pairs, writing and printing each result as it comes: (the results, in the order of
+    `pairs`; why the run stopped early and its exit code, or None)."""
+    from .parallel import run_pairs
+    from .textreport import summary_line
+
+    results: list[Any] = []
     said: set[str] = set()  # the driver deaths whose message has been printed
     try:
         for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
@@ -376,26 +413,23 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
                     said.add(jvm)
                     print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
-        ended = ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
+        return results, ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
     except Terminated:
-        ended = ("terminated (SIGTERM)", EXIT_TERMINATED)
+        return results, ("terminated (SIGTERM)", EXIT_TERMINATED)
     except _NoDriver:
-        ended = (f"the Spark driver died {MAX_DEATHS} times in a row while starting", EXIT_FAILED)
+        return results, (f"the Spark driver died {MAX_DEATHS} times in a row while starting", EXIT_FAILED)
     except Exception as exc:
         # a bug of the kit: the results so far are written, then the traceback is shown as it is
         if writer is not None:
             writer.finish(f"the kit failed: {type(exc).__name__}: {exc}", _not_run(pairs, results))
         raise
-    seconds = time.monotonic() - t0
-    not_run = _not_run(pairs, results)
-    reason = ended[0] if ended else (recovery.gave_up if not_run else None)
-    if writer is not None:
-        writer.finish(reason, not_run)
-    if ended:
-        print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
-              + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
-        return ended[1]
-    failures = [r for r in results if r.status in ("failed", "error")]
+    return results, None
+
+
+def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], recovery: Any, certify: bool) -> None:
+    """Each failure described, the pairs not run, and for certify the verdict tables per contract."""
+    from .textreport import certification, describe_failure, verdict_table
+
     for r in failures:
         print()
         if r.cause == "driver_died":  # its message was printed when it happened: once is enough
@@ -416,23 +450,12 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
         print()
         for (contract, impl), verdict in certification(results).items():
             print(f"{verdict:14} {contract}  [{impl}]")
-    if failures:  # before the totals: the totals line stays the last
+    if failures:  # the JVM's own lines are kept out of the terminal; the totals line after this stays the last
         from eventtime.harness.driverlog import driver_log
 
         log = driver_log()
-        if log is not None and log.mark() > 0:  # the JVM's own lines are kept out of the terminal
+        if log is not None and log.mark() > 0:
             print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
-    counts = totals(results)
-    print()
-    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
-          f"{counts['not_applicable']} not applicable, {invalid} invalid files"
-          + (f", {len(not_run)} not run" if not_run else "")
-          + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
-          + f" on Spark {version} in {seconds:.1f}s")
-    if getattr(args, "markdown", None):
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
 
 
 class _NoDriver(Exception):

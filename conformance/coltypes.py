@@ -81,6 +81,18 @@ def _sort_key(value: Any) -> tuple:
     return (value is None, type(value).__name__, repr(value))
 
 
+def _read_date(raw: Any, parse_date: Callable[[Any], _dt.date], path: tuple) -> _dt.date:
+    """A date as YAML read it (a date object) or as a literal `parse_date` reads."""
+    if isinstance(raw, _dt.date) and not isinstance(raw, _dt.datetime):
+        return raw
+    try:
+        return parse_date(raw)
+    except ValueError as exc:
+        message = str(exc)
+        raise ValueProblem(message if repr(raw) in message else f"{raw!r} is not a date: {message}",
+                           path) from None
+
+
 @dataclass(frozen=True)
 class ColumnType:
     """One Spark type. `kind` is a scalar name (`long`, `decimal`, `timestamp`, ...) or `array`, `map`,
@@ -128,18 +140,6 @@ class ColumnType:
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_timestamp(self) -> bool:
-        return self.kind in ("timestamp", "timestamp_ntz")
-
-    @property
-    def is_integral(self) -> bool:
-        return self.kind in INTEGRAL_RANGES
-
-    @property
-    def is_nested(self) -> bool:
-        return self.kind in ("array", "map", "struct")
-
     def contains(self, predicate: Callable[["ColumnType"], bool]) -> bool:
         if predicate(self):
             return True
@@ -182,14 +182,7 @@ class ColumnType:
         if k == "binary":
             return self._read_binary(raw, path)
         if k == "date":
-            if isinstance(raw, _dt.date) and not isinstance(raw, _dt.datetime):
-                return raw
-            try:
-                return parse_date(raw)
-            except ValueError as exc:
-                message = str(exc)
-                raise ValueProblem(message if repr(raw) in message else f"{raw!r} is not a date: {message}",
-                                   path) from None
+            return _read_date(raw, parse_date, path)
         if k in ("timestamp", "timestamp_ntz"):
             try:
                 return parse_time(raw)
@@ -202,43 +195,51 @@ class ColumnType:
                 raise ValueProblem(f"expected a list for {self.name}, got {_describe(raw)}", path)
             return tuple(self.element.read(v, path=path + (i,), **reader) for i, v in enumerate(raw))
         if k == "map":
-            assert self.key is not None and self.value is not None
-            if isinstance(raw, dict):
-                items = [(self.key.read(key, path=path + (key,), **reader),
-                          self.value.read(v, path=path + (key,), **reader)) for key, v in raw.items()]
-            elif isinstance(raw, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in raw):
-                items = [(self.key.read(p[0], path=path + (i, 0), **reader),
-                          self.value.read(p[1], path=path + (i, 1), **reader)) for i, p in enumerate(raw)]
-            else:
-                raise ValueProblem(f"expected a mapping (or a list of [key, value] pairs) for {self.name}, "
-                                   f"got {_describe(raw)}", path)
-            if any(key is None for key, _ in items):
-                raise ValueProblem("a map key cannot be null", path)
-            keys = [key for key, _ in items]
-            if len(set(keys)) != len(keys):
-                raise ValueProblem("a map has the same key twice", path)
-            return MapValue.of(items)
+            return self._read_map(raw, path, reader)
         if k == "struct":
-            names = [n for n, _ in self.fields]
-            if isinstance(raw, dict):
-                extra = [key for key in raw if key not in names]
-                if extra:
-                    raise ValueProblem(f"{self.name} has no field {extra[0]!r} (fields: {', '.join(names)})",
-                                       path + (extra[0],))
-                missing = [n for n in names if n not in raw]
-                if missing:
-                    raise ValueProblem(f"field{'s' if len(missing) > 1 else ''} {', '.join(missing)} of "
-                                       f"{self.name} not given (write null for a null field)", path)
-                return tuple(t.read(raw[n], path=path + (n,), **reader) for n, t in self.fields)
-            if isinstance(raw, (list, tuple)):
-                if len(raw) != len(self.fields):
-                    raise ValueProblem(f"{self.name} has {len(self.fields)} fields, the list gives {len(raw)}",
-                                       path)
-                return tuple(t.read(v, path=path + (i,), **reader) for i, ((_, t), v) in
-                             enumerate(zip(self.fields, raw)))
-            raise ValueProblem(f"expected a mapping by field name (or a list by position) for {self.name}, "
-                               f"got {_describe(raw)}", path)
+            return self._read_struct(raw, path, reader)
         raise ValueProblem(f"no reader for type {self.name}", path)  # pragma: no cover - table complete
+
+    def _read_map(self, raw: Any, path: tuple, reader: dict[str, Any]) -> MapValue:
+        """A map from a YAML mapping or a list of [key, value] pairs: no null key, no key twice."""
+        assert self.key is not None and self.value is not None
+        if isinstance(raw, dict):
+            items = [(self.key.read(key, path=path + (key,), **reader),
+                      self.value.read(v, path=path + (key,), **reader)) for key, v in raw.items()]
+        elif isinstance(raw, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in raw):
+            items = [(self.key.read(p[0], path=path + (i, 0), **reader),
+                      self.value.read(p[1], path=path + (i, 1), **reader)) for i, p in enumerate(raw)]
+        else:
+            raise ValueProblem(f"expected a mapping (or a list of [key, value] pairs) for {self.name}, "
+                               f"got {_describe(raw)}", path)
+        if any(key is None for key, _ in items):
+            raise ValueProblem("a map key cannot be null", path)
+        keys = [key for key, _ in items]
+        if len(set(keys)) != len(keys):
+            raise ValueProblem("a map has the same key twice", path)
+        return MapValue.of(items)
+
+    def _read_struct(self, raw: Any, path: tuple, reader: dict[str, Any]) -> tuple:
+        """A struct from a mapping by field name (every field given) or a list by position."""
+        names = [n for n, _ in self.fields]
+        if isinstance(raw, dict):
+            extra = [key for key in raw if key not in names]
+            if extra:
+                raise ValueProblem(f"{self.name} has no field {extra[0]!r} (fields: {', '.join(names)})",
+                                   path + (extra[0],))
+            missing = [n for n in names if n not in raw]
+            if missing:
+                raise ValueProblem(f"field{'s' if len(missing) > 1 else ''} {', '.join(missing)} of "
+                                   f"{self.name} not given (write null for a null field)", path)
+            return tuple(t.read(raw[n], path=path + (n,), **reader) for n, t in self.fields)
+        if isinstance(raw, (list, tuple)):
+            if len(raw) != len(self.fields):
+                raise ValueProblem(f"{self.name} has {len(self.fields)} fields, the list gives {len(raw)}",
+                                   path)
+            return tuple(t.read(v, path=path + (i,), **reader) for i, ((_, t), v) in
+                         enumerate(zip(self.fields, raw)))
+        raise ValueProblem(f"expected a mapping by field name (or a list by position) for {self.name}, "
+                           f"got {_describe(raw)}", path)
 
     def _read_decimal(self, raw: Any, text: str | None, path: tuple) -> decimal.Decimal:
         if isinstance(raw, bool) or not isinstance(raw, (int, float, str, decimal.Decimal)):
@@ -443,18 +444,7 @@ class _Reader:
         if name in _ALIASES:
             return ColumnType(_ALIASES[name])
         if name in _DECIMAL_NAMES:
-            precision, scale = 10, 0
-            if self.peek() and self.peek()[1] == "(":  # type: ignore[index]
-                self.take("(")
-                precision = self._int()
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
-                    self.take(",")
-                    scale = self._int()
-                self.take(")")
-            if not 1 <= precision <= _MAX_PRECISION or not 0 <= scale <= precision:
-                raise TypeSyntaxError(f"decimal({precision},{scale}) in {self.text!r}: precision is 1 to "
-                                      f"{_MAX_PRECISION} and scale 0 to the precision")
-            return ColumnType("decimal", precision=precision, scale=scale)
+            return self._decimal()
         if name in ("varchar", "char"):
             self.take("(")
             self._int()
@@ -475,30 +465,48 @@ class _Reader:
                 raise TypeSyntaxError(f"a map key cannot be a map in {self.text!r}")
             return ColumnType("map", key=key, value=value)
         if name == "struct":
-            self.take("<")
-            fields: list[tuple[str, ColumnType]] = []
-            if self.peek() and self.peek()[1] == ">":  # type: ignore[index]
-                raise TypeSyntaxError(f"a struct needs at least one field in {self.text!r}")
-            while True:
-                fkind, fname, fat = self.take()
-                if fkind not in ("word", "quoted"):
-                    raise TypeSyntaxError(f"expected a field name at character {fat} of {self.text!r}")
-                if self.peek() and self.peek()[1] == ":":  # type: ignore[index]
-                    self.take(":")
-                if any(n == fname for n, _ in fields):
-                    raise TypeSyntaxError(f"struct field {fname!r} appears twice in {self.text!r}")
-                fields.append((fname, self.type()))
-                if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
-                    self.take(",")
-                    continue
-                self.take(">")
-                break
-            return ColumnType("struct", fields=tuple(fields))
+            return self._struct()
         known = sorted(set(_ALIASES) | {"decimal(p,s)", "array<T>", "map<K,V>", "struct<name: T, ...>"})
         close = difflib.get_close_matches(name, sorted(_ALIASES) + list(_DECIMAL_NAMES) + ["array", "map", "struct"],
                                           n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise TypeSyntaxError(f"unknown type {word!r}{hint} (types: {', '.join(known)})")
+
+    def _decimal(self) -> ColumnType:
+        """`decimal`, `decimal(p)` or `decimal(p,s)` (the name already read)."""
+        precision, scale = 10, 0
+        if self.peek() and self.peek()[1] == "(":  # type: ignore[index]
+            self.take("(")
+            precision = self._int()
+            if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                self.take(",")
+                scale = self._int()
+            self.take(")")
+        if not 1 <= precision <= _MAX_PRECISION or not 0 <= scale <= precision:
+            raise TypeSyntaxError(f"decimal({precision},{scale}) in {self.text!r}: precision is 1 to "
+                                  f"{_MAX_PRECISION} and scale 0 to the precision")
+        return ColumnType("decimal", precision=precision, scale=scale)
+
+    def _struct(self) -> ColumnType:
+        """`struct<name: T, ...>` (the name already read): at least one field, no field twice."""
+        self.take("<")
+        fields: list[tuple[str, ColumnType]] = []
+        if self.peek() and self.peek()[1] == ">":  # type: ignore[index]
+            raise TypeSyntaxError(f"a struct needs at least one field in {self.text!r}")
+        while True:
+            fkind, fname, fat = self.take()
+            if fkind not in ("word", "quoted"):
+                raise TypeSyntaxError(f"expected a field name at character {fat} of {self.text!r}")
+            if self.peek() and self.peek()[1] == ":":  # type: ignore[index]
+                self.take(":")
+            if any(n == fname for n, _ in fields):
+                raise TypeSyntaxError(f"struct field {fname!r} appears twice in {self.text!r}")
+            fields.append((fname, self.type()))
+            if self.peek() and self.peek()[1] == ",":  # type: ignore[index]
+                self.take(",")
+                continue
+            self.take(">")
+            return ColumnType("struct", fields=tuple(fields))
 
     def _int(self) -> int:
         kind, value, at = self.take()

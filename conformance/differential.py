@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from .drive import rows_seen
 from .registry import CONTRACTS
 from .loader import load_scenario_text
 from .model import Scenario
@@ -153,12 +154,9 @@ def restart_variants(scenario: Scenario, *, sessions: tuple[str, ...] = ("same",
 
 
 def whole_output(batches: Any, output_mode: str) -> Counter:
-    """Everything a run wrote to its sink, as a multiset of rows: every batch's rows (append,
-    update), or the last table written (complete)."""
-    rows = [b.rows for b in batches if b.rows]
-    if output_mode == "complete":
-        return Counter(map(tuple, rows[-1])) if rows else Counter()
-    return Counter(tuple(r) for batch in rows for r in batch)
+    """Everything a run's sink shows at its end, as a multiset of rows (`rows_seen`'s `output`):
+    every batch's rows (append, update), or the latest batch's table (complete)."""
+    return Counter(tuple(r) for r in rows_seen("output", output_mode, [], list(batches)))
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from eventtime.harness.observations import BatchObservation
 
 from . import coltypes
+from .drive import rows_seen
 from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
@@ -38,13 +39,7 @@ class Observed:
         return int(self.history[-1].watermark_after_ms)
 
     def rows(self, scope: str) -> list[tuple]:
-        if scope == "rows":
-            return [r for b in self.since_expect for r in b.rows]
-        if scope == "last_batch":
-            return list(self.history[-1].rows) if self.history else []
-        if self.output_mode == "complete":  # the memory sink keeps only the latest result table
-            return list(self.history[-1].rows) if self.history else []
-        return [r for b in self.history for r in b.rows]
+        return rows_seen(scope, self.output_mode, self.since_expect, self.history)
 
 
 def _is_number(v: Any) -> bool:
@@ -151,13 +146,13 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     for check in step.rows:
         out.extend(_judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
                                step.tolerance))
-    if step.watermark is not None:
+    if step.watermark_us is not None:
         actual = observed.watermark_ms
-        if actual * 1000 != step.watermark:
+        if actual * 1000 != step.watermark_us:
             out.append(CheckFailure(
                 "watermark", step.watermark_where or step.where,
-                f"watermark is {_fmt_wm(actual, scenario)}, expected {_fmt_wm(step.watermark // 1000, scenario)}",
-                expected=step.watermark // 1000, actual=actual))
+                f"watermark is {_fmt_wm(actual, scenario)}, expected {_fmt_wm(step.watermark_us // 1000, scenario)}",
+                expected=step.watermark_us // 1000, actual=actual))
     if step.dropped is not None:
         actual = sum(b.dropped for b in observed.since_expect)
         if actual != step.dropped:
@@ -230,8 +225,8 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
         out.append(CheckFailure("batches", want.where,
                                 f"{label} was a {'data' if got.has_data else 'no-data'} batch, expected "
                                 f"a {'data' if want.data else 'no-data'} batch", expected=want.data, actual=got.has_data))
-    for field_name, expected, actual in (("watermark_before", want.watermark_before, got.watermark_before_ms),
-                                         ("watermark_after", want.watermark_after, got.watermark_after_ms)):
+    for field_name, expected, actual in (("watermark_before", want.watermark_before_us, got.watermark_before_ms),
+                                         ("watermark_after", want.watermark_after_us, got.watermark_after_ms)):
         if expected is not None and (actual or 0) * 1000 != expected:
             out.append(CheckFailure("batches", want.where,
                                     f"{label}: {field_name} is {_fmt_wm(actual, scenario)}, expected "
@@ -258,7 +253,7 @@ def _judge_event_time(step: ExpectStep, observed: Observed, scenario: Scenario) 
                              "no batch since the previous expect reported event-time statistics")]
     out = []
     for key in ("min", "max", "avg"):
-        expected = getattr(step.event_time, key)
+        expected = getattr(step.event_time, f"{key}_us")
         if expected is None:
             continue
         actual = stats.get(key)

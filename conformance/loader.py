@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -147,8 +148,6 @@ class _Checker(Checker):
         elif v in ("oneOf", "anyOf"):
             desc = sch.get("description") or "a value of another form"
             self.at(path, f"{name} has the wrong form: expected {desc[0].lower() + desc[1:]}")
-        elif v == "propertyNames":
-            self.at(path, f"{name}: {e.message}")
         else:
             self.at(path, f"{name}: {e.message}")
 
@@ -225,6 +224,14 @@ def load_scenario_text(text: str, path: str = "<scenario>", *, contracts: Contra
     if checker.problems or scenario is None:
         raise ScenarioInvalid(checker.problems)
     return scenario
+
+
+@dataclass
+class _StepFlow:
+    """What the steps read so far leave: whether the query is running, and whether any step runs a batch."""
+
+    running: bool = True
+    runs_batches: bool = False
 
 
 class _Builder:
@@ -322,7 +329,7 @@ class _Builder:
         params = self.params(contract)
         requires_spark, features = self.requires()
         conf = self.conf(d.get("conf"), ("conf",))
-        clock_start, trigger = self.clock()
+        clock_start_us, trigger = self.clock()
         sources = self.sources(contract)
         self.sources_unknown = contract is None and "sources" not in d
         steps = self.steps(contract, sources, trigger)
@@ -333,7 +340,7 @@ class _Builder:
             name=d["scenario"], description=d["description"], tags=tuple(d.get("tags") or ()),
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
             where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
-            timezone=self.zone, conf=conf, clock_start=clock_start, trigger=trigger,
+            timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"))
 
     def contract(self) -> Contract | None:
@@ -522,86 +529,104 @@ class _Builder:
         raw = self.doc.get("steps")
         if not isinstance(raw, list):
             return ()
-        _, parts = _validators()
         out: list[m.Step] = []
-        running = True
-        runs_batches = False
+        flow = _StepFlow()
         for i, item in enumerate(raw):
             path = ("steps", i)
-            if isinstance(item, str):
-                kind, body = item, None
-                if kind not in self.KINDS:
-                    self.c.at(path, f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
-                                    f"(steps: {', '.join(self.KINDS)})")
-                    continue
-                if kind in ("add", "advance", "expect", "generate"):
-                    self.c.at(path, f"step {kind!r} needs a value, e.g. `- {kind}: ...`")
-                    continue
-            elif isinstance(item, dict) and len(item) == 1:
-                kind, body = next(iter(item.items()))
-                if kind not in self.KINDS:
-                    self.c.at(path + (kind,), f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
-                                              f"(steps: {', '.join(self.KINDS)})", key=True)
-                    continue
-            elif isinstance(item, dict):
-                keys = list(item)
-                self.c.at(path, f"a step has exactly one kind, found {len(keys)} keys ({', '.join(map(str, keys))}); "
-                                "write one `- kind: ...` item per step")
+            kind_body = self.step_kind(item, path)
+            if kind_body is None:
                 continue
-            else:
-                self.c.at(path, f"a step is a step name or a one-key mapping, not {_json_type(item)}")
-                continue
+            kind, body = kind_body
             bpath = path + (kind,) if isinstance(item, dict) else path
-            where = self.c.where(path)
-            step: m.Step | None = None
-            if kind == "add":
-                if self.c.schema_errors(parts["add"], body, bpath):
-                    step = self.add_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
-            elif kind == "generate":
-                if self.c.schema_errors(parts["generate"], body, bpath):
-                    step = self.generate_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
-                runs_batches = True
-            elif kind == "process":
-                if body is not None:
-                    self.c.at(bpath, "`process` takes no value")
-                step = m.ProcessStep(where)
-                runs_batches = True
-            elif kind == "advance":
-                if self.c.schema_errors(parts["duration"], body, bpath):
-                    d = self.duration(body, bpath, positive=True)
-                    if d is not None:
-                        step = m.AdvanceStep(where, by=d)
-                        runs_batches = runs_batches or trigger is not None
-            elif kind == "stop":
-                if body is not None:
-                    self.c.at(bpath, "`stop` takes no value")
-                if not running:
-                    self.c.at(path, "the query is already stopped here (add `- start` before)")
-                running = False
-                step = m.StopStep(where)
-            elif kind in ("start", "restart"):
-                conf: dict[str, str] = {}
-                new_session = False
-                if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
-                    conf = self.conf(body.get("conf"), bpath + ("conf",))
-                    new_session = body.get("session") == "new"
-                if kind == "start" and running:
-                    self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
-                if kind == "restart" and not running:
-                    self.c.at(path, "the query is stopped here; use `start`")
-                running = True
-                step = m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session)
-            elif kind == "expect":
-                if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
-                    step = self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping
+            step = self.step(kind, body, path, bpath, contract, sources, trigger, flow)
             if step is not None:
                 object.__setattr__(step, "_index", i + 1)
                 out.append(step)
-        if raw and not runs_batches and not any(isinstance(s, m.StartStep) for s in out) and not self.c.problems:
+        if raw and not flow.runs_batches and not any(isinstance(s, m.StartStep) for s in out) and not self.c.problems:
             hint = " (`advance` runs batches only with `clock: {trigger: ...}`)" if any(
                 isinstance(s, m.AdvanceStep) for s in out) else ""
             self.c.at(("steps",), f"no step ever runs a micro-batch: add a `- process` step{hint}")
         return tuple(out)
+
+    def step_kind(self, item: Any, path: tuple) -> tuple[str, Any] | None:
+        """A step item's (kind, value): a bare step name or a one-key mapping; None (a problem said)
+        for anything else."""
+        if isinstance(item, str):
+            if item not in self.KINDS:
+                self.c.at(path, f"unknown step kind {item!r}{did_you_mean(item, self.KINDS)} "
+                                f"(steps: {', '.join(self.KINDS)})")
+                return None
+            if item in ("add", "advance", "expect", "generate"):
+                self.c.at(path, f"step {item!r} needs a value, e.g. `- {item}: ...`")
+                return None
+            return item, None
+        if isinstance(item, dict) and len(item) == 1:
+            kind, body = next(iter(item.items()))
+            if kind not in self.KINDS:
+                self.c.at(path + (kind,), f"unknown step kind {kind!r}{did_you_mean(kind, self.KINDS)} "
+                                          f"(steps: {', '.join(self.KINDS)})", key=True)
+                return None
+            return kind, body
+        if isinstance(item, dict):
+            keys = list(item)
+            self.c.at(path, f"a step has exactly one kind, found {len(keys)} keys ({', '.join(map(str, keys))}); "
+                            "write one `- kind: ...` item per step")
+            return None
+        self.c.at(path, f"a step is a step name or a one-key mapping, not {_json_type(item)}")
+        return None
+
+    def step(self, kind: str, body: Any, path: tuple, bpath: tuple, contract: Contract | None,
+             sources: dict[str, m.SourceDef], trigger: Duration | None, flow: _StepFlow) -> m.Step | None:
+        """One step of a known kind; None when its value has a problem (said)."""
+        _, parts = _validators()
+        where = self.c.where(path)
+        if kind == "add":
+            if self.c.schema_errors(parts["add"], body, bpath):
+                return self.add_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
+        elif kind == "generate":
+            flow.runs_batches = True
+            if self.c.schema_errors(parts["generate"], body, bpath):
+                return self.generate_step(body or {}, sources, bpath, where)  # schema-checked: a mapping
+        elif kind == "process":
+            if body is not None:
+                self.c.at(bpath, "`process` takes no value")
+            flow.runs_batches = True
+            return m.ProcessStep(where)
+        elif kind == "advance":
+            if self.c.schema_errors(parts["duration"], body, bpath):
+                d = self.duration(body, bpath, positive=True)
+                if d is not None:
+                    flow.runs_batches = flow.runs_batches or trigger is not None
+                    return m.AdvanceStep(where, by=d)
+        elif kind in ("stop", "start", "restart"):
+            return self.run_state_step(kind, body, path, bpath, where, flow)
+        elif kind == "expect":
+            if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
+                return self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping
+        return None
+
+    def run_state_step(self, kind: str, body: Any, path: tuple, bpath: tuple, where: m.Where,
+                       flow: _StepFlow) -> m.Step:
+        """`stop`, `start` or `restart`, checked against whether the query is running at that point."""
+        if kind == "stop":
+            if body is not None:
+                self.c.at(bpath, "`stop` takes no value")
+            if not flow.running:
+                self.c.at(path, "the query is already stopped here (add `- start` before)")
+            flow.running = False
+            return m.StopStep(where)
+        _, parts = _validators()
+        conf: dict[str, str] = {}
+        new_session = False
+        if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
+            conf = self.conf(body.get("conf"), bpath + ("conf",))
+            new_session = body.get("session") == "new"
+        if kind == "start" and flow.running:
+            self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
+        if kind == "restart" and not flow.running:
+            self.c.at(path, "the query is stopped here; use `start`")
+        flow.running = True
+        return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session)
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}
@@ -731,7 +756,7 @@ class _Builder:
             et = body["event_time"]
             event_time = m.EventTimeCheck(
                 self.c.where(path + ("event_time",)),
-                **{k: self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
+                **{f"{k}_us": self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
         failure = None
         if isinstance(body.get("failure"), dict):
             f = body["failure"]
@@ -751,14 +776,14 @@ class _Builder:
                 items.append(m.BatchCheck(
                     self.c.where(bp), data=b.get("data"),
                     rows=self.rows(b["rows"], out_cols, bp + ("rows",), what) if "rows" in b else None,
-                    watermark_before=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
+                    watermark_before_us=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
                     if "watermark_before" in b else None,
-                    watermark_after=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
+                    watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
                     if "watermark_after" in b else None,
                     dropped=b.get("dropped"), state_rows=b.get("state_rows")))
             batches = tuple(items)
         return m.ExpectStep(
-            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark=wm,
+            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, columns=selected,

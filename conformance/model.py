@@ -138,8 +138,8 @@ class BatchCheck:
     where: Where
     data: bool | None = None
     rows: tuple[tuple[Value, ...], ...] | None = None
-    watermark_before: int | None = None
-    watermark_after: int | None = None
+    watermark_before_us: int | None = None  # epoch microseconds, 0 = `initial`
+    watermark_after_us: int | None = None
     dropped: int | None = None
     state_rows: int | None = None
 
@@ -147,9 +147,9 @@ class BatchCheck:
 @dataclass(frozen=True)
 class EventTimeCheck:
     where: Where
-    min: int | None = None
-    max: int | None = None
-    avg: int | None = None
+    min_us: int | None = None  # epoch microseconds
+    max_us: int | None = None
+    avg_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class FailureCheck:
 class ExpectStep(Step):
     rows: tuple[RowsCheck, ...] = ()
     ordered: bool = False
-    watermark: int | None = None
+    watermark_us: int | None = None  # epoch microseconds, 0 = `initial`
     watermark_where: Where | None = None
     dropped: int | None = None
     state_rows: int | None = None
@@ -198,7 +198,7 @@ class Scenario:
     date: _dt.date = _dt.date(2024, 1, 1)
     timezone: str = "UTC"
     conf: Mapping[str, str] = field(default_factory=dict)
-    clock_start: int = 0  # epoch microseconds
+    clock_start_us: int = 0  # epoch microseconds
     trigger: Duration | None = None
     lines: tuple[str, ...] = ()  # the file's text, for showing a failing step
     # first line -> last line of each step in `lines`, when a step's end is known (a scenario built in

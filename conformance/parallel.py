@@ -160,18 +160,30 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
         kwargs["timeout"] = timeout
 
     if jobs == 1 or len(pairs) <= 1:
-        completed = False
-        for i, pair in enumerate(pairs):
-            result = runner(pair.scenario, pair.implementation, session=session, rerun=pair.rerun, **kwargs)
-            yield result
-            if not _died(result):
-                completed = True
-                continue
-            if not recovery.died(completed, result, pairs[i + 1:]):
-                return
-            session, completed = recovery.fresh() if recovery.fresh else session, False
-        return
+        yield from _one_at_a_time(pairs, runner, session, kwargs, recovery)
+    else:
+        yield from _in_rounds(pairs, jobs, runner, session, sessions, kwargs, recovery)
 
+
+def _one_at_a_time(pairs: Sequence[Pair], runner: Runner, session: Any, kwargs: dict[str, Any],
+                   recovery: Recovery) -> Iterator[ScenarioResult]:
+    """`jobs` 1: each pair in turn on `session`; after a driver death, on the session `recovery` gives."""
+    completed = False
+    for i, pair in enumerate(pairs):
+        result = runner(pair.scenario, pair.implementation, session=session, rerun=pair.rerun, **kwargs)
+        yield result
+        if not _died(result):
+            completed = True
+            continue
+        if not recovery.died(completed, result, pairs[i + 1:]):
+            return
+        session, completed = recovery.fresh() if recovery.fresh else session, False
+
+
+def _in_rounds(pairs: Sequence[Pair], jobs: int, runner: Runner, session: Any, sessions: Sessions | None,
+               kwargs: dict[str, Any], recovery: Recovery) -> Iterator[ScenarioResult]:
+    """`jobs` at a time on isolated sessions of one driver, in rounds: a driver death ends the round,
+    and the pairs it did not start go to the next round, on the driver `recovery` gives."""
     if session is None:
         from eventtime.harness.session import get_session
 
@@ -179,7 +191,6 @@ def run_pairs(pairs: Sequence[Pair], *, jobs: int = 1, session: Any = None, time
     pool_sessions: Sessions = sessions or _SparkSessions()
     left = list(pairs)
     while left:
-        # one round per driver: a death ends the round, and the pairs it did not start go to the next
         round_pairs, left = left, []
         worker = _Round(session, pool_sessions, runner, kwargs)
         pool = ThreadPoolExecutor(max_workers=min(jobs, len(round_pairs)), thread_name_prefix="eventtime-job")

@@ -448,8 +448,8 @@ def _spark(config: pytest.Config) -> Any:
 
 
 def _live(spark: Any, config: pytest.Config) -> Any:
-    """Issue 22: after the driver JVM died under an item (which failed saying so), the next items
-    on this process (xdist worker) get a fresh session, not a cascade of connection errors."""
+    """The session for the next item: after the driver JVM died under an item (which failed saying so),
+    the next items on this process (xdist worker) get a fresh session, not a cascade of connection errors."""
     from eventtime.harness.session import live_session
 
     return live_session(spark, master=_settings(config).master)

@@ -98,8 +98,8 @@ def _step_definition(step: m.Step) -> dict[str, Any]:
         if step.rows:
             exp["rows"] = [{"scope": c.scope, "line": c.where.line, "rows": _rows(c.rows)} for c in step.rows]
             exp["ordered"] = step.ordered
-        if step.watermark is not None:
-            exp["watermark_ms"] = _ms(step.watermark)
+        if step.watermark_us is not None:
+            exp["watermark_ms"] = _ms(step.watermark_us)
         if step.dropped is not None:
             exp["dropped"] = step.dropped
         if step.state_rows is not None:
@@ -109,12 +109,12 @@ def _step_definition(step: m.Step) -> dict[str, Any]:
         if step.batches is not None:
             exp["batches"] = [{k: v for k, v in {
                 "line": b.where.line, "data": b.data, "rows": _rows(b.rows),
-                "watermark_before_ms": _ms(b.watermark_before), "watermark_after_ms": _ms(b.watermark_after),
+                "watermark_before_ms": _ms(b.watermark_before_us), "watermark_after_ms": _ms(b.watermark_after_us),
                 "dropped": b.dropped, "state_rows": b.state_rows}.items() if v is not None} for b in step.batches]
         if step.event_time is not None:
             et = step.event_time
-            exp["event_time"] = {k: v for k, v in {"min_ms": _ms(et.min), "max_ms": _ms(et.max),
-                                                   "avg_ms": _ms(et.avg)}.items() if v is not None}
+            exp["event_time"] = {k: v for k, v in {"min_ms": _ms(et.min_us), "max_ms": _ms(et.max_us),
+                                                   "avg_ms": _ms(et.avg_us)}.items() if v is not None}
         if step.failure is not None:
             f = step.failure
             exp["failure"] = {k: v for k, v in {"error_class": f.error_class, "exception": f.exception,
@@ -134,7 +134,7 @@ def scenario_definition(sc: m.Scenario) -> dict[str, Any]:
                     for s in sc.sources.values()],
         "output_columns": [[c.name, c.type] for c in sc.output_columns],
         "conf": dict(sc.conf), "timezone": sc.timezone,
-        "clock_start_ms": sc.clock_start // 1000,
+        "clock_start_ms": sc.clock_start_us // 1000,
         "trigger_ms": sc.trigger.total_ms if sc.trigger else None,
         "steps": [_step_definition(s) for s in sc.steps],
     }

@@ -10,9 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from eventtime.harness.driver import QueryDriver
+
 from . import model as m
 from .contracts import implementation_info
 from .faults import Fault, classify_failure, classify_os_error
+from .drive import drive
 from .judge import Observed, judge_expect
 from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
                       ScenarioResult, StepResult, conclude)
@@ -215,42 +218,16 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
                   died: list[Any]) -> ScenarioResult:
     from eventtime.harness.compat import compat_for
-    from eventtime.harness.connect import ConnectLimit
-    from eventtime.harness.session import driver_death, revive_callback_server, runtime_info
-    from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed, StreamRun
+    from eventtime.harness.session import revive_callback_server, runtime_info
 
     compat = compat_for(spark)
     scenario = m.for_spark_version(scenario, spark.version)  # `on_spark` expectations of this version
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
                             runtime=_connect_runtime(spark) if compat.connect else runtime_info(spark))
-
-    reason = applicability(scenario, spark.version, compat.features) or (
-        connect_applicability(scenario) if compat.connect else None)
-    if reason:
-        result.status, result.reason = NOT_APPLICABLE, reason
+    prepared = _prepare(result, pipeline, compat)
+    if prepared is None:
         return result
-    if pipeline is None and not scenario.contract.reference:
-        result.status = ERROR
-        result.reason = (f"no pipeline is bound to contract {scenario.contract.name!r}: pass one (--pipeline "
-                         f"MODULE:FUNCTION, run_scenario(scenario, fn)), or bind it in pytest (ini eventtime_pipelines "
-                         f"'{scenario.contract.name} = MODULE:FUNCTION', --eventtime-pipeline, or bind() in conftest.py)")
-        return result
-    try:
-        fn = resolve_pipeline(pipeline or scenario.contract.reference) if pipeline is None or isinstance(
-            pipeline, str) else pipeline
-    except PipelineError as exc:
-        result.status, result.reason = ERROR, str(exc)
-        return result
-    info = implementation_info(fn)
-    try:
-        call = pipeline_caller(fn, scenario.contract)
-    except SignatureError as exc:
-        result.status, result.reason = ERROR, str(exc)
-        return result
-    reason = info.not_applicable(scenario.params, compat.features)
-    if reason:
-        result.status, result.reason = NOT_APPLICABLE, reason
-        return result
+    call, info = prepared
     unjudged = frozenset(info.unjudged)
     if unjudged:
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
@@ -268,134 +245,12 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     staging = _connect_staging(spark) if compat.connect else None
     sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
-    default_mode = scenario.params.get("output_mode", "append")
-    mode_used = [default_mode]
-
-    def build() -> tuple[Any, str]:
-        frames = {name: src.dataframe() for name, src in sources.items()}
-        try:
-            value = call(frames, scenario.params)
-        except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
-            raise PipelineRaised(impl_name, exc) from exc
-        df, mode = (value.df, value.output_mode or default_mode) if isinstance(value, Output) else (value, default_mode)
-        if not hasattr(df, "isStreaming") or not df.isStreaming:
-            raise PipelineError(f"pipeline {impl_name} returned {type(df).__name__}, not a streaming DataFrame")
-        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-        positions = check_output(fields, scenario.contract)  # OutputMismatch: a failed verdict
-        mode_used[0] = mode
-        # by position, so that an output with two columns of one name stays readable
-        positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
-        return positional.select(*[f"_{i}" for i in positions]).toDF(*scenario.contract.output_names), mode
-
-    trigger_ms = scenario.trigger.total_ms if scenario.trigger else None
-    run: Any
-    if staging is not None:
-        from eventtime.harness.connect import ConnectStreamRun
-
-        run = ConnectStreamRun(spark, build, staging, timeout=timeout)
-    else:
-        run = StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
-                        clock_start_ms=scenario.clock_start // 1000, trigger_ms=trigger_ms, timeout=timeout,
-                        name=None)
+    build = _Build(scenario, call, sources, impl_name)
+    run = _new_run(scenario, spark, build, staging, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
-    since_expect: list[Any] = []
-    failure: FailureInfo | None = None
-    failure_consumed = False
-    fatal = False
-    limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
-    faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
-
-    def surroundings_failed(step_result: StepResult, chain: Any) -> bool:
-        """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
-        step says what it is, later steps are skipped and no expect of a failure can consume it."""
-        nonlocal fatal
-        fault = None if staging is not None else _fault_of(chain, spark, run.checkpoint)
-        if fault is not None:
-            faults.append(fault)
-            step_result.status, step_result.message, fatal = ERROR, fault.reason, True
-        return fault is not None
-
-    def execute(step_result: StepResult, action: Callable[[], list[Any]]) -> None:
-        nonlocal failure, fatal
-        t0 = time.monotonic()
-        try:
-            try:
-                batches = action()
-            except Exception as exc:
-                # whatever py4j raised when the JVM went away, the fact is one: the driver died
-                death = driver_death(spark, after=exc)
-                if death is None:
-                    raise
-                died.append((death, step_result))
-                step_result.status, step_result.message = ERROR, "the Spark driver died during this step"
-                fatal = True
-                return
-            step_result.batches.extend(batches)
-            since_expect.extend(batches)
-        except ConnectLimit as exc:
-            step_result.status, step_result.message = SKIPPED, str(exc)
-            limit.append(str(exc))
-            fatal = True
-        except QueryFailed as exc:
-            if surroundings_failed(step_result, exc.chain):
-                return
-            failure = _failure_from(exc, compat, step_result.index)
-            step_result.message = str(failure)
-            step_result.status = ERROR
-        except HarnessTimeout as exc:
-            step_result.status, step_result.message = ERROR, str(exc)
-            fatal = True
-        except (HarnessError, PipelineError) as exc:
-            step_result.status, step_result.message = ERROR, str(exc)
-            fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
-            if isinstance(exc, PipelineError):
-                failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), step_result.index)
-        except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
-            failure = FailureInfo(str(exc), [], ["eventtime.signatures.OutputMismatch"], str(exc), step_result.index)
-            contract = scenario.contract
-            step_result.status, step_result.message = FAILED, "the output does not match the contract"
-            step_result.failures = [CheckFailure("output_schema", contract.output_where or contract.where or scenario.where,
-                                                 f"pipeline {impl_name}: {exc}")]
-        except PipelineRaised as exc:  # the user's pipeline raised while the query was built
-            failure = _failure_from(exc.original, compat, step_result.index)
-            failure.summary = str(exc)
-            step_result.status, step_result.message = ERROR, str(exc)
-        except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
-            java = getattr(exc, "java_exception", None)
-            if surroundings_failed(step_result, [(type(exc).__name__, None, str(exc)),
-                                                 *(compat.java_error_classes(java) if java is not None else [])]):
-                return
-            failure = _failure_from(exc, compat, step_result.index)
-            step_result.status, step_result.message = ERROR, str(failure)
-        finally:
-            step_result.seconds = time.monotonic() - t0
-            step_result.watermark_ms = _current_watermark(run)
-
+    steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
     try:
-        start = StepResult(0, "start", scenario.where)
-        result.steps.append(start)
-        execute(start, lambda: run.start(query_conf))
-        for step in scenario.steps:
-            sr = StepResult(step.index, step.kind, step.where)
-            result.steps.append(sr)
-            if fatal:
-                sr.status = SKIPPED
-                continue
-            if isinstance(step, m.ExpectStep):
-                observed = Observed(since_expect, list(run.history.values()), mode_used[0],
-                                    [c.name for c in scenario.contract.output], failure)
-                judge_expect(sr, step, observed, scenario, unjudged)
-                if sr.status == SKIPPED:
-                    continue
-                sr.watermark_ms = observed.watermark_ms
-                if step.failure is not None and failure is not None:
-                    failure_consumed = True
-                since_expect = []
-                continue
-            if failure is not None:
-                sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
-                continue
-            execute(sr, _action(step, run, sources, query_conf))
+        drive(scenario, QueryDriver(run, sources), query_conf, steps)
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
@@ -408,84 +263,217 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         run.close()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-    if died:
-        death, step = died[0]
-        result.status, result.cause = ERROR, DRIVER_DIED
-        result.reason = death.message(f"during step {step.index} ({step.kind}) of scenario {scenario.name} "
-                                      f"[{impl_name}]")
-        result.seconds = time.monotonic() - started
-        return result
-    conclude(result, failure.step if failure is not None and failure_consumed else None)
-    if faults:
-        result.cause = faults[0].cause
-    if limit:  # Spark Connect could not reproduce what the scenario needs: not applicable, never passed
-        result.status, result.reason = NOT_APPLICABLE, f"over Spark Connect: {limit[0]}"
+    _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _action(step: m.Step, run: Any, sources: dict[str, Any],
-            query_conf: Mapping[str, str]) -> Callable[[], list[Any]]:
-    """What the harness does for one non-expect step; the action returns the batches it ran."""
-    if isinstance(step, m.AddStep):
-        rows, parts = step.rows, step.parts
+def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
+             ) -> tuple[Callable[..., Any], Any] | None:
+    """The pipeline's caller and its implementation info; None when the scenario does not run here
+    (the result then says why: not applicable, or an error in the pipeline's binding)."""
+    scenario = result.scenario
+    reason = applicability(scenario, result.spark_version or "", compat.features) or (
+        connect_applicability(scenario) if compat.connect else None)
+    if reason:
+        result.status, result.reason = NOT_APPLICABLE, reason
+        return None
+    if pipeline is None and not scenario.contract.reference:
+        result.status = ERROR
+        result.reason = (f"no pipeline is bound to contract {scenario.contract.name!r}: pass one (--pipeline "
+                         f"MODULE:FUNCTION, run_scenario(scenario, fn)), or bind it in pytest (ini eventtime_pipelines "
+                         f"'{scenario.contract.name} = MODULE:FUNCTION', --eventtime-pipeline, or bind() in conftest.py)")
+        return None
+    try:
+        fn = resolve_pipeline(pipeline or scenario.contract.reference) if pipeline is None or isinstance(
+            pipeline, str) else pipeline
+    except PipelineError as exc:
+        result.status, result.reason = ERROR, str(exc)
+        return None
+    info = implementation_info(fn)
+    try:
+        call = pipeline_caller(fn, scenario.contract)
+    except SignatureError as exc:
+        result.status, result.reason = ERROR, str(exc)
+        return None
+    reason = info.not_applicable(scenario.params, compat.features)
+    if reason:
+        result.status, result.reason = NOT_APPLICABLE, reason
+        return None
+    return call, info
 
-        def add() -> list[Any]:
-            for name, batch in rows.items():
-                if name in parts:
-                    sources[name].add_partitions(parts[name])
-                else:
-                    sources[name].add(batch)
-            return []
-        return add
-    if isinstance(step, m.GenerateStep):
-        gen = step
 
-        def generate() -> list[Any]:
-            out: list[Any] = []
-            source = sources[gen.source]
-            for batch in gen.batch_rows():
-                placed = gen.batch_parts(batch)
-                if placed is None:
-                    source.add(batch)
-                else:
-                    source.add_partitions(placed)
-                out += run.process()
-            return out
-        return generate
-    if isinstance(step, m.AdvanceStep):
-        ms = step.by.total_ms
+class _Build:
+    """Builds the query at each start: the pipeline called on the sources' DataFrames, its output
+    checked against the contract and put in the contract's column order; remembers the output mode."""
 
-        def advance() -> list[Any]:
-            if run.running:
-                return list(run.advance(ms))
-            run.advance_stopped(ms)
-            return []
-        return advance
-    if isinstance(step, m.StartStep):
-        conf, restart, new_session = {**query_conf, **step.conf}, step.restart, step.new_session
+    def __init__(self, scenario: m.Scenario, call: Callable[..., Any], sources: Mapping[str, Any], impl_name: str):
+        self.scenario, self.call, self.sources, self.impl_name = scenario, call, sources, impl_name
+        self.default_mode = scenario.params.get("output_mode", "append")
+        self.output_mode = self.default_mode
 
-        def start() -> list[Any]:
-            if restart:
-                run.stop()
-            if new_session:
-                from eventtime.harness.session import other_session
+    def __call__(self) -> tuple[Any, str]:
+        frames = {name: src.dataframe() for name, src in self.sources.items()}
+        try:
+            value = self.call(frames, self.scenario.params)
+        except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
+            raise PipelineRaised(self.impl_name, exc) from exc
+        df, mode = ((value.df, value.output_mode or self.default_mode) if isinstance(value, Output)
+                    else (value, self.default_mode))
+        if not hasattr(df, "isStreaming") or not df.isStreaming:
+            raise PipelineError(f"pipeline {self.impl_name} returned {type(df).__name__}, not a streaming DataFrame")
+        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
+        self.output_mode = mode
+        # by position, so that an output with two columns of one name stays readable
+        positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
+        return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
 
-                spark = other_session(run.spark)
-                for name in list(sources):  # the build closure reads the (mutable) mapping at each start
-                    sources[name] = sources[name].replayed_in(spark)
-                run.move_to(spark)
-            return list(run.start(conf))
-        return start
-    if isinstance(step, m.StopStep):
-        def stop() -> list[Any]:
-            run.stop()
-            return []
-        return stop
-    if isinstance(step, m.ProcessStep):
-        return lambda: list(run.process())
-    raise TypeError(f"no action for step kind {step.kind!r}")
+
+def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
+    """The query run: over Spark Connect a ConnectStreamRun, else a StreamRun on the manual clock."""
+    if staging is not None:
+        from eventtime.harness.connect import ConnectStreamRun
+
+        return ConnectStreamRun(spark, build, staging, timeout=timeout)
+    from eventtime.harness.stream import StreamRun
+
+    return StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
+                     clock_start_ms=scenario.clock_start_us // 1000,
+                     trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout, name=None)
+
+
+class _SparkSteps:
+    """The runner's side of `drive`: each step's action run on Spark with its errors turned into verdicts,
+    each expect judged on what the sink showed."""
+
+    def __init__(self, scenario: m.Scenario, result: ScenarioResult, run: Any, compat: Any, impl_name: str,
+                 unjudged: frozenset[str], build: _Build, died: list[Any]):
+        self.scenario, self.result, self.query_run, self.compat = scenario, result, run, compat
+        self.impl_name, self.unjudged, self.build, self.died = impl_name, unjudged, build, died
+        self.failure: FailureInfo | None = None
+        self.failure_consumed = False
+        self.fatal = False  # nothing runs or is judged after this
+        self.limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
+        self.faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
+        self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
+
+    def skips(self, step: m.Step) -> bool:
+        sr = self.current = StepResult(step.index, step.kind, step.where)
+        self.result.steps.append(sr)
+        if self.fatal:
+            sr.status = SKIPPED
+            return True
+        if self.failure is not None and not isinstance(step, m.ExpectStep):
+            sr.status, sr.message = SKIPPED, "not run: the query failed earlier"
+            return True
+        return False
+
+    def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
+        sr = self.current
+        observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
+                            [c.name for c in self.scenario.contract.output], self.failure)
+        judge_expect(sr, step, observed, self.scenario, self.unjudged)
+        if sr.status == SKIPPED:
+            return False
+        sr.watermark_ms = observed.watermark_ms
+        if step.failure is not None and self.failure is not None:
+            self.failure_consumed = True
+        return True
+
+    def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:
+        sr = self.current
+        if step is None:  # the implicit start
+            self.result.steps.append(sr)
+        t0 = time.monotonic()
+        try:
+            return self._attempt(sr, action)
+        finally:
+            sr.seconds = time.monotonic() - t0
+            sr.watermark_ms = _current_watermark(self.query_run)
+
+    def _surroundings_failed(self, sr: StepResult, chain: Any) -> bool:
+        """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
+        step says what it is, later steps are skipped and no expect of a failure can consume it."""
+        fault = None if self.compat.connect else _fault_of(chain, self.query_run.spark, self.query_run.checkpoint)
+        if fault is not None:
+            self.faults.append(fault)
+            sr.status, sr.message, self.fatal = ERROR, fault.reason, True
+        return fault is not None
+
+    def _attempt(self, sr: StepResult, action: Callable[[], list[Any]]) -> list[Any]:
+        """The batches the action ran, into `sr`; [] when it failed, with the failure as a verdict."""
+        from eventtime.harness.connect import ConnectLimit
+        from eventtime.harness.session import driver_death
+        from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed
+
+        try:
+            try:
+                batches = action()
+            except Exception as exc:
+                # whatever py4j raised when the JVM went away, the fact is one: the driver died
+                death = driver_death(self.query_run.spark, after=exc)
+                if death is None:
+                    raise
+                self.died.append((death, sr))
+                sr.status, sr.message = ERROR, "the Spark driver died during this step"
+                self.fatal = True
+                return []
+            sr.batches.extend(batches)
+            return batches
+        except ConnectLimit as exc:
+            sr.status, sr.message = SKIPPED, str(exc)
+            self.limit.append(str(exc))
+            self.fatal = True
+        except QueryFailed as exc:
+            if self._surroundings_failed(sr, exc.chain):
+                return []
+            self.failure = _failure_from(exc, self.compat, sr.index)
+            sr.message = str(self.failure)
+            sr.status = ERROR
+        except HarnessTimeout as exc:
+            sr.status, sr.message = ERROR, str(exc)
+            self.fatal = True
+        except (HarnessError, PipelineError) as exc:
+            sr.status, sr.message = ERROR, str(exc)
+            self.fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
+            if isinstance(exc, PipelineError):
+                self.failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), sr.index)
+        except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
+            self.failure = FailureInfo(str(exc), [], ["eventtime.signatures.OutputMismatch"], str(exc), sr.index)
+            contract = self.scenario.contract
+            sr.status, sr.message = FAILED, "the output does not match the contract"
+            sr.failures = [CheckFailure("output_schema", contract.output_where or contract.where or self.scenario.where,
+                                        f"pipeline {self.impl_name}: {exc}")]
+        except PipelineRaised as exc:  # the user's pipeline raised while the query was built
+            self.failure = _failure_from(exc.original, self.compat, sr.index)
+            self.failure.summary = str(exc)
+            sr.status, sr.message = ERROR, str(exc)
+        except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
+            java = getattr(exc, "java_exception", None)
+            if self._surroundings_failed(sr, [(type(exc).__name__, None, str(exc)),
+                                              *(self.compat.java_error_classes(java) if java is not None else [])]):
+                return []
+            self.failure = _failure_from(exc, self.compat, sr.index)
+            sr.status, sr.message = ERROR, str(self.failure)
+        return []
+
+
+def _conclude(result: ScenarioResult, steps: _SparkSteps, died: list[Any]) -> None:
+    """The scenario's verdict from its steps: a dead driver says so; over Spark Connect a run that
+    could not be reproduced there is not applicable, never passed."""
+    if died:
+        death, step = died[0]
+        result.status, result.cause = ERROR, DRIVER_DIED
+        result.reason = death.message(f"during step {step.index} ({step.kind}) of scenario {result.scenario.name} "
+                                      f"[{result.implementation}]")
+        return
+    failure = steps.failure
+    conclude(result, failure.step if failure is not None and steps.failure_consumed else None)
+    if steps.faults:
+        result.cause = steps.faults[0].cause
+    if steps.limit:
+        result.status, result.reason = NOT_APPLICABLE, f"over Spark Connect: {steps.limit[0]}"
 
 
 def _current_watermark(run: Any) -> int | None:

@@ -123,7 +123,7 @@ class Watcher:
                 counts["invalid"] += 1
                 self.say(str(exc))
                 continue
-            targets = [self.fn] if self.pipeline else list(scenario.contract.implementations) or [None]
+            targets: list[Any] = [self.fn] if self.pipeline else list(scenario.contract.implementations) or [None]
             for target in targets:
                 result = self.run_one(scenario, target)
                 counts[result.status] = counts.get(result.status, 0) + 1

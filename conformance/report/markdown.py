@@ -35,9 +35,18 @@ def _failure_text(row: Row, cell: Cell) -> list[str]:
 def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title: str,
                     changes: Sequence[Change] | None = None) -> str:
     lines = [f"## {title}", ""]
+    lines += _counts(matrix)
+    lines += _what_changed(changes)
+    lines += _differences(matrix, differences)
+    lines += _failures(matrix)
+    return "\n".join(lines) + "\n"
+
+
+def _counts(matrix: Matrix) -> list[str]:
+    """How many verdicts, whether a run ended early, counts per Spark version, certification per contract."""
     total = sum(len(r.cells) for r in matrix.rows)
-    lines.append(f"{total} verdicts ({len(matrix.rows)} scenario × implementation rows) from "
-                 f"{len(matrix.files)} results file{'s' if len(matrix.files) != 1 else ''}.")
+    lines = [f"{total} verdicts ({len(matrix.rows)} scenario × implementation rows) from "
+             f"{len(matrix.files)} results file{'s' if len(matrix.files) != 1 else ''}."]
     for f in matrix.files:  # a run that ended early says so before any count is read as the whole run
         if f.incomplete:
             lines += ["", f"**Incomplete run** ({_cell(f.path)}): {_cell(f.incomplete.get('reason', ''))}; "
@@ -52,8 +61,12 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
                   "|---|---|" + "---|" * len(matrix.columns)]
         for contract, impl, per in cert:
             lines.append(f"| {contract} | `{impl}` | " + " | ".join(per.get(c.key, "–") for c in matrix.columns) + " |")
+    return lines
 
-    lines += ["", "### What changed", ""]
+
+def _what_changed(changes: Sequence[Change] | None) -> list[str]:
+    """The verdicts that changed against the baseline, grouped: flipped, new, gone."""
+    lines = ["", "### What changed", ""]
     if changes is None:
         lines.append("No baseline given (`--baseline OLD.json`): the counts above, the differences across "
                      "versions and the failures below are the news.")
@@ -70,10 +83,14 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
                          "removed": f"was {ch.before}"}[kind]
                 lines.append(f"- {ch.scenario} `[{ch.implementation}]` on Spark {ch.column}: {arrow}")
             lines.append("")
+    return lines
 
+
+def _differences(matrix: Matrix, differences: Sequence[Difference]) -> list[str]:
+    """Behaviour differences across versions (at most MAX_DIFFERENCES), then feature availability."""
     behaviour = [d for d in differences if d.kind != AVAILABILITY]
     availability = [d for d in differences if d.kind == AVAILABILITY]
-    lines += ["", "### Behaviour differences across versions", ""]
+    lines = ["", "### Behaviour differences across versions", ""]
     if len(matrix.columns) < 2:
         lines.append("One Spark version only: nothing to compare.")
     elif not behaviour:
@@ -86,9 +103,13 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
     if availability:
         lines += ["", "Feature availability (applies on some versions only):", ""]
         lines += [f"- {d.row.scenario} `[{d.row.short_impl}]`: {'; '.join(d.details)}" for d in availability]
+    return lines
 
-    # one block per row and failure text: the same failure on several versions is shown once
-    blocks: list[tuple[Row, list[str], str, list[str]]] = []  # (row, columns, mark, failure text)
+
+def _failure_blocks(matrix: Matrix) -> list[tuple[Row, list[str], str, list[str]]]:
+    """(row, columns, mark, failure text): one block per row and failure text, so the same failure
+    on several versions is shown once."""
+    blocks: list[tuple[Row, list[str], str, list[str]]] = []
     for row in matrix.rows:
         by_text: dict[tuple[str, ...], list[str]] = {}
         marks: dict[tuple[str, ...], str] = {}
@@ -101,8 +122,14 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
             marks[text] = cell.mark
         for key, cols in by_text.items():
             blocks.append((row, cols, marks[key], list(key)))
+    return blocks
+
+
+def _failures(matrix: Matrix) -> list[str]:
+    """The failures, folded (at most MAX_FAILURES, each cut at MAX_LINES_PER_FAILURE lines)."""
+    blocks = _failure_blocks(matrix)
     failing = sum(len(cols) for _, cols, _, _ in blocks)
-    lines += ["", f"### Failures ({failing})", ""]
+    lines = ["", f"### Failures ({failing})", ""]
     if not blocks:
         lines.append("None.")
     for row, cols, mark, body in blocks[:MAX_FAILURES]:
@@ -114,4 +141,4 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
         lines += ["", "```"] + [t.replace("```", "'''") for t in body] + ["```", "", "</details>"]
     if len(blocks) > MAX_FAILURES:
         lines.append(f"... and {len(blocks) - MAX_FAILURES} more (see the HTML report).")
-    return "\n".join(lines) + "\n"
+    return lines

@@ -177,20 +177,52 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
     date = scenario_date(definition)
     if not cell.steps or not cell.applicable:
         return None
-    defs = {d.get("index"): d for d in definition.get("steps") or []}
     sources = [s.get("name") for s in definition.get("sources") or []]
+    out_names = [c[0] for c in definition.get("output_columns") or []]
+    walk = _walk_steps(cell, definition, out_names, date)
+    lo, hi, tick = _y_domain(walk, definition, out_names)
+    y_labels = [format_time(t, date=date) for t in range(lo, hi + 1, tick)]
+
+    left = max(70.0, max(len(s) for s in y_labels) * CHAR_W + 16)
+    n = max(1, len(walk.batches))
+    col_w = min(COL_MAX, max(COL_MIN, PLOT_MIN_W / n))
+    scale = _Scale(lo, hi, left, col_w, TOP + PLOT_H)
+    tl = Timeline(title=f"{row.scenario} [{row.short_impl}] on Spark {column}", width=0, height=0,
+                  left=left, top=TOP, right=round(left + col_w * n, 1), bottom=scale.plot_bottom, sources=sources,
+                  y_title="event time (UTC" + (f", {date.isoformat()}" if y_labels and ":" in y_labels[0]
+                                               and "T" not in y_labels[0] else "") + ")", notes=walk.notes)
+    tl.y_ticks = [Tick(scale.y(t), label) for t, label in zip(range(lo, hi + 1, tick), y_labels)]
+    bound, bound_label = _lateness_bound(definition)
+    below = _draw_batches(tl, walk.batches, scale, definition, out_names, bound, bound_label, date)
+    _join_watermark(tl, walk.batches, scale, date)
+    if below:
+        tl.notes.append("the initial watermark (1970-01-01) is drawn at the bottom edge")
+    _draw_expected(tl, walk, scale, definition, out_names, date)
+    _draw_markers(tl, walk.markers, scale)
+    _draw_legend(tl, sources, bound_label, walk.markers, scale, plot_w=col_w * n)
+    return tl
+
+
+@dataclass
+class _Walk:
+    """The run's steps read in order: batches (with the events each read), markers, failed rows."""
+
+    batches: list[_Batch] = field(default_factory=list)
+    markers: list[tuple[int, str, str, str]] = field(default_factory=list)  # (boundary, kind, label, title)
+    expected: list[tuple[int, str, list[Any], list[str]]] = field(default_factory=list)  # (boundary, kind, row, columns)
+    notes: list[str] = field(default_factory=list)
+
+
+def _walk_steps(cell: Cell, definition: Mapping[str, Any], out_names: list[str], date: Any) -> _Walk:
+    """Batches in order, events into the data batch that read them, restart and expect markers."""
+    defs = {d.get("index"): d for d in definition.get("steps") or []}
     event_col = {s.get("name"): [c[0] for c in s.get("columns") or []].index(s.get("event_time"))
                  for s in definition.get("sources") or []
                  if s.get("event_time") in [c[0] for c in s.get("columns") or []]}
     source_types = {s.get("name"): [c[1] for c in s.get("columns") or []] for s in definition.get("sources") or []}
-    out_names = [c[0] for c in definition.get("output_columns") or []]
-    out_types = output_types(definition)
-
-    # -- walk the steps: batches in order, events into the data batch that read them, markers ----------
-    batches: list[_Batch] = []
+    walk = _Walk()
+    batches, markers, expected = walk.batches, walk.markers, walk.expected
     pending: list[tuple[str, int, str]] = []
-    markers: list[tuple[int, str, str, str]] = []  # (boundary, kind, label, title)
-    expected: list[tuple[int, str, list[Any], list[str]]] = []  # (boundary, kind, row, columns)
     for step in sorted(cell.steps, key=_index):
         index, kind = _index(step), step.get("kind")
         if kind == "add":
@@ -216,71 +248,77 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
                     expected.append((len(batches), "missing", r, cols))
                 for r in f.get("unexpected") or []:
                     expected.append((len(batches), "unexpected", r, cols))
-    notes = []
     if pending:
         batches.append(_Batch({"data": False, "batch_id": None}, -1, pending))
-        notes.append(f"{len(pending)} added row(s) were never read by a batch (last column)")
+        walk.notes.append(f"{len(pending)} added row(s) were never read by a batch (last column)")
     if not batches:
-        notes.append("no micro-batch ran")
+        walk.notes.append("no micro-batch ran")
+    return walk
 
-    # -- y domain: everything with an event time ------------------------------------------------------
-    bound, bound_label = _lateness_bound(definition)
 
-    def span_of(r: Sequence[Any], cols: Sequence[str]) -> tuple[int, int] | None:
-        """A window's or session's (start, end); else the row's first timestamp twice; else None."""
-        values = dict(zip(cols, r))
-        for start, end in _SPAN_COLUMNS:
-            va, vb = values.get(start), values.get(end)
-            if isinstance(va, int) and isinstance(vb, int):
-                return va, vb
-        for c, t in zip(cols, output_types(definition, cols)):
-            v = values.get(c)
-            if t == "timestamp" and isinstance(v, int) and not isinstance(v, bool):
-                return v, v
-        return None
+def _span_of(definition: Mapping[str, Any], r: Sequence[Any], cols: Sequence[str]) -> tuple[int, int] | None:
+    """A window's or session's (start, end); else the row's first timestamp twice; else None."""
+    values = dict(zip(cols, r))
+    for start, end in _SPAN_COLUMNS:
+        va, vb = values.get(start), values.get(end)
+        if isinstance(va, int) and isinstance(vb, int):
+            return va, vb
+    for c, t in zip(cols, output_types(definition, cols)):
+        v = values.get(c)
+        if t == "timestamp" and isinstance(v, int) and not isinstance(v, bool):
+            return v, v
+    return None
 
-    values: list[int] = [t for b in batches for _, t, _ in b.events]
-    for b in batches:
+
+def _y_domain(walk: _Walk, definition: Mapping[str, Any], out_names: list[str]) -> tuple[int, int, int]:
+    """(lowest, highest, tick) of event time, in µs: everything drawn that has an event time, on round ticks."""
+    values: list[int] = [t for b in walk.batches for _, t, _ in b.events]
+    for b in walk.batches:
         for r in b.batch.get("rows") or []:
-            s = span_of(r, out_names)
+            s = _span_of(definition, r, out_names)
             if s:
                 values += list(s)
         for key in ("watermark_before_ms", "watermark_after_ms"):
             wm = b.batch.get(key)
             if isinstance(wm, int) and wm:
                 values.append(wm * 1000)
-    for _, _, r, cols in expected:
-        s = span_of(r, cols)
+    for _, _, r, cols in walk.expected:
+        s = _span_of(definition, r, cols)
         if s:
             values += list(s)
     lo, hi = (min(values), max(values)) if values else (0, 1_000_000)
     if hi == lo:
         lo, hi = lo - 1_000_000, hi + 1_000_000
     tick = _nice_step(hi - lo)
-    lo, hi = (lo // tick) * tick, -((-hi) // tick) * tick
-    y_labels = [format_time(t, date=date) for t in range(lo, hi + 1, tick)]
+    return (lo // tick) * tick, -((-hi) // tick) * tick, tick
 
-    # -- x layout ----------------------------------------------------------------------------------
-    left = max(70.0, max(len(s) for s in y_labels) * CHAR_W + 16)
-    n = max(1, len(batches))
-    col_w = min(COL_MAX, max(COL_MIN, PLOT_MIN_W / n))
-    plot_w = col_w * n
-    top, plot_bottom = TOP, TOP + PLOT_H
 
-    def y(t: int) -> float:
-        t = min(max(t, lo), hi)
-        return round(plot_bottom - (t - lo) / (hi - lo) * PLOT_H, 1)
+@dataclass(frozen=True)
+class _Scale:
+    """Event time (µs) to y, batch boundaries to x."""
 
-    def bx(boundary: int) -> float:
-        return round(left + boundary * col_w, 1)
+    lo: int
+    hi: int
+    left: float
+    col_w: float
+    plot_bottom: float
 
-    tl = Timeline(title=f"{row.scenario} [{row.short_impl}] on Spark {column}", width=0, height=0,
-                  left=left, top=top, right=round(left + plot_w, 1), bottom=plot_bottom, sources=sources,
-                  y_title="event time (UTC" + (f", {date.isoformat()}" if y_labels and ":" in y_labels[0]
-                                               and "T" not in y_labels[0] else "") + ")", notes=notes)
-    tl.y_ticks = [Tick(y(t), label) for t, label in zip(range(lo, hi + 1, tick), y_labels)]
+    def y(self, t: int) -> float:
+        t = min(max(t, self.lo), self.hi)
+        return round(self.plot_bottom - (t - self.lo) / (self.hi - self.lo) * PLOT_H, 1)
 
+    def bx(self, boundary: int) -> float:
+        return round(self.left + boundary * self.col_w, 1)
+
+
+def _draw_batches(tl: Timeline, batches: list[_Batch], scale: _Scale, definition: Mapping[str, Any],
+                  out_names: list[str], bound: Any, bound_label: str, date: Any) -> bool:
+    """Each batch's column, the events it read, the watermark it ran with and the rows it wrote; True
+    when a watermark lies below the plot (the initial one)."""
+    y, bx, col_w = scale.y, scale.bx, scale.col_w
+    sources = tl.sources
     source_index = {s: i for i, s in enumerate(sources)}
+    out_types = output_types(definition)
     below = False
     for i, b in enumerate(batches):
         raw = b.batch
@@ -309,18 +347,23 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
                                       f"{format_wm(wm_before, date)}" if late else "")))
         # watermark the batch ran with, and the jump to the one it left
         if isinstance(wm_before, int):
-            below = below or (wm_before * 1000 < lo)
+            below = below or (wm_before * 1000 < scale.lo)
             tl.watermark.append(Segment(bx(i), y(wm_before * 1000), bx(i + 1), y(wm_before * 1000),
                                         f"batch {bid} ran with watermark {format_wm(wm_before, date)}"))
         # output rows, in the right half of the column
         rows = [r for r in raw.get("rows") or []]
-        spans = [(r, span_of(r, out_names)) for r in rows]
+        spans = [(r, _span_of(definition, r, out_names)) for r in rows]
         for k, (r, s) in enumerate(spans):
             x = bx(i) + col_w * 0.6 + k * min(5.0, col_w * 0.32 / max(1, len(spans)))
-            y1, y2 = (y(s[1]), y(s[0])) if s else (plot_bottom - 4, plot_bottom - 4)
+            y1, y2 = (y(s[1]), y(s[0])) if s else (scale.plot_bottom - 4, scale.plot_bottom - 4)
             tl.outputs.append(OutputMark(round(x, 1), y1, y2, "output",
-                                     f"batch {bid} wrote {format_row(r, out_types, date)}"))
-    # connect consecutive watermark segments; a stub after the last batch shows the watermark it left
+                                         f"batch {bid} wrote {format_row(r, out_types, date)}"))
+    return below
+
+
+def _join_watermark(tl: Timeline, batches: list[_Batch], scale: _Scale, date: Any) -> None:
+    """Connect consecutive watermark segments; a stub after the last batch shows the watermark it left."""
+    y = scale.y
     joined = []
     for a, b in zip(tl.watermark, tl.watermark[1:]):
         joined.append(a)
@@ -337,39 +380,46 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
             joined.append(Segment(end.x2, y(after * 1000), round(end.x2 + 24, 1), y(after * 1000),
                                   f"watermark left for the next batch: {format_wm(after, date)}"))
     tl.watermark = joined
-    if below:
-        notes.append("the initial watermark (1970-01-01) is drawn at the bottom edge")
 
-    # -- expected vs actual: missing rows at the point they were expected, unexpected where written ---
+
+def _draw_expected(tl: Timeline, walk: _Walk, scale: _Scale, definition: Mapping[str, Any], out_names: list[str],
+                   date: Any) -> None:
+    """Expected vs actual: missing rows at the point they were expected, unexpected ones where written."""
+    y, bx, col_w = scale.y, scale.bx, scale.col_w
     per_boundary: dict[int, int] = {}
-    for boundary, kind, r, cols in expected:
+    for boundary, kind, r, cols in walk.expected:
         col = max(0, boundary - 1)
         if kind == "unexpected":
             for j in range(boundary - 1, -1, -1):
-                if any(_projected(w, out_names, cols) == list(r) for w in batches[j].batch.get("rows") or []):
+                if any(_projected(w, out_names, cols) == list(r) for w in walk.batches[j].batch.get("rows") or []):
                     col = j
                     break
         k = per_boundary.get(col, 0)
         per_boundary[col] = k + 1
-        s = span_of(r, cols)
+        s = _span_of(definition, r, cols)
         x = bx(col) + col_w * 0.92 - k * 4.0
-        y1, y2 = (y(s[1]), y(s[0])) if s else (top + 6, top + 6)
+        y1, y2 = (y(s[1]), y(s[0])) if s else (tl.top + 6, tl.top + 6)
         types = output_types(definition, cols)
         what = "expected, not produced" if kind == "missing" else "produced, not expected"
         tl.outputs.append(OutputMark(round(max(x, bx(col) + col_w * 0.5), 1), y1, y2, kind,
-                                 f"{kind} ({what}): {format_row(r, types, date)}"))
+                                     f"{kind} ({what}): {format_row(r, types, date)}"))
 
-    # -- markers at batch boundaries ---------------------------------------------------------------
+
+def _draw_markers(tl: Timeline, markers: list[tuple[int, str, str, str]], scale: _Scale) -> None:
+    """Markers at batch boundaries: expect labels stacked upwards, a restart as a line."""
     stack: dict[int, int] = {}
     for boundary, kind, label, title in markers:
         k = stack.get(boundary, 0)
         stack[boundary] = k + 1
-        tl.markers.append(Marker(bx(boundary), round(top - 8 - 11 * k, 1) if kind != "restart" else top - 4,
+        tl.markers.append(Marker(scale.bx(boundary), round(tl.top - 8 - 11 * k, 1) if kind != "restart" else tl.top - 4,
                                  kind, label, title))
         if kind == "restart":
             stack[boundary] = k  # the restart line does not take a label row
 
-    # -- legend ------------------------------------------------------------------------------------
+
+def _draw_legend(tl: Timeline, sources: list[str], bound_label: str, markers: list[tuple[int, str, str, str]],
+                 scale: _Scale, plot_w: float) -> None:
+    """The legend under the plot, wrapped to the picture's width; sets the picture's size."""
     items = [("source", f"event ({s})", i) for i, s in enumerate(sources)]
     items += [("late", f"event at/below the watermark ({bound_label})", 0), ("watermark", "watermark", 0),
               ("output", "output window", 0) if any(not o.point for o in tl.outputs)
@@ -381,8 +431,8 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
     items += [("nodata", "no-data batch", 0)]
     if any(k == "restart" for _, k, _, _ in markers):
         items.append(("restart", "restart", 0))
-    width = max(round(left + plot_w + RIGHT, 1), 520.0)
-    lx, ly = 8.0, plot_bottom + BOTTOM
+    width = max(round(scale.left + plot_w + RIGHT, 1), 520.0)
+    lx, ly = 8.0, scale.plot_bottom + BOTTOM
     for kind, label, si in items:
         w = 22 + len(label) * CHAR_W + 14
         if lx + w > width and lx > 8:
@@ -390,4 +440,3 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
         tl.legend.append(LegendItem(round(lx, 1), round(ly, 1), kind, label, si))
         lx += w
     tl.width, tl.height = width, round(ly + 14, 1)
-    return tl

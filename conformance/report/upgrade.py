@@ -53,7 +53,9 @@ def _column(matrix: Matrix, version: str, flag: str) -> VersionColumn:
 
 def upgrade(matrix: Matrix, source: str, target: str) -> Upgrade:
     before, after = _column(matrix, source, "FROM"), _column(matrix, target, "TO")
-    entries, only_before, only_after = [], [], []
+    entries: list[Entry] = []
+    only_before: list[Row] = []
+    only_after: list[Row] = []
     for row in matrix.rows:
         a, b = row.cells.get(before.key), row.cells.get(after.key)
         if a is None and b is None:

@@ -38,10 +38,11 @@ from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
 from .lateness import DROPPED, LATE, ON_TIME, Firing, LatenessWindows
+from .microbatch import MicroBatchDriver, ModelError, rows_as_dicts
 from .watermark import micros_to_ms
 
 __all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
-           "DataflowQuery", "dataflow_steps", "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS"]
+           "DataflowQuery", "DataflowDriver", "dataflow_query", "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS"]
 
 MIN_WATERMARK = -(2 ** 63)  # Long.MIN_VALUE
 
@@ -126,8 +127,6 @@ class DataflowQuery:
 
     def start(self) -> list[BatchObservation]:
         if self.running:
-            from .microbatch import ModelError
-
             raise ModelError("the query is already running")
         self.running = True
         self.runs += 1
@@ -140,8 +139,6 @@ class DataflowQuery:
 
     def process(self) -> list[BatchObservation]:
         if not self.running:
-            from .microbatch import ModelError
-
             raise ModelError("`process` while the query is stopped: the query is not running (add a start step)")
         out: list[BatchObservation] = []
         while True:
@@ -195,7 +192,7 @@ class DataflowQuery:
         return self._observe(sum(len(r) for r in inputs.values()), before, out)
 
     def _observe(self, input_rows: int, before: int, firings: Iterable[Firing]) -> BatchObservation:
-        rows = [(f.key, f.start, f.end, f.count, f.kind, f.result_ts) for f in firings]
+        rows = [(f.key, f.start_us, f.end_us, f.count, f.kind, f.result_ts_us) for f in firings]
         obs = BatchObservation(
             batch_id=len(self.history), input_rows=input_rows, timestamp_ms=self.now_ms,
             watermark_before_ms=_reported(before), watermark_after_ms=_reported(self.watermark.current),
@@ -215,18 +212,24 @@ def input_name(source: str, partition: int | None) -> str:
     return source if partition is None else f"{source}#{partition}"
 
 
-def _add(query: DataflowQuery, source: str, rows: Sequence[dict], parts: Sequence[Sequence[dict]] | None) -> None:
-    if parts is None:
-        query.add(source, rows)
-    else:
-        for k, part in enumerate(parts):
-            query.add(source, part, partition=k)
+class DataflowDriver(MicroBatchDriver):
+    """A DataflowQuery as a step driver: a source with partitions gets one input (watermark generator) per
+    partition; the query takes no SQL settings."""
+
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+        return self.query.start()
+
+    def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
+        cols = self.columns[source]
+        if partitions is None:
+            self.query.add(source, rows_as_dicts(cols, rows))
+        else:
+            for k, part in enumerate(partitions):
+                self.query.add(source, rows_as_dicts(cols, part), partition=k)
 
 
-def dataflow_steps(scenario: m.Scenario) -> tuple[DataflowQuery, list[tuple[m.Step | None, list[BatchObservation]]]]:
-    """Run the scenario's steps under the dataflow profile: (the query, each step with the batches it ran;
-    the first entry is the implicit start)."""
-    from .microbatch import rows_as_dicts
+def dataflow_query(scenario: m.Scenario) -> DataflowDriver:
+    """The scenario's query under the dataflow profile, ready for the step interpreter (`eventtime.drive`)."""
     from .plans import NotCovered
 
     if scenario.contract.name not in DATAFLOW_CONTRACTS:
@@ -234,34 +237,7 @@ def dataflow_steps(scenario: m.Scenario) -> tuple[DataflowQuery, list[tuple[m.St
                          f"(it covers {', '.join(DATAFLOW_CONTRACTS)})")
     p = scenario.params
     query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_micros,
-                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start // 1000,
+                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start_us // 1000,
                           trigger_ms=scenario.trigger.total_ms if scenario.trigger else None,
                           partitions={name: src.partitions for name, src in scenario.sources.items()})
-    columns = {name: src.column_names for name, src in scenario.sources.items()}
-    out: list[tuple[m.Step | None, list[BatchObservation]]] = [(None, query.start())]
-    for step in scenario.steps:
-        batches: list[BatchObservation] = []
-        if isinstance(step, m.AddStep):
-            for name, rows in step.rows.items():
-                parts = step.parts.get(name)
-                _add(query, name, rows_as_dicts(columns[name], rows),
-                     None if parts is None else [rows_as_dicts(columns[name], p) for p in parts])
-        elif isinstance(step, m.ProcessStep):
-            batches = query.process()
-        elif isinstance(step, m.GenerateStep):
-            cols = columns[step.source]
-            for rows in step.batch_rows():
-                parts = step.batch_parts(rows)
-                _add(query, step.source, rows_as_dicts(cols, rows),
-                     None if parts is None else [rows_as_dicts(cols, p) for p in parts])
-                batches += query.process()
-        elif isinstance(step, m.AdvanceStep):
-            batches = query.advance(step.by.total_ms)
-        elif isinstance(step, m.StopStep):
-            query.stop()
-        elif isinstance(step, m.StartStep):
-            if step.restart:
-                query.stop()
-            batches = query.start()
-        out.append((step, batches))
-    return query, out
+    return DataflowDriver(query, {name: src.column_names for name, src in scenario.sources.items()})

@@ -19,6 +19,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .. import model as m
+from ..drive import rows_seen
 
 __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned"]
 
@@ -86,10 +87,9 @@ def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Seq
     list of flow mappings). `since_expect` holds the batches since the previous expect, `history`
     every batch so far. Complete mode gets `output` (the latest table) instead of `rows`."""
     checks: dict[str, Any] = {}
-    if scenario.params.get("output_mode", "append") == "complete":
-        checks["output"] = rows_text(history[-1].rows if history else [], scenario)
-    else:
-        checks["rows"] = rows_text([r for b in since_expect for r in b.rows], scenario)
+    mode = scenario.params.get("output_mode", "append")
+    scope = "output" if mode == "complete" else "rows"
+    checks[scope] = rows_text(rows_seen(scope, mode, since_expect, history), scenario)
     checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
     checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
@@ -216,9 +216,9 @@ def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], expe
             "data": ("true" if b.has_data else "false", want.data == b.has_data),
             "rows": (rows_text(b.rows, sc), want.rows is not None and _same_rows(want.rows, b.rows, False)),
             "watermark_before": (watermark_text(b.watermark_before_ms, sc),
-                                 want.watermark_before is not None and want.watermark_before // 1000 == b.watermark_before_ms),
+                                 want.watermark_before_us is not None and want.watermark_before_us // 1000 == b.watermark_before_ms),
             "watermark_after": (watermark_text(b.watermark_after_ms, sc),
-                                want.watermark_after is not None and want.watermark_after // 1000 == b.watermark_after_ms),
+                                want.watermark_after_us is not None and want.watermark_after_us // 1000 == b.watermark_after_ms),
             "dropped": (str(b.dropped), want.dropped == b.dropped),
             "state_rows": (str(b.state_rows), want.state_rows == b.state_rows or not state_rows_pinned(sc)),
         }
@@ -252,78 +252,102 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
     if len(nodes) != len(observed):
         raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), by character index
-    complete = sc.params.get("output_mode", "append") == "complete"
     for node, (step, since_expect, history) in zip(nodes, observed):
-        if step.failure is not None:
-            continue
-        checks: dict[str, Any] = model_checks(sc, since_expect, history)
-        row_lists = {
-            "rows": [row_text(r, sc) for b in since_expect for r in b.rows],
-            "last_batch": [row_text(r, sc) for r in (history[-1].rows if history else [])],
-            "output": [row_text(r, sc) for r in (history[-1].rows if history else [])] if complete
-            else [row_text(r, sc) for b in history for r in b.rows],
-        }
-        block = not node.flow_style
-        present = {k.value: (k, v) for k, v in node.value}
-        model_rows = {
-            "rows": [r for b in since_expect for r in b.rows],
-            "last_batch": list(history[-1].rows) if history else [],
-            "output": (list(history[-1].rows) if history else []) if complete else [r for b in history for r in b.rows],
-        }
-        already = {c.scope for c in step.rows if _same_rows(c.rows, model_rows[c.scope], step.ordered)}
-        if step.watermark is not None and step.watermark // 1000 == (history[-1].watermark_after_ms if history else 0):
-            already.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
-        for key, (k, v) in present.items():
-            column = k.start_mark.column
-            if key in already:
-                continue
-            if key == "no_output":
-                if row_lists["rows"]:  # the model writes rows here: `no_output: true` becomes `rows`
-                    edits.append((k.start_mark.index, _end(v), "rows" + _value_text(row_lists["rows"], column, False)))
-                continue
-            if key in row_lists:
-                new: Any = row_lists[key]
-                as_block = block and _is_block_list(v)
-            elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(since_expect):
-                edits += _batch_field_edits(v, since_expect, step.batches or (), sc)  # same batches: field by field
-                continue
-            elif key == "batches" and isinstance(v, yaml.ScalarNode):
-                if step.batch_count == len(since_expect):
-                    continue
-                new, as_block = str(len(since_expect)), False
-            elif key == "batches":
-                new, as_block = (checks["batches"] if since_expect else []), block
-            elif key == "event_time" and isinstance(v, yaml.MappingNode) and "event_time" in checks:
-                stats = next(b.event_time for b in reversed(since_expect) if b.event_time)
-                for fk, fv in v.value:  # only the statistics the author checks
-                    if fk.value in stats and getattr(step.event_time, fk.value, None) != stats[fk.value] * 1000:
-                        edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))
-                continue
-            elif key in checks:
-                new, as_block = checks[key], False
-            else:
-                continue  # ordered, failure, or a check the model has no value for
-            edits.append((k.end_mark.index, _end(v), _value_text(new, column, as_block)))
-        wanted = ["output" if complete else "rows", "watermark"]
-        if sim.profile == "spark":  # the dataflow profile's metrics are not what a Spark run reports
-            wanted += ["dropped", "state_rows"]
-        missing = [c for c in wanted if c not in present and not (c == "rows" and "no_output" in present)
-                   and (c in row_lists or c in checks)]
-        if not missing:
-            continue
-        if block:
-            column = node.value[0][0].start_mark.column
-            added = "".join(f"\n{' ' * column}{c}" + _value_text(row_lists[c] if c in row_lists else checks[c],
-                                                                column, False) for c in missing)
-            end = max(_end(v) for _, v in node.value)
-            eol = text.find("\n", end)  # after a trailing comment on the last value's line
-            at = len(text.rstrip("\n")) if eol < 0 else eol
-            edits.append((at, at, added))
-        else:
-            close = text.rindex("}", 0, node.end_mark.index)
-            edits.append((close, close, "".join(
-                f", {c}" + _value_text(row_lists[c] if c in row_lists else checks[c], 0, False) for c in missing)))
+        if step.failure is None:
+            edits += _expect_edits(text, node, _ModelView(sc, step, since_expect, history), sim.profile)
     out = text
     for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
         out = out[:start] + replacement + out[end:]
     return out
+
+
+class _ModelView:
+    """What the model observed at one expect step, as the texts and rows a file's checks are set to."""
+
+    def __init__(self, sc: m.Scenario, step: m.ExpectStep, since_expect: Sequence[Any], history: Sequence[Any]):
+        self.sc, self.step, self.since_expect, self.history = sc, step, since_expect, history
+        mode = sc.params.get("output_mode", "append")
+        self.complete = mode == "complete"
+        self.checks: dict[str, Any] = model_checks(sc, since_expect, history)
+        self.rows = {scope: rows_seen(scope, mode, since_expect, history) for scope in ("rows", "last_batch", "output")}
+        self.row_lists = {scope: [row_text(r, sc) for r in rows] for scope, rows in self.rows.items()}
+
+    def already(self) -> set[str]:
+        """The checks whose written value already says what the model observed (kept as written)."""
+        step, history = self.step, self.history
+        same = {c.scope for c in step.rows if _same_rows(c.rows, self.rows[c.scope], step.ordered)}
+        if step.watermark_us is not None and step.watermark_us // 1000 == (history[-1].watermark_after_ms if history else 0):
+            same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
+        return same
+
+    def value(self, key: str) -> Any:
+        return self.row_lists[key] if key in self.row_lists else self.checks[key]
+
+
+def _expect_edits(text: str, node: yaml.MappingNode, view: _ModelView, profile: str) -> list[tuple[int, int, str]]:
+    """The edits of one expect step: its checks replaced, then the missing ones appended."""
+    present = {k.value: (k, v) for k, v in node.value}
+    edits = _replaced(present, view, block=not node.flow_style)
+    wanted = ["output" if view.complete else "rows", "watermark"]
+    if profile == "spark":  # the dataflow profile's metrics are not what a Spark run reports
+        wanted += ["dropped", "state_rows"]
+    missing = [c for c in wanted if c not in present and not (c == "rows" and "no_output" in present)
+               and (c in view.row_lists or c in view.checks)]
+    if missing:
+        edits.append(_appended(text, node, view, missing))
+    return edits
+
+
+def _replaced(present: Mapping[str, tuple[yaml.Node, yaml.Node]], view: _ModelView,
+              block: bool) -> list[tuple[int, int, str]]:
+    """Edits that set each check the step has to the model's value, leaving alone `ordered`, `failure`,
+    a check the model has no value for, and one whose value already agrees."""
+    step, since_expect, sc, checks = view.step, view.since_expect, view.sc, view.checks
+    already = view.already()
+    edits: list[tuple[int, int, str]] = []
+    for key, (k, v) in present.items():
+        column = k.start_mark.column
+        if key in already:
+            continue
+        if key == "no_output":
+            if view.row_lists["rows"]:  # the model writes rows here: `no_output: true` becomes `rows`
+                edits.append((k.start_mark.index, _end(v), "rows" + _value_text(view.row_lists["rows"], column, False)))
+            continue
+        if key in view.row_lists:
+            new: Any = view.row_lists[key]
+            as_block = block and _is_block_list(v)
+        elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(since_expect):
+            edits += _batch_field_edits(v, since_expect, step.batches or (), sc)  # same batches: field by field
+            continue
+        elif key == "batches" and isinstance(v, yaml.ScalarNode):
+            if step.batch_count == len(since_expect):
+                continue
+            new, as_block = str(len(since_expect)), False
+        elif key == "batches":
+            new, as_block = (checks["batches"] if since_expect else []), block
+        elif key == "event_time" and isinstance(v, yaml.MappingNode) and "event_time" in checks:
+            stats = next(b.event_time for b in reversed(since_expect) if b.event_time)
+            for fk, fv in v.value:  # only the statistics the author checks
+                if fk.value in stats and getattr(step.event_time, f"{fk.value}_us", None) != stats[fk.value] * 1000:
+                    edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))
+            continue
+        elif key in checks:
+            new, as_block = checks[key], False
+        else:
+            continue  # ordered, failure, or a check the model has no value for
+        edits.append((k.end_mark.index, _end(v), _value_text(new, column, as_block)))
+    return edits
+
+
+def _appended(text: str, node: yaml.MappingNode, view: _ModelView, missing: list[str]) -> tuple[int, int, str]:
+    """The edit that appends the `missing` checks: block style at the indentation of the step's other
+    checks (after a trailing comment on the last value's line), flow style before the closing brace."""
+    if not node.flow_style:
+        column = node.value[0][0].start_mark.column
+        added = "".join(f"\n{' ' * column}{c}" + _value_text(view.value(c), column, False) for c in missing)
+        end = max(_end(v) for _, v in node.value)
+        eol = text.find("\n", end)
+        at = len(text.rstrip("\n")) if eol < 0 else eol
+        return (at, at, added)
+    close = text.rindex("}", 0, node.end_mark.index)
+    return (close, close, "".join(f", {c}" + _value_text(view.value(c), 0, False) for c in missing))

@@ -21,11 +21,11 @@ class Firing:
     """One output row of the window operator: a firing of a window, or a late element sent to the side output."""
 
     key: Hashable
-    start: int  # µs
-    end: int  # µs
+    start_us: int
+    end_us: int
     count: int
     kind: str  # ON_TIME, LATE or DROPPED
-    result_ts: int  # µs: window end - 1 ms for a firing, the element's own timestamp for the side output
+    result_ts_us: int  # window end - 1 ms for a firing, the element's own timestamp for the side output
 
 
 @dataclass

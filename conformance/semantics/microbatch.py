@@ -31,7 +31,7 @@ from .plans import Plan
 from .state import OperatorWatermarks
 from .watermark import EventTimeStats, WatermarkTracker, first_stats_with_rows
 
-__all__ = ["MicroBatchQuery", "ModelError", "NO_DATA_BATCHES", "POLICY", "ALLOW_MULTIPLE"]
+__all__ = ["MicroBatchQuery", "MicroBatchDriver", "ModelError", "NO_DATA_BATCHES", "POLICY", "ALLOW_MULTIPLE"]
 
 NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
@@ -175,3 +175,27 @@ class MicroBatchQuery:
 def rows_as_dicts(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict]:
     """A source's rows (tuples in column order, as the loader gives them) as column -> value mappings."""
     return [dict(zip(columns, row)) for row in rows]
+
+
+class MicroBatchDriver:
+    """The spark profile's query as a step driver (`eventtime.drive.Driver`): rows as dicts by column
+    name, each input partition one addData, as the harness adds it."""
+
+    def __init__(self, query: Any, columns: Mapping[str, Sequence[str]]):
+        self.query, self.columns = query, columns
+
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+        return self.query.start(conf)
+
+    def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
+        for part in (rows,) if partitions is None else partitions:
+            self.query.add(source, rows_as_dicts(self.columns[source], part))
+
+    def process(self) -> list[BatchObservation]:
+        return self.query.process()
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        return self.query.advance(ms)
+
+    def stop(self) -> None:
+        self.query.stop()

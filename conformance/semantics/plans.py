@@ -175,7 +175,7 @@ class Inactivity(Plan):
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):
-        return [(key, g.first, g.last, g.count) for key, g in self.op.run(_all_rows(inputs, "events"), wms[0])]
+        return [(key, g.first_us, g.last_us, g.count) for key, g in self.op.run(_all_rows(inputs, "events"), wms[0])]
 
 
 class Hold(Plan):
@@ -187,7 +187,7 @@ class Hold(Plan):
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):
-        return [(key, g.first, g.count) for key, g in self.op.run(_all_rows(inputs, "events"), wms[0])]
+        return [(key, g.first_us, g.count) for key, g in self.op.run(_all_rows(inputs, "events"), wms[0])]
 
 
 class FlinkWindows(StatefulOperator):
@@ -229,7 +229,7 @@ class LatenessCount(Plan):
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):
-        return [(f.key, f.start, f.end, f.count, f.kind, f.result_ts)
+        return [(f.key, f.start_us, f.end_us, f.count, f.kind, f.result_ts_us)
                 for f in self.op.run(_all_rows(inputs, "events"), wms[0])]
 
 

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
+
 from eventtime.harness.observations import BatchObservation
 
 from .. import model as m
-from .microbatch import MicroBatchQuery, ModelError, rows_as_dicts
+from ..drive import Action, drive
+from .microbatch import MicroBatchDriver, MicroBatchQuery, ModelError
 from .plans import NotCovered, plan_for
 from .state import QueryFailure
 
@@ -27,7 +30,6 @@ class StepObservation:
     step: m.Step | None
     batches: list[BatchObservation] = field(default_factory=list)
     watermark_ms: int = 0
-    running: bool = True
     ran: bool = True  # False for a step after the query failed (the harness does not run it)
 
 
@@ -84,74 +86,69 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
-    query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start // 1000,
+    query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start_us // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
-    columns = {name: src.column_names for name, src in scenario.sources.items()}
-    base_conf = scenario.query_conf()
-    start = StepObservation(0, "start", None)
-    start.batches = query.start(base_conf)
-    start.watermark_ms = query.global_ms
-    steps = [start]
-    failure: PredictedFailure | None = None
-    for step in scenario.steps:
-        obs = StepObservation(step.index, step.kind, step)
-        if failure is not None:  # the harness runs nothing after a failure (expects only look)
-            obs.watermark_ms, obs.running, obs.ran = query.global_ms, False, isinstance(step, m.ExpectStep)
-            steps.append(obs)
-            continue
-        try:
-            _run_step(query, step, obs, columns, base_conf)
-        except QueryFailure as exc:
-            failure = PredictedFailure(step.index, exc.error_class, str(exc))
-            query.stop()
-            obs.batches = []  # the step raised: the batches it ran are not reported
-        obs.watermark_ms = query.global_ms
-        obs.running = query.running
-        steps.append(obs)
-    if failure is None:
+    recorder = _Recorder(lambda: query.global_ms, query.stop)
+    drive(scenario, MicroBatchDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
+    if recorder.failure is None:
         problems = _uncovered_checks(scenario)
         if problems:
             raise NotCovered("; ".join(problems))
-    return Simulation(scenario, profile, steps, failure)
+    return Simulation(scenario, profile, recorder.steps, recorder.failure)
 
 
-def _run_step(query: MicroBatchQuery, step: m.Step, obs: StepObservation, columns: dict, base_conf: dict) -> None:
-    if isinstance(step, m.AddStep):  # each input partition is one addData, as the harness adds it
-        for name, rows in step.rows.items():
-            for part in step.parts.get(name, (rows,)):
-                query.add(name, rows_as_dicts(columns[name], part))
-    elif isinstance(step, m.ProcessStep):
-        obs.batches = query.process()
-    elif isinstance(step, m.GenerateStep):  # per batch: one add (one addData per partition), one process
-        for rows in step.batch_rows():
-            for part in step.batch_parts(rows) or (rows,):
-                query.add(step.source, rows_as_dicts(columns[step.source], part))
-            obs.batches += query.process()
-    elif isinstance(step, m.AdvanceStep):
-        obs.batches = query.advance(step.by.total_ms)
-    elif isinstance(step, m.StopStep):
-        query.stop()
-    elif isinstance(step, m.StartStep):
-        if step.restart:
-            query.stop()
-        obs.batches = query.start({**base_conf, **step.conf})
+def _columns(scenario: m.Scenario) -> dict[str, tuple[str, ...]]:
+    return {name: tuple(src.column_names) for name, src in scenario.sources.items()}
+
+
+class _Recorder:
+    """The model's side of `drive`: one StepObservation per step. A predicted failure (QueryFailure)
+    stops the query; the steps after it do not run (expects only look), as on the harness."""
+
+    def __init__(self, watermark_ms: Callable[[], int], stop: Callable[[], None]):
+        self.watermark_ms, self.stop = watermark_ms, stop
+        self.steps: list[StepObservation] = []
+        self.failure: PredictedFailure | None = None
+
+    def _record(self, obs: StepObservation) -> None:
+        self.steps.append(obs)
+        obs.watermark_ms = self.watermark_ms()
+
+    def skips(self, step: m.Step) -> bool:
+        if self.failure is None:
+            return False
+        self._record(StepObservation(step.index, step.kind, step, ran=isinstance(step, m.ExpectStep)))
+        return True
+
+    def expect(self, step: m.ExpectStep, since_expect: list[BatchObservation]) -> bool:
+        self._record(StepObservation(step.index, step.kind, step))
+        return True
+
+    def run(self, step: m.Step | None, action: Action) -> list[BatchObservation]:
+        if step is None:  # the implicit start
+            obs = StepObservation(0, "start", None, action())
+        else:
+            obs = StepObservation(step.index, step.kind, step)
+            try:
+                obs.batches = action()
+            except QueryFailure as exc:  # the step raised: the batches it ran are not reported
+                self.failure = PredictedFailure(step.index, exc.error_class, str(exc))
+                self.stop()
+        self._record(obs)
+        return obs.batches
 
 
 def _simulate_dataflow(scenario: m.Scenario) -> Simulation:
     """The dataflow profile (`dataflow`): Flink's event-time rules on the scenario's micro-batches."""
-    from .dataflow import dataflow_steps
+    from .dataflow import dataflow_query
 
     problems = _uncovered_checks(scenario)
     if problems:
         raise NotCovered("; ".join(problems))
-    query, ran = dataflow_steps(scenario)
-    steps = []
-    for step, batches in ran:
-        obs = StepObservation(step.index if step else 0, step.kind if step else "start", step, list(batches))
-        steps.append(obs)
-    wm = 0
-    for obs in steps:  # the watermark after each step: what the last batch so far left
-        if obs.batches:
-            wm = obs.batches[-1].watermark_after_ms or 0
-        obs.watermark_ms = wm
-    return Simulation(scenario, "dataflow", steps)
+    driver = dataflow_query(scenario)
+
+    def watermark_ms() -> int:  # what the last batch so far left
+        return next((s.batches[-1].watermark_after_ms or 0 for s in reversed(recorder.steps) if s.batches), 0)
+    recorder = _Recorder(watermark_ms, driver.stop)
+    drive(scenario, driver, scenario.query_conf(), recorder)
+    return Simulation(scenario, "dataflow", recorder.steps)

@@ -43,8 +43,8 @@ def _by_key(rows: Iterable[dict], key: str) -> dict[Hashable, list[dict]]:
 
 @dataclass
 class _Activity:
-    first: int  # µs
-    last: int  # µs
+    first_us: int
+    last_us: int
     count: int
     timeout_ms: int
 
@@ -71,14 +71,14 @@ class InactivityTimeout(StatefulOperator):
         for key, group in _by_key(on_time, self.key).items():
             times = [r[self.ts] for r in group]
             g = self.groups.get(key)
-            first = min(times + ([g.first] if g else []))
-            last = max(times + ([g.last] if g else []))
+            first_us = min(times + ([g.first_us] if g else []))
+            last_us = max(times + ([g.last_us] if g else []))
             count = len(times) + (g.count if g else 0)
-            timeout = last // 1000 + self.timeout_ms
+            timeout = last_us // 1000 + self.timeout_ms
             if timeout < wm.evict_ms:  # GroupState.setTimeoutTimestamp
                 raise QueryFailure("INVALID_TIMEOUT_TIMESTAMP", f"Timeout timestamp ({timeout}) cannot be earlier "
                                                                 f"than the current watermark ({wm.evict_ms}).")
-            self.groups[key] = _Activity(first, last, count, timeout)
+            self.groups[key] = _Activity(first_us, last_us, count, timeout)
         expired = [(k, g) for k, g in self.groups.items() if g.timeout_ms < wm.evict_ms]
         for k, _ in expired:
             del self.groups[k]
@@ -87,7 +87,7 @@ class InactivityTimeout(StatefulOperator):
 
 @dataclass
 class _Hold:
-    first: int  # µs
+    first_us: int
     count: int
     timer_ms: int
 
@@ -115,8 +115,8 @@ class HoldTimer(StatefulOperator):
         for key, group in _by_key(on_time, self.key).items():
             g = self.groups.get(key)
             if g is None:
-                first = min(r[self.ts] for r in group)
-                self.groups[key] = _Hold(first, len(group), first // 1000 + self.hold_ms)
+                first_us = min(r[self.ts] for r in group)
+                self.groups[key] = _Hold(first_us, len(group), first_us // 1000 + self.hold_ms)
             else:
                 g.count += len(group)
         fired = [(k, g) for k, g in self.groups.items() if g.timer_ms <= wm.evict_ms]

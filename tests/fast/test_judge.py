@@ -60,9 +60,9 @@ def scenario(base_scenario):
     return load_scenario_text(base_scenario, "s.yaml")
 
 
-def observed(window, history=None, mode="append", failure=None) -> Observed:
-    history = list(window) if history is None else history
-    return Observed(window, history, mode, ["key", "window_start", "window_end", "count"], failure=failure)
+def observed(since_expect, history=None, mode="append", failure=None) -> Observed:
+    history = list(since_expect) if history is None else history
+    return Observed(since_expect, history, mode, ["key", "window_start", "window_end", "count"], failure=failure)
 
 
 def win(key, start, end, count):
@@ -172,11 +172,11 @@ def rows_check(scope, *rows) -> RowsCheck:
 def test_all_checks_pass(scenario):
     b = FakeBatch(3, rows=[win("a", 0, 10, 2)], watermark_before_ms=ms(2), watermark_after_ms=ms(11), dropped=1,
                   state_rows=1, event_time={"min": ms(4), "max": ms(16), "avg": ms(10)})
-    step = expect(rows=(rows_check("rows", win("a", 0, 10, 2)),), watermark=ts(11), dropped=1, state_rows=1,
+    step = expect(rows=(rows_check("rows", win("a", 0, 10, 2)),), watermark_us=ts(11), dropped=1, state_rows=1,
                   batch_count=1,
-                  batches=(BatchCheck(ROW_W, data=True, rows=(win("a", 0, 10, 2),), watermark_before=ts(2),
-                                      watermark_after=ts(11), dropped=1, state_rows=1),),
-                  event_time=EventTimeCheck(ROW_W, min=ts(4), max=ts(16), avg=ts(10)))
+                  batches=(BatchCheck(ROW_W, data=True, rows=(win("a", 0, 10, 2),), watermark_before_us=ts(2),
+                                      watermark_after_us=ts(11), dropped=1, state_rows=1),),
+                  event_time=EventTimeCheck(ROW_W, min_us=ts(4), max_us=ts(16), avg_us=ts(10)))
     assert judge(step, observed([b]), scenario) == []
 
 
@@ -221,29 +221,29 @@ def test_ordered_rows(scenario):
 
 def test_watermark(scenario):
     obs = observed([FakeBatch(0, watermark_after_ms=ms(2))])
-    assert judge(expect(watermark=ts(2)), obs, scenario) == []
+    assert judge(expect(watermark_us=ts(2)), obs, scenario) == []
     wm_where = Where("s.yaml", 22, 18)
-    [f] = judge(expect(watermark=ts(11), watermark_where=wm_where), obs, scenario)
+    [f] = judge(expect(watermark_us=ts(11), watermark_where=wm_where), obs, scenario)
     assert f.check == "watermark" and f.where == wm_where
     assert f.message == "watermark is 00:00:02, expected 00:00:11"
     assert (f.expected, f.actual) == (ms(11), ms(2))
-    [f] = judge(expect(watermark=ts(2)), observed([]), scenario)
+    [f] = judge(expect(watermark_us=ts(2)), observed([]), scenario)
     assert f.message == "watermark is initial (1970-01-01T00:00:00Z), expected 00:00:02"
     assert f.where == W  # no watermark_where: the step's place
-    assert judge(expect(watermark=0), observed([]), scenario) == []
-    [f] = judge(expect(watermark=0), obs, scenario)
+    assert judge(expect(watermark_us=0), observed([]), scenario) == []
+    [f] = judge(expect(watermark_us=0), obs, scenario)
     assert f.message == "watermark is 00:00:02, expected initial (1970-01-01T00:00:00Z)"
 
 
 def test_watermark_is_the_last_batch_of_the_history(scenario):
     last = FakeBatch(5, watermark_after_ms=ms(7))
     obs = observed([], history=[FakeBatch(4, watermark_after_ms=ms(3)), last])
-    assert judge(expect(watermark=ts(7)), obs, scenario) == []
+    assert judge(expect(watermark_us=ts(7)), obs, scenario) == []
 
 
 def test_dropped_counts_the_window(scenario):
-    window = [FakeBatch(1, dropped=1), FakeBatch(2, dropped=2)]
-    obs = observed(window, history=[FakeBatch(0, dropped=5)] + window)
+    since_expect = [FakeBatch(1, dropped=1), FakeBatch(2, dropped=2)]
+    obs = observed(since_expect, history=[FakeBatch(0, dropped=5)] + since_expect)
     assert judge(expect(dropped=3), obs, scenario) == []
     [f] = judge(expect(dropped=0), obs, scenario)
     assert f.check == "dropped" and (f.expected, f.actual) == (0, 3)
@@ -277,8 +277,8 @@ def test_batches_list_of_the_wrong_length_is_one_failure(scenario):
 def test_each_batch_is_checked(scenario):
     got = FakeBatch(7, rows=[win("a", 0, 10, 1)], watermark_before_ms=None, watermark_after_ms=ms(11),
                     dropped=1, state_rows=2, input_rows=0)
-    want = BatchCheck(Where("s.yaml", 30, 11), data=True, rows=(win("a", 0, 10, 2),), watermark_before=ts(1),
-                      watermark_after=ts(12), dropped=0, state_rows=3)
+    want = BatchCheck(Where("s.yaml", 30, 11), data=True, rows=(win("a", 0, 10, 2),), watermark_before_us=ts(1),
+                      watermark_after_us=ts(12), dropped=0, state_rows=3)
     failures = judge(expect(batches=(want,)), observed([got]), scenario)
     messages = [f.message for f in failures]
     label = "batch 7 (#1 since the previous expect)"
@@ -295,7 +295,7 @@ def test_each_batch_is_checked(scenario):
 
 def test_batch_watermark_initial_matches_a_missing_watermark(scenario):
     got = FakeBatch(0, watermark_before_ms=None, watermark_after_ms=0)
-    want = BatchCheck(ROW_W, watermark_before=0, watermark_after=0)
+    want = BatchCheck(ROW_W, watermark_before_us=0, watermark_after_us=0)
     assert judge(expect(batches=(want,)), observed([got]), scenario) == []
 
 
@@ -310,36 +310,36 @@ def test_batches_are_matched_in_order(scenario):
 
 
 def test_event_time_statistics(scenario):
-    check = EventTimeCheck(ROW_W, min=ts(3), max=ts(7))
-    window = [FakeBatch(0, event_time={"min": ms(1), "max": ms(1)}),
+    check = EventTimeCheck(ROW_W, min_us=ts(3), max_us=ts(7))
+    since_expect = [FakeBatch(0, event_time={"min": ms(1), "max": ms(1)}),
               FakeBatch(1, event_time={"min": ms(3), "max": ms(7), "avg": ms(5)}),
               FakeBatch(2, input_rows=0, event_time={})]
-    assert judge(expect(event_time=check), observed(window), scenario) == []  # the last batch with statistics
-    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg=ts(6))), observed(window), scenario)
+    assert judge(expect(event_time=check), observed(since_expect), scenario) == []  # the last batch with statistics
+    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg_us=ts(6))), observed(since_expect), scenario)
     assert f.check == "event_time" and f.where == ROW_W
     assert f.message == "event-time avg is 00:00:05, expected 00:00:06"
-    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg=ts(6))), observed(window[:1]), scenario)
+    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg_us=ts(6))), observed(since_expect[:1]), scenario)
     assert f.message == "event-time avg is absent, expected 00:00:06"
     [f] = judge(expect(event_time=check), observed([FakeBatch(0)]), scenario)
     assert f.message == "no batch since the previous expect reported event-time statistics"
     # the model's observation of an avg that depends on the order Spark's tasks finish in
     ranged = [FakeBatch(0, event_time={"min": ms(3), "max": ms(7), "avg_range": (ms(4), ms(5))})]
     assert judge(expect(event_time=check), observed(ranged), scenario) == []
-    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg=ts(5))), observed(ranged), scenario)
+    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, avg_us=ts(5))), observed(ranged), scenario)
     assert f.message == ("event-time avg depends on the order Spark's tasks finish in here "
                          "(00:00:04 to 00:00:05): leave it out of the expectation")
 
 
 def test_several_failures_are_all_reported(scenario):
     obs = observed([FakeBatch(0, watermark_after_ms=ms(1), dropped=1, state_rows=1)])
-    step = expect(rows=(rows_check("rows", win("a", 0, 10, 1)),), watermark=ts(2), dropped=0, state_rows=0,
+    step = expect(rows=(rows_check("rows", win("a", 0, 10, 1)),), watermark_us=ts(2), dropped=0, state_rows=0,
                   batch_count=2)
     assert [f.check for f in judge(step, obs, scenario)] == ["rows", "watermark", "dropped", "state_rows", "batches"]
 
 
 def test_a_failed_query_fails_every_other_expectation(scenario):
     failure = FakeFailure("StreamingQueryException: boom")
-    [f] = judge(expect(watermark=ts(2), dropped=0), observed([FakeBatch(0)], failure=failure), scenario)
+    [f] = judge(expect(watermark_us=ts(2), dropped=0), observed([FakeBatch(0)], failure=failure), scenario)
     assert f.check == "failure" and f.where == W
     assert f.message == "the query has failed: StreamingQueryException: boom"
 

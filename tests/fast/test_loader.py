@@ -68,11 +68,11 @@ def test_base_scenario_loads_into_the_model(base_scenario):
     add, _, expect = sc.steps
     assert add.rows == {"events": (("a", JAN1_2024 + 3 * S),)}
     assert isinstance(expect, m.ExpectStep)
-    assert expect.watermark == 0  # 'initial'
+    assert expect.watermark_us == 0  # 'initial'
     assert expect.watermark_where == m.Where("s.yaml", 18, 18)
     assert [(c.scope, c.rows) for c in expect.rows] == [("rows", ())]
     assert sc.date == dt.date(2024, 1, 1) and sc.timezone == "UTC"
-    assert sc.clock_start == JAN1_2024 and sc.trigger is None
+    assert sc.clock_start_us == JAN1_2024 and sc.trigger is None
     assert sc.conf == {} and sc.requires_spark is None and sc.requires_features == ()
     assert sc.lines[0] == "scenario: demo" and len(sc.lines) == 18
 
@@ -81,7 +81,7 @@ def test_unquoted_times_stay_times_not_base_60_integers(base_scenario):
     text = edit(edit(base_scenario, '"00:00:03"', "00:00:03"), '"initial"', "00:00:02")
     sc = load_scenario_text(text)
     assert sc.steps[0].rows["events"] == (("a", JAN1_2024 + 3 * S),)
-    assert sc.steps[2].watermark == JAN1_2024 + 2 * S
+    assert sc.steps[2].watermark_us == JAN1_2024 + 2 * S
 
 
 def test_dict_rows_and_every_column_type(base_scenario):
@@ -115,7 +115,7 @@ def test_date_timezone_clock_conf_and_requires(base_scenario):
     sc = load_scenario_text(text)
     assert sc.tags == ("watermark", "late-data")
     assert sc.date == dt.date(2024, 6, 1) and sc.timezone == "Europe/Paris"
-    assert sc.clock_start == parse_time("2024-06-01T08:00:00Z")  # Paris is UTC+2 in June
+    assert sc.clock_start_us == parse_time("2024-06-01T08:00:00Z")  # Paris is UTC+2 in June
     assert sc.trigger is not None and sc.trigger.total_micros == S
     assert sc.conf == {"spark.sql.streaming.noDataMicroBatches.enabled": "false",
                        "spark.sql.session.timeZone": "UTC"}
@@ -166,10 +166,10 @@ def test_processing_time_contract_without_event_time_and_advance_with_trigger():
     assert isinstance(advance, m.AdvanceStep) and advance.by.total_micros == S
     assert expect.rows[0].rows == (("a", JAN1_2024 + S, JAN1_2024 + 36001 * S),)
     assert expect.batches[0].data is True
-    assert expect.batches[0].watermark_before == 0
-    assert expect.batches[0].watermark_after == JAN1_2024
+    assert expect.batches[0].watermark_before_us == 0
+    assert expect.batches[0].watermark_after_us == JAN1_2024
     assert expect.batches[0].dropped == 0
-    assert expect.event_time.min == JAN1_2024 + S and expect.event_time.avg is None
+    assert expect.event_time.min_us == JAN1_2024 + S and expect.event_time.avg_us is None
 
 
 def test_stop_start_restart_with_conf(base_scenario):
@@ -516,19 +516,19 @@ def test_schema_is_the_bundled_json_schema():
 
 def test_clock_can_start_at_the_epoch(base_scenario):
     sc = load_scenario_text(edit(base_scenario, "contract:", "clock: {start: '1970-01-01T00:00:00Z'}\ncontract:"))
-    assert sc.clock_start == 0
+    assert sc.clock_start_us == 0
 
 
 def test_clock_start_at_the_epoch_in_a_zone_east_of_utc_is_valid(base_scenario):
     text = edit(base_scenario, "contract:", "date: 1970-01-01\ntimezone: Europe/Paris\n"
                                             "clock: {start: '1970-01-01T00:00:00Z'}\ncontract:")
     text = edit(text, '"00:00:03"', '"1970-01-01T00:00:03Z"')
-    assert load_scenario_text(text).clock_start == 0
+    assert load_scenario_text(text).clock_start_us == 0
 
 
 def test_clock_start_just_after_the_epoch_is_kept(base_scenario):
     sc = load_scenario_text(edit(base_scenario, "contract:", "clock: {start: '1970-01-01T00:00:00.001Z'}\ncontract:"))
-    assert sc.clock_start == 1000
+    assert sc.clock_start_us == 1000
 
 
 def test_tag_pattern_message_says_lower_case(base_scenario):

@@ -89,8 +89,8 @@ def test_ini_and_conftest_bindings_and_precedence(pytester):
     pytester.makeconftest("from eventtime.pytest_plugin import bind\nbind('tumbling_count', 'from_conftest:fn')\n")
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
-    # an ini line as well: one contract bound twice is a usage error naming both (issue 17: the last
-    # binding used to win silently)
+    # an ini line as well: one contract bound twice is a usage error naming both, since a silent
+    # choice would run a pipeline the user did not mean
     pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = from_ini:fn\n")
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(["*contract 'tumbling_count' is bound twice: from_ini:fn (tumbling_count = from_ini:fn) "

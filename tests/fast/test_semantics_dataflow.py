@@ -64,12 +64,12 @@ def test_allowed_lateness_late_firings_side_output_and_result_timestamps():
     w = LatenessWindows(10 * S, allowed_lateness_ms=2000)
     assert w.on_element("a", 4 * S, MIN_WATERMARK) == []
     [f] = w.on_watermark(9_999)
-    assert (f.count, f.kind, f.result_ts) == (1, ON_TIME, 9_999 * MS)  # fires at end - 1 ms
+    assert (f.count, f.kind, f.result_ts_us) == (1, ON_TIME, 9_999 * MS)  # fires at end - 1 ms
     [late] = w.on_element("a", 6 * S, 11_998)
     assert (late.count, late.kind) == (2, LATE)
     assert w.on_watermark(11_999) == [] and not w.windows  # purged at end - 1 ms + lateness
     [side] = w.on_element("a", 8 * S, 11_999)
-    assert (side.kind, side.count, side.result_ts) == (DROPPED, 1, 8 * S)
+    assert (side.kind, side.count, side.result_ts_us) == (DROPPED, 1, 8 * S)
     [first_late] = LatenessWindows(10 * S, 5000).on_element("b", 1 * S, 10_000)
     assert first_late.kind == LATE  # a window whose first element is already late fires at once
 

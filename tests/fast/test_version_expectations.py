@@ -43,7 +43,7 @@ def test_each_version_gets_its_checks_and_the_others_the_steps_own():
     assert (old.where, old.index) == (base.where, base.index)  # the same step, its checks at their own lines
     assert old.rows[0].where.line == 13
     middle = _expect(m.for_spark_version(scenario, "3.5.9"))
-    assert middle.rows[0].rows[0][-1] == 2 and middle.watermark is None
+    assert middle.rows[0].rows[0][-1] == 2 and middle.watermark_us is None
     for newest in ("4.0.0", "4.3.0", "4.3.0-SNAPSHOT"):
         assert _expect(m.for_spark_version(scenario, newest)).rows == base.rows
     assert m.for_spark_version(scenario, "4.3.0").steps[0] is scenario.steps[0]

@@ -1,0 +1,118 @@
+"""The one interpreter of a scenario's steps, over a small driver protocol that Spark and the model implement.
+
+`drive` turns each step into calls on a `Driver` (start, add, process, advance, stop) and keeps the
+batches an `expect` step looks at; a `StepHandler` decides how each step's action is run (what an
+exception means, what is recorded) and judges the `expect` steps. The Spark harness
+(`eventtime.runner`) and the model (`eventtime.semantics.simulate`, both profiles) are drivers.
+`rows_seen` is the one definition of the rows an `expect` check sees.
+
+This module imports nothing of Spark: the model uses it.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Protocol, Sequence
+
+from eventtime.harness.observations import BatchObservation
+
+from . import model as m
+
+__all__ = ["Driver", "StepHandler", "Action", "drive", "step_action", "rows_seen"]
+
+Rows = Sequence[tuple]
+Action = Callable[[], list[BatchObservation]]
+
+
+class Driver(Protocol):
+    """What a scenario's steps do to a streaming query; each method returns the batches it ran."""
+
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+        """Start the query with these SQL settings (in a new session of the same cluster when asked)."""
+
+    def add(self, source: str, rows: Rows, partitions: Sequence[Rows] | None) -> None:
+        """Add rows to a source: as one input, or, for a source with partitions, one input per partition."""
+
+    def process(self) -> list[BatchObservation]:
+        """Run batches until the query has nothing left to do."""
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        """Move processing time on by `ms` milliseconds (with the query running or stopped)."""
+
+    def stop(self) -> None:
+        """Stop the query (its checkpoint stays)."""
+
+
+class StepHandler(Protocol):
+    """What the caller of `drive` does around each step."""
+
+    def skips(self, step: m.Step) -> bool:
+        """Whether `step` is not run (and not judged, for an expect); the handler records why."""
+
+    def run(self, step: m.Step | None, action: Action) -> list[BatchObservation]:
+        """Run one step's action (`step` None: the implicit start) and record it; the batches that
+        count as observed ([] when the step failed)."""
+
+    def expect(self, step: m.ExpectStep, since_expect: list[BatchObservation]) -> bool:
+        """Judge an expect step on the batches run since the previous judged one; False when the step
+        was not judged, so those batches stay for the next."""
+
+
+def drive(scenario: m.Scenario, driver: Driver, conf: Mapping[str, str], handler: StepHandler) -> None:
+    """Run `scenario`'s steps on `driver`: the implicit start (with `conf`), then each step in order."""
+    since_expect = list(handler.run(None, lambda: driver.start(conf)))
+    for step in scenario.steps:
+        if handler.skips(step):
+            continue
+        if isinstance(step, m.ExpectStep):
+            if handler.expect(step, since_expect):
+                since_expect = []
+            continue
+        since_expect += handler.run(step, step_action(step, driver, conf))
+
+
+def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action:
+    """What one non-expect step does on `driver`; the action returns the batches it ran."""
+    if isinstance(step, m.AddStep):
+        def add() -> list[BatchObservation]:
+            for name, rows in step.rows.items():
+                driver.add(name, rows, step.parts.get(name))
+            return []
+        return add
+    if isinstance(step, m.GenerateStep):
+        def generate() -> list[BatchObservation]:  # per batch: one add, one process
+            out: list[BatchObservation] = []
+            for rows in step.batch_rows():
+                driver.add(step.source, rows, step.batch_parts(rows))
+                out += driver.process()
+            return out
+        return generate
+    if isinstance(step, m.AdvanceStep):
+        return lambda: driver.advance(step.by.total_ms)
+    if isinstance(step, m.StartStep):
+        def start() -> list[BatchObservation]:
+            if step.restart:
+                driver.stop()
+            return driver.start({**conf, **step.conf}, new_session=step.new_session)
+        return start
+    if isinstance(step, m.StopStep):
+        def stop() -> list[BatchObservation]:
+            driver.stop()
+            return []
+        return stop
+    if isinstance(step, m.ProcessStep):
+        return driver.process
+    raise TypeError(f"no action for step kind {step.kind!r}")
+
+
+def rows_seen(scope: str, output_mode: str, since_expect: Sequence[BatchObservation],
+              history: Sequence[BatchObservation]) -> list[tuple]:
+    """The rows an expect check of `scope` sees, as Spark's sink shows them.
+
+    `rows`: what the batches since the previous expect wrote; `last_batch`: what the latest batch
+    wrote; `output`: everything in the sink, which in complete mode is the latest batch's table
+    (the sink keeps only that; a latest batch that wrote nothing leaves it empty) and otherwise
+    every row written so far. `history` is every batch so far, in batch order."""
+    if scope == "rows":
+        return [r for b in since_expect for r in b.rows]
+    if scope == "last_batch" or output_mode == "complete":
+        return list(history[-1].rows) if history else []
+    return [r for b in history for r in b.rows]

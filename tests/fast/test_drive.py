@@ -1,0 +1,141 @@
+"""The one step interpreter (`eventtime.drive`) over a recording driver, and the one "rows an expect step sees"."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Sequence
+
+from eventtime.differential import whole_output
+from eventtime.drive import drive, rows_seen
+from eventtime.harness.observations import BatchObservation
+from eventtime.judge import Observed
+from eventtime.loader import load_scenario_text
+from eventtime.model import ExpectStep, Step
+from eventtime.semantics.fill import model_checks, rows_text
+
+SCENARIO = """\
+scenario: every-kind-of-step
+description: each kind of step, for the interpreter's driver calls
+contract: tumbling_count
+params: {window: 10s, watermark_delay: 5s, output_mode: append}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+    partitions: 2
+steps:
+  - add: {events: [[a, "00:00:01"], [b, "00:00:02"]]}
+  - process
+  - expect: {watermark: initial}
+  - advance: 5s
+  - stop
+  - advance: 1s
+  - start: {conf: {spark.sql.streaming.multipleWatermarkPolicy: max}}
+  - generate: {rows: 2, batches: 2, seed: 1, keys: 1, event_time: {start: "00:00:10", step: 1s}}
+  - expect: {watermark: initial}
+  - restart: {session: new}
+  - process
+"""
+
+
+def batch(batch_id: int, rows: list[tuple] | None = None) -> BatchObservation:
+    return BatchObservation(batch_id, 1, 0, 0, 0, rows=rows or [])
+
+
+class RecordingDriver:
+    """A driver that writes down each call and runs one batch per process/start."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+        self.next_id = 0
+
+    def _batch(self) -> list[BatchObservation]:
+        self.next_id += 1
+        return [batch(self.next_id - 1)]
+
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+        self.calls.append(("start", dict(conf), new_session))
+        return self._batch()
+
+    def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
+        self.calls.append(("add", source, len(rows), None if partitions is None else [len(p) for p in partitions]))
+
+    def process(self) -> list[BatchObservation]:
+        self.calls.append(("process",))
+        return self._batch()
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        self.calls.append(("advance", ms))
+        return []
+
+    def stop(self) -> None:
+        self.calls.append(("stop",))
+
+
+class Handler:
+    """Runs every action; an expect records the batch ids it was given."""
+
+    def __init__(self, skip_kinds: tuple[str, ...] = ()) -> None:
+        self.expects: list[list[int]] = []
+        self.skip_kinds = skip_kinds
+
+    def skips(self, step: Step) -> bool:
+        return step.kind in self.skip_kinds
+
+    def run(self, step, action):
+        return action()
+
+    def expect(self, step: ExpectStep, since_expect: list[BatchObservation]) -> bool:
+        self.expects.append([b.batch_id for b in since_expect])
+        return True
+
+
+def test_each_step_kind_becomes_its_driver_calls():
+    sc = load_scenario_text(SCENARIO, "drive.scenario.yaml")
+    driver, handler = RecordingDriver(), Handler()
+    drive(sc, driver, {"base": "1"}, handler)
+    assert driver.calls == [
+        ("start", {"base": "1"}, False),
+        ("add", "events", 2, [1, 1]),  # a source with partitions: one input per partition
+        ("process",),
+        ("advance", 5000),
+        ("stop",),
+        ("advance", 1000),
+        ("start", {"base": "1", "spark.sql.streaming.multipleWatermarkPolicy": "max"}, False),
+        ("add", "events", 1, [1, 0]), ("process",),  # generate: per batch one add and one process
+        ("add", "events", 1, [1, 0]), ("process",),
+        ("stop",), ("start", {"base": "1"}, True),  # a restart stops first, here into a new session
+        ("process",),
+    ]
+    # the first expect sees the start's and the process's batches, the second the rest since
+    assert handler.expects == [[0, 1], [2, 3, 4]]
+
+
+def test_a_skipped_step_runs_nothing_and_an_unjudged_expect_keeps_its_batches():
+    sc = load_scenario_text(SCENARIO, "drive.scenario.yaml")
+
+    class FirstExpectUnjudged(Handler):
+        def expect(self, step, since_expect):
+            super().expect(step, since_expect)
+            return len(self.expects) > 1
+
+    driver, handler = RecordingDriver(), FirstExpectUnjudged(skip_kinds=("generate",))
+    drive(sc, driver, {}, handler)
+    assert ("add", "events", 2, [1, 1]) in driver.calls and driver.calls.count(("process",)) == 2
+    assert handler.expects == [[0, 1], [0, 1, 2]]
+
+
+def test_complete_mode_output_is_the_latest_batchs_table_for_every_reader():
+    """The case the four copies disagreed on: in complete mode a latest batch that wrote nothing
+    leaves the sink empty. The whole-output comparison of the restart check once took the last
+    batch that wrote rows instead; it now says what the judge says."""
+    history = [batch(0, [("a", 1)]), batch(1, [("a", 2), ("b", 1)]), batch(2, [])]
+    assert rows_seen("output", "complete", history[2:], history) == []
+    assert Observed(history[2:], history, "complete", ["key", "count"]).rows("output") == []
+    assert whole_output(history, "complete") == Counter()
+    sc = load_scenario_text(SCENARIO.replace("output_mode: append", "output_mode: complete"), "complete.scenario.yaml")
+    assert model_checks(sc, history[2:], history, batches=False)["output"] == rows_text([], sc)
+    # control: with rows in the latest batch, every reader shows that table, not the earlier ones
+    assert whole_output(history[:2], "complete") == Counter([("a", 2), ("b", 1)])
+    assert rows_seen("output", "update", [], history) == [("a", 1), ("a", 2), ("b", 1)]
+    assert rows_seen("rows", "complete", history[1:], history) == [("a", 2), ("b", 1)]
+    assert rows_seen("last_batch", "append", [], history[:2]) == [("a", 2), ("b", 1)]
