@@ -130,6 +130,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("pytest_plugin.py", "resolve_pipeline", "target"),                   # option, ini, bind(), hook
         ("runner.py", "import_module", "module_name"),                        # inside resolve_pipeline
         ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
+        ("watch.py", "resolve_pipeline", "self.pipeline"),                    # watch --pipeline
     ]
 
 
