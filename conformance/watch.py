@@ -7,8 +7,9 @@ its verdicts are printed as `eventtime run` prints them:
 - a module of your code the pipeline was imported with (a module loaded from a file under the
   working directory, outside any virtual environment): those modules are reloaded, in the order they
   were first imported, and every scenario runs against the new code.
-Files are compared by modification time and size, polled every `--poll` seconds; nothing is decided
-by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and its queries stop with the process.
+Files are compared by modification time and size, polled every `--poll` seconds; a change runs once
+two polls in a row see the same files (a save written in pieces is not run half-done); nothing is
+decided by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and its queries stop with the process.
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ class Watcher:
         self.root = root or Path.cwd()
         self.stamps: dict[Path, _Stamp | None] = {}
         self.module_stamps: dict[str, _Stamp | None] = {}
+        self.pending: Any = None  # what the last poll saw
         self.fn: Any = None
 
     # -- what is watched --------------------------------------------------------------------------
@@ -143,10 +145,15 @@ class Watcher:
 
     def changed(self) -> list[Path] | None:
         """What to run now: the scenario files to re-run ([] when nothing changed); None when a
-        change affects every scenario (a contract file or a module of the pipeline's code)."""
+        change affects every scenario (a contract file or a module of the pipeline's code).
+        A change counts once the files look the same on two polls in a row: an editor that writes
+        a file in several pieces (truncate, then write) is not run half-saved."""
         scenarios, contracts = self._files()
         now = {f: _stamp(f) for f in scenarios + contracts}
         modules = {name: _stamp(path) for name, path in self._module_files().items()}
+        if (now, modules) != self.pending:
+            self.pending = (now, modules)
+            return []
         every = any(now.get(c) != self.stamps.get(c) for c in contracts) or any(
             modules.get(name) != stamp for name, stamp in self.module_stamps.items())
         edited = [f for f in scenarios if now[f] != self.stamps.get(f)]
