@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from .cluster import ClusterError, Supervised, _bounded_wait, _free_ports, _terminate, _WaitExpired, spark_home
+from .cluster import (ClusterError, Supervised, _bounded_wait, _free_ports, _terminate, _WaitExpired, child_environment,
+                      spark_home)
 from .session import TEST_CONF
 
 __all__ = ["ConnectServer", "ConnectServerError", "SERVER_CLASS"]
@@ -82,10 +83,7 @@ class ConnectServer(Supervised):
                "--master", self.master]
         for key, value in conf.items():
             cmd += ["--conf", f"{key}={value}"]
-        env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
-                   SPARK_HOME=str(spark_home()))
-        env.pop("SPARK_REMOTE", None)  # the server is a classic Spark application, not a client
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        env = self.environment()
         assert self.log_path is not None
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -96,6 +94,12 @@ class ConnectServer(Supervised):
                                        f"(log: {self.log_path})", check=self._check_alive)
         except _WaitExpired as exc:
             raise ConnectServerError(str(exc)) from None
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: a classic Spark application, not a Connect client, whose Python
+        workers run this interpreter."""
+        return child_environment(spark_server=True, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
+                                 SPARK_HOME=str(spark_home()))
 
     def _answers(self) -> bool:
         try:

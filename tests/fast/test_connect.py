@@ -87,6 +87,34 @@ def test_connect_server_command_expands_the_url():
         "eventtime", "run", "--remote", "sc://h:1"]
 
 
+# -- child processes of a process that made a Connect session --------------------------------------------
+CONNECT_MODE = {"SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}
+# exits 11 when PySpark in the child takes itself for a Connect client, 10 when not
+IS_REMOTE = "import sys; from pyspark.sql.utils import is_remote; sys.exit(10 + is_remote())"
+
+
+def test_children_do_not_inherit_pysparks_connect_mode(monkeypatch):
+    """PySpark sets SPARK_CONNECT_MODE_ENABLED (SPARK_LOCAL_REMOTE too, for an in-process server) in
+    os.environ once this process makes a Connect session and never removes them: a child inheriting
+    them is a Connect client (a classic session there fails with CONNECT_URL_NOT_SET; `pytest
+    tests/connect tests/cluster` failed so). The commands `eventtime cluster` / `connect-server` run,
+    the cluster's and the Connect server's JVMs get an environment without them."""
+    from eventtime.cluster_command import _run_command
+    from eventtime.harness.cluster import StandaloneCluster, child_environment
+    from eventtime.harness.connect_server import ConnectServer
+
+    for key, value in {**CONNECT_MODE, "SPARK_REMOTE": "sc://users-server:15002"}.items():
+        monkeypatch.setenv(key, value)
+    assert subprocess.run([sys.executable, "-c", IS_REMOTE], timeout=120).returncode == 11  # the control
+    assert _run_command([sys.executable, "-c", IS_REMOTE], "spark://127.0.0.1:7077") == 10
+    assert subprocess.run([sys.executable, "-c", IS_REMOTE], env=child_environment(), timeout=120).returncode == 10
+    for server_env in (StandaloneCluster(workers=1)._environment(), ConnectServer().environment()):
+        assert not set(server_env) & {*CONNECT_MODE, "SPARK_REMOTE"}  # a Spark server is no Connect client
+    child = child_environment(EXTRA="x")
+    assert child["SPARK_REMOTE"] == "sc://users-server:15002" and child["EXTRA"] == "x"  # the user's choice stays
+    assert not set(child) & set(CONNECT_MODE)
+
+
 # -- the staged source's reader, in this process ------------------------------------------------------------
 def _release(root: Path, gen: int, adds: list[tuple[str, int, list[list]]]) -> None:
     import pyarrow as pa
