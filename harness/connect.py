@@ -5,7 +5,8 @@ client's disk). Over Connect the harness only speaks the Connect protocol:
 
 - inputs are a Python data source the server runs (`connect_source`, shipped by value), fed by
   DataFrame writes of staged rows into a directory on the server's side (`ConnectStaging`); a step's
-  adds are released together, so they land in the same micro-batch, and each add is one offset;
+  adds are released together, so they land in the same micro-batch, and each add is one offset; rows
+  of every type Spark's DDL writes travel as PySpark's own Python values (`sparkvalues`);
 - a step runs `processAllAvailable()` (bounded here: it has no timeout of its own);
 - each micro-batch is observed from what the server wrote: the checkpoint's offset and commit logs
   (batch watermark before and after, batch timestamp) read back with `spark.read.text`, the rows a
@@ -19,19 +20,23 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import threading
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
+from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
 from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
 
-__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGED_TYPES", "STAGING_CONF", "REMOTE_FORM",
+__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF", "REMOTE_FORM",
            "check_remote", "connect_session", "remote_from_environment"]
 
 STAGING_CONF = "spark.eventtime.connect.stagingDir"  # a session setting naming the server-side staging root
-_STAGE_SCHEMA = "source string, seq int, ord int, row string"
+_STAGE_SCHEMA = "source string, seq int, rows binary"
+# Every Python the server may run reads it (3.4+); the rows hold standard library types only.
+_PICKLE_PROTOCOL = 4
 _REGISTERED: dict[int, Any] = {}
 
 
@@ -91,16 +96,14 @@ class ConnectStaging:
         return bool(self._pending)
 
     def stage(self, source: str, seq: int, rows: Sequence[Sequence[Any]]) -> None:
+        """Stage one add: `rows` as PySpark's Python values for the source's schema (`to_spark_python`)."""
         self._pending.append((source, seq, [tuple(r) for r in rows]))
 
     def release(self) -> bool:
         """Write every pending add as the next generation (one Connect write); False when none was pending."""
         if not self._pending:
             return False
-        records: list[tuple] = []
-        for source, seq, rows in self._pending:
-            records.append((source, seq, -1, None))  # the add itself, even when it has no rows
-            records += [(source, seq, i, json.dumps(list(r))) for i, r in enumerate(rows)]
+        records = [(source, seq, pickle.dumps(rows, protocol=_PICKLE_PROTOCOL)) for source, seq, rows in self._pending]
         self.generation += 1
         self.spark.createDataFrame(records, _STAGE_SCHEMA).coalesce(1).write.parquet(
             f"{self.root}/stage/gen={self.generation}")
@@ -112,11 +115,6 @@ class ConnectStaging:
         (a Connect client has no call that deletes a path)."""
 
 
-# Column types a staged source carries: its rows travel as JSON, decoded on the server (timestamps
-# from epoch microseconds). Others make a scenario not applicable over Connect (runner).
-STAGED_TYPES = ("string", "int", "bigint", "double", "boolean", "timestamp")
-
-
 class ConnectSource:
     """A named staged source: each `add` is one offset, released with the step's other adds."""
 
@@ -125,19 +123,20 @@ class ConnectSource:
         self.name = name
         self.columns = list(columns)
         self.offsets = 0
-        self._types = json.dumps([t for _, t in self.columns])
-        self._schema = ", ".join(f"`{n}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
+        self._fields = parse_schema(self.columns).fields
+        self._schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
 
     def dataframe(self) -> Any:
         """A new streaming DataFrame reading this source, for the current query start."""
         return (self.staging.spark.readStream.format("eventtime_staged")
-                .option("root", self.staging.root).option("source", self.name).option("types", self._types)
+                .option("root", self.staging.root).option("source", self.name)
                 .option("token", self.staging.token).option("schema", self._schema).load())
 
     def add(self, given: Sequence[Sequence[Any]]) -> None:
-        """Stage rows (timestamps as epoch microseconds) as this source's next offset."""
+        """Stage rows (the kit's values: timestamps as epoch microseconds) as this source's next offset."""
         self.offsets += 1
-        self.staging.stage(self.name, self.offsets, given)
+        self.staging.stage(self.name, self.offsets,
+                           [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, self._fields)) for r in given])
 
     def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
         """One add per partition, in order: each add is one input partition of the batch that reads it."""
@@ -161,10 +160,14 @@ def _progress_dicts(query: Any) -> list[dict]:
 
 
 def _foreach_batch_writer(output: str, select: list[str]) -> Callable[[Any, int], None]:
-    """The function the server runs per batch: the batch's rows, timestamps as epoch microseconds, to
+    """The function the server runs per batch: the batch's rows, columns renamed by position (an output
+    may name a column twice) and timestamps at any depth as epoch microseconds (`read_back_exprs`), to
     `<output>/batch=<id>` (a batch re-run after a restart replaces its first run)."""
+    positional = [f"_{i}" for i in range(len(select))]
+
     def write(df: Any, batch_id: int) -> None:
-        df.selectExpr(*select).coalesce(1).write.mode("overwrite").parquet(f"{output}/batch={batch_id}")
+        (df.toDF(*positional).selectExpr(*select).coalesce(1).write.mode("overwrite")
+         .parquet(f"{output}/batch={batch_id}"))
     return write
 
 
@@ -183,6 +186,8 @@ class ConnectStreamRun:
         self.name = name or f"eventtime_{uuid.uuid4().hex[:12]}"
         self._query: Any = None
         self._schema: list[tuple[str, str]] = []
+        self._struct: Any = None  # the output's StructType
+        self._written: Any = None  # the StructType of what the foreachBatch writes (`read_back_exprs`)
         self.history: dict[int, BatchObservation] = {}
         self.runs = 0
         self._next_batch = 0
@@ -235,8 +240,10 @@ class ConnectStreamRun:
         try:
             self.staging.new_token()
             df, output_mode = self._build()
-            self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-            select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`" for n, t in self._schema]
+            self._struct = df.schema
+            self._schema = [(f.name, f.dataType.simpleString()) for f in self._struct.fields]
+            select = read_back_exprs(self._struct)
+            self._written = df.toDF(*[f"_{i}" for i in range(len(select))]).selectExpr(*select).schema
             if scratch is None:
                 self._next_batch = self._committed_batches()
             return (df.writeStream.queryName(self.name).outputMode(output_mode)
@@ -410,14 +417,15 @@ class ConnectStreamRun:
 
     def _sink_rows(self, ids: list[int]) -> dict[int, list[tuple]]:
         """The rows each batch wrote, read back in one query."""
-        names = [n for n, _ in self._schema]
-        ddl = ", ".join(f"`{n}` {'bigint' if t == 'timestamp' else t}" for n, t in self._schema)
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        fields = self._struct.fields
         paths = [f"{self.staging.output}/batch={b}" for b in ids]
-        df = (self.spark.read.schema(ddl + ", batch bigint").option("basePath", self.staging.output)
-              .parquet(*paths))
+        schema = StructType(list(self._written.fields) + [StructField("batch", LongType())])
+        df = self.spark.read.schema(schema).option("basePath", self.staging.output).parquet(*paths)
         out: dict[int, list[tuple]] = {b: [] for b in ids}
         for r in df.collect():
-            out.setdefault(int(r["batch"]), []).append(tuple(r[n] for n in names))
+            out.setdefault(int(r[-1]), []).append(tuple(from_spark_python(v, f.dataType) for v, f in zip(r, fields)))
         return out
 
     # -- conf ----------------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -116,52 +115,51 @@ def test_children_do_not_inherit_pysparks_connect_mode(monkeypatch):
 
 
 # -- the staged source's reader, in this process ------------------------------------------------------------
-def _release(root: Path, gen: int, adds: list[tuple[str, int, list[list]]]) -> None:
+def _ts(seconds: int) -> _dt.datetime:
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=seconds)
+
+
+def _release(root: Path, gen: int, adds: list[tuple[str, int, list[tuple]]]) -> None:
+    import pickle
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    recs = []
-    for source, seq, rows in adds:
-        recs.append({"source": source, "seq": seq, "ord": -1, "row": None})
-        recs += [{"source": source, "seq": seq, "ord": i, "row": json.dumps(r)} for i, r in enumerate(rows)]
+    recs = [{"source": source, "seq": seq, "rows": pickle.dumps(rows)} for source, seq, rows in adds]
     folder = root / "stage" / f"gen={gen}"
     folder.mkdir(parents=True)
-    schema = pa.schema([("source", pa.string()), ("seq", pa.int32()), ("ord", pa.int32()), ("row", pa.string())])
+    schema = pa.schema([("source", pa.string()), ("seq", pa.int32()), ("rows", pa.binary())])
     pq.write_table(pa.Table.from_pylist(recs, schema=schema), folder / "part-0.parquet")
     (folder / "_SUCCESS").write_text("")
 
 
-def _reader(root: Path, source: str, token: str, types=("string", "timestamp")):
+def _reader(root: Path, source: str, token: str):
     from eventtime.harness.connect_source import StagedStreamReader
 
-    return StagedStreamReader({"root": f"file:{root}", "source": source, "types": json.dumps(list(types)),
-                               "token": token})
+    return StagedStreamReader({"root": f"file:{root}", "source": source, "token": token})
 
 
 def test_offsets_move_only_with_complete_releases(tmp_path):
     reader = _reader(tmp_path, "a", "t1")
     assert reader.latestOffset() is None  # nothing released: no offset, as a MemoryStream without data
-    _release(tmp_path, 1, [("a", 1, [["x", 3_000_000]]), ("b", 1, [["y", 1]])])
+    _release(tmp_path, 1, [("a", 1, [("x", _ts(3))]), ("b", 1, [("y", _ts(1))])])
     (tmp_path / "stage" / "gen=2").mkdir()  # a generation still being written: no _SUCCESS yet
     assert reader.latestOffset() == {"adds": 1}
-    _release(tmp_path, 3, [("a", 2, []), ("a", 3, [["z", 5_000_000], ["w", 6_000_000]])])
+    _release(tmp_path, 3, [("a", 2, []), ("a", 3, [("z", _ts(5)), ("w", _ts(6))])])
     assert reader.latestOffset() == {"adds": 3}
     parts = reader.partitions({"adds": 1}, {"adds": 3})
-    assert [list(reader.read(p)) for p in parts] == [
-        [], [("z", _dt.datetime(1970, 1, 1, 0, 0, 5, tzinfo=_dt.timezone.utc)),
-             ("w", _dt.datetime(1970, 1, 1, 0, 0, 6, tzinfo=_dt.timezone.utc))]]
-    assert reader.partitions(None, {"adds": 1})[0].rows == [
-        ("x", _dt.datetime(1970, 1, 1, 0, 0, 3, tzinfo=_dt.timezone.utc))]
+    assert [list(reader.read(p)) for p in parts] == [[], [("z", _ts(5)), ("w", _ts(6))]]
+    assert reader.partitions(None, {"adds": 1})[0].rows == [("x", _ts(3))]
 
 
 def test_sources_of_one_trigger_see_the_same_release(tmp_path):
     """A release landing between two sources' offset calls of one trigger stays invisible to the
     second until the next trigger; a reader of another start (token) is not bound by the pin."""
-    _release(tmp_path, 1, [("a", 1, [["x", 1]]), ("b", 1, [["y", 1]])])
+    _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
     a, b = _reader(tmp_path, "a", "t2"), _reader(tmp_path, "b", "t2")
     assert a.latestOffset() == {"adds": 1} and b.latestOffset() == {"adds": 1}  # trigger 1
     assert a.latestOffset() == {"adds": 1}  # trigger 2: a pins generation 1 ...
-    _release(tmp_path, 2, [("a", 2, [["x", 2]]), ("b", 2, [["y", 2]])])  # ... the release lands ...
+    _release(tmp_path, 2, [("a", 2, [("x", _ts(2))]), ("b", 2, [("y", _ts(2))])])  # ... the release lands ...
     assert b.latestOffset() == {"adds": 1}  # ... and b still answers for the pinned generation
     assert a.latestOffset() == {"adds": 2} and b.latestOffset() == {"adds": 2}  # trigger 3: both
     control = _reader(tmp_path, "b", "other-start")
