@@ -23,6 +23,7 @@ import os
 import pickle
 import re
 import threading
+import time
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
@@ -74,6 +75,8 @@ class ConnectStaging:
         self.root = f"{base.rstrip('/')}/{uuid.uuid4().hex}"
         self.token = uuid.uuid4().hex
         self.generation = 0
+        self.released: dict[str, int] = {}  # source -> adds released so far
+        self.reading: set[str] = set()  # the sources the current query start reads
         self._pending: list[tuple[str, int, list[tuple]]] = []
         _register_source(spark)
 
@@ -88,6 +91,7 @@ class ConnectStaging:
     def new_token(self) -> str:
         """A fresh token per query start: the readers of one start share their pins, never another's."""
         self.token = uuid.uuid4().hex
+        self.reading = set()
         return self.token
 
     @property
@@ -104,6 +108,8 @@ class ConnectStaging:
         if not self._pending:
             return False
         records = [(source, seq, pickle.dumps(rows, protocol=_PICKLE_PROTOCOL)) for source, seq, rows in self._pending]
+        for source, seq, _ in self._pending:
+            self.released[source] = max(seq, self.released.get(source, 0))
         self.generation += 1
         self.spark.createDataFrame(records, _STAGE_SCHEMA).coalesce(1).write.parquet(
             f"{self.root}/stage/gen={self.generation}")
@@ -128,6 +134,7 @@ class ConnectSource:
 
     def dataframe(self) -> Any:
         """A new streaming DataFrame reading this source, for the current query start."""
+        self.staging.reading.add(self.name)
         return (self.staging.spark.readStream.format("eventtime_staged")
                 .option("root", self.staging.root).option("source", self.name)
                 .option("token", self.staging.token).option("schema", self._schema).load())
@@ -304,8 +311,9 @@ class ConnectStreamRun:
         if not self.running:
             raise HarnessError("the query is not running (add a start step)")
 
-    def _bounded(self, fn: Callable[[], Any], what: str) -> Any:
+    def _bounded(self, fn: Callable[[], Any], what: str, timeout: float | None = None) -> Any:
         """Run a blocking Connect call with the harness's bound (processAllAvailable has none)."""
+        timeout = self.timeout if timeout is None else timeout
         done = threading.Event()
         result: list[Any] = []
         error: list[BaseException] = []
@@ -319,22 +327,46 @@ class ConnectStreamRun:
                 done.set()
 
         threading.Thread(target=call, name=f"{self.name}-wait", daemon=True).start()
-        if not done.wait(self.timeout):
+        if not done.wait(timeout):
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what}")
         if error:
             raise error[0]
         return result[0] if result else None
 
     def _run_available(self, what: str) -> list[BatchObservation]:
+        """Release the staged adds and wait until the query has committed a batch reading all of them
+        and run every batch due after it.
+
+        `processAllAvailable()` returns once a trigger finds no new data, and a trigger that asked the
+        sources for their offsets just before the release counts: it can return before the released
+        adds are read (seen under load). So it is called again until the offset log of the newest
+        committed batch reaches every released add of every source the query reads, bounded by the
+        timeout; each call waits for the engine, never for time.
+        """
         self.staging.release()
         query = self._query
-        try:
-            self._bounded(query.processAllAvailable, what)
-        except HarnessTimeout:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed query raises its exception here
-            self._raise_failure(exc, what)
-        return self._observe_new()
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._bounded(query.processAllAvailable, what, max(deadline - time.monotonic(), 0.001))
+            except HarnessTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failed query raises its exception here
+                self._raise_failure(exc, what)
+            logs = self._read_logs()
+            unread = self._unread(logs)
+            if not unread:
+                return self._observe_new(logs)
+            if time.monotonic() >= deadline:
+                raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what} to read the released "
+                                     f"adds ({', '.join(f'{s}: {n}' for s, n in sorted(unread.items()))})")
+
+    def _unread(self, logs: tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]) -> dict[str, int]:
+        """The sources of this query whose released adds the newest committed batch has not read: source ->
+        adds released."""
+        commits, _, sources = logs
+        read = sources.get(max(commits), {}) if commits else {}
+        return {s: n for s in self.staging.reading if (n := self.staging.released.get(s, 0)) > read.get(s, 0)}
 
     def _raise_failure(self, exc: BaseException, what: str) -> None:
         query, self._query = self._query, None
@@ -352,29 +384,37 @@ class ConnectStreamRun:
     def _committed_batches(self) -> int:
         if self.staging.generation == 0:
             return 0  # no row was ever released: no batch has run on this checkpoint
-        commits, _ = self._read_logs()
+        commits, _, _ = self._read_logs()
         return max(commits) + 1 if commits else 0
 
-    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict]]:
-        """The checkpoint's commit and offset logs by batch id (the first JSON line of each file), in one
-        read through Connect; empty while the query has written neither."""
+    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]:
+        """The checkpoint's commit and offset logs by batch id, in one read through Connect: each file's
+        metadata (its first JSON line), and per offset file the adds each staged source had reached
+        (its offset lines name their source); empty while the query has written neither."""
         try:
             rows = (self.spark.read.text([f"{self.checkpoint}/commits", f"{self.checkpoint}/offsets"])
                     .selectExpr("value", "_metadata.file_name AS name", "_metadata.file_path AS path").collect())
         except Exception as exc:  # noqa: BLE001 - no such folder yet: no batch has been written
             if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-                return {}, {}
+                return {}, {}, {}
             raise
         commits: dict[int, dict] = {}
         offsets: dict[int, dict] = {}
+        sources: dict[int, dict[str, int]] = {}
         for value, name, path in rows:
+            if not (name.isdigit() and value.startswith("{")):
+                continue
             logs = commits if path.rstrip("/").rsplit("/", 2)[-2] == "commits" else offsets
-            if name.isdigit() and value.startswith("{") and int(name) not in logs:
-                logs[int(name)] = json.loads(value)
-        return commits, offsets
+            line = json.loads(value)
+            if logs is offsets and isinstance(line.get("source"), str) and "adds" in line:
+                sources.setdefault(int(name), {})[line["source"]] = int(line["adds"])
+            elif int(name) not in logs:
+                logs[int(name)] = line
+        return commits, offsets, sources
 
-    def _observe_new(self) -> list[BatchObservation]:
-        all_commits, offsets = self._read_logs()
+    def _observe_new(self, logs: tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]
+                     ) -> list[BatchObservation]:
+        all_commits, offsets, _ = logs
         commits = {b: c for b, c in all_commits.items() if b >= self._next_batch}
         if not commits:
             return []

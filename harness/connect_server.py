@@ -23,6 +23,11 @@ from .session import TEST_CONF
 __all__ = ["ConnectServer", "ConnectServerError", "SERVER_CLASS"]
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# How long the server's JVM and a Python worker it starts (the streaming data source's runner, the
+# foreachBatch worker) wait for each other to connect and authenticate; Spark's default, 15 s, ran
+# out at a load average of 18 on two cores ("Python worker failed to connect back", measured). A bound,
+# not a pace: a worker that connects at once is served at once.
+WORKER_CONNECT_TIMEOUT_S = 120
 
 
 class ConnectServerError(ClusterError):
@@ -46,7 +51,8 @@ class ConnectServer(Supervised):
         self.host = host
         self.port = port or _free_ports(host, 1)[0]
         self.master = master
-        self.conf = {**TEST_CONF, **dict(conf or {})}
+        self.conf = {**TEST_CONF, "spark.python.authenticate.socketTimeout": f"{WORKER_CONNECT_TIMEOUT_S}s",
+                     **dict(conf or {})}
         self.timeout = timeout
         self.stop_timeout = stop_timeout
         self._log_dir_given = log_dir is not None
@@ -99,7 +105,8 @@ class ConnectServer(Supervised):
         """The server's environment: a classic Spark application, not a Connect client, whose Python
         workers run this interpreter."""
         return child_environment(spark_server=True, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
-                                 SPARK_HOME=str(spark_home()))
+                                 SPARK_HOME=str(spark_home()),
+                                 SPARK_AUTH_SOCKET_TIMEOUT=str(WORKER_CONNECT_TIMEOUT_S))
 
     def _answers(self) -> bool:
         try:

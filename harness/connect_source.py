@@ -16,7 +16,8 @@ Rules it keeps (see docs/connect.md for the measured facts behind them):
   server already runs what the client pickles (this data source, the foreachBatch function): the
   rows add no new trust.
 - Offsets move only when the client releases: `latestOffset` counts the adds of this source in the
-  released generations, never more.
+  released generations, never more. An offset names its source, so the client can tell from the
+  checkpoint's offset log which adds of which source a batch read.
 - Several sources see the same release in the same trigger. The engine asks every source for its
   latest offset once per trigger, one after the other; a release landing between two of those
   calls would split one step's adds over two batches. So the k-th call of every reader of one query
@@ -107,14 +108,17 @@ class StagedStreamReader(DataSourceStreamReader):
 
     # -- offsets -------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        return {"adds": 0}
+        return self._offset(0)
+
+    def _offset(self, adds: int) -> dict:
+        return {"adds": adds, "source": self.source}
 
     # The no-argument form, which every Spark 4.x calls once per trigger (4.2 added start and limit).
     def latestOffset(self) -> dict:  # type: ignore[override]
         self.calls += 1
         gen = self._pinned(self.calls)
         adds = sum(len(self._source_adds(g)) for g in range(1, gen + 1))
-        return {"adds": adds} if adds else None  # type: ignore[return-value]
+        return self._offset(adds) if adds else None  # type: ignore[return-value]
 
     def _pinned(self, call: int) -> int:
         os.makedirs(self.pins, exist_ok=True)

@@ -144,9 +144,9 @@ def test_offsets_move_only_with_complete_releases(tmp_path):
     assert reader.latestOffset() is None  # nothing released: no offset, as a MemoryStream without data
     _release(tmp_path, 1, [("a", 1, [("x", _ts(3))]), ("b", 1, [("y", _ts(1))])])
     (tmp_path / "stage" / "gen=2").mkdir()  # a generation still being written: no _SUCCESS yet
-    assert reader.latestOffset() == {"adds": 1}
+    assert reader.latestOffset() == {"adds": 1, "source": "a"}
     _release(tmp_path, 3, [("a", 2, []), ("a", 3, [("z", _ts(5)), ("w", _ts(6))])])
-    assert reader.latestOffset() == {"adds": 3}
+    assert reader.latestOffset() == {"adds": 3, "source": "a"}
     parts = reader.partitions({"adds": 1}, {"adds": 3})
     assert [list(reader.read(p)) for p in parts] == [[], [("z", _ts(5)), ("w", _ts(6))]]
     assert reader.partitions(None, {"adds": 1})[0].rows == [("x", _ts(3))]
@@ -157,10 +157,10 @@ def test_sources_of_one_trigger_see_the_same_release(tmp_path):
     second until the next trigger; a reader of another start (token) is not bound by the pin."""
     _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
     a, b = _reader(tmp_path, "a", "t2"), _reader(tmp_path, "b", "t2")
-    assert a.latestOffset() == {"adds": 1} and b.latestOffset() == {"adds": 1}  # trigger 1
-    assert a.latestOffset() == {"adds": 1}  # trigger 2: a pins generation 1 ...
+    assert a.latestOffset() == {"adds": 1, "source": "a"} and b.latestOffset() == {"adds": 1, "source": "b"}  # trigger 1
+    assert a.latestOffset() == {"adds": 1, "source": "a"}  # trigger 2: a pins generation 1 ...
     _release(tmp_path, 2, [("a", 2, [("x", _ts(2))]), ("b", 2, [("y", _ts(2))])])  # ... the release lands ...
-    assert b.latestOffset() == {"adds": 1}  # ... and b still answers for the pinned generation
-    assert a.latestOffset() == {"adds": 2} and b.latestOffset() == {"adds": 2}  # trigger 3: both
+    assert b.latestOffset() == {"adds": 1, "source": "b"}  # ... and b still answers for the pinned generation
+    assert a.latestOffset() == {"adds": 2, "source": "a"} and b.latestOffset() == {"adds": 2, "source": "b"}  # trigger 3: both
     control = _reader(tmp_path, "b", "other-start")
-    assert control.latestOffset() == {"adds": 2}  # the control: unpinned, it sees the newest release
+    assert control.latestOffset() == {"adds": 2, "source": "b"}  # the control: unpinned, it sees the newest release
