@@ -96,7 +96,7 @@ def _run_command(cmd: list[str], master_url: str, env: dict[str, str] | None = N
     Connect-mode variables PySpark may have left in it (`child_environment`)."""
     from eventtime.harness.cluster import child_environment
 
-    env = child_environment(**(env if env is not None else {ENV_VAR: master_url}))
+    env = {**child_environment(), **(env if env is not None else {ENV_VAR: master_url})}
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as exc:
