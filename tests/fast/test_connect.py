@@ -164,3 +164,55 @@ def test_sources_of_one_trigger_see_the_same_release(tmp_path):
     assert a.latestOffset() == {"adds": 2, "source": "a"} and b.latestOffset() == {"adds": 2, "source": "b"}  # trigger 3: both
     control = _reader(tmp_path, "b", "other-start")
     assert control.latestOffset() == {"adds": 2, "source": "b"}  # the control: unpinned, it sees the newest release
+
+
+# -- a step waits until the query has read what was released -----------------------------------------------
+def _stub_run(logs_per_call, reading=("a", "b"), released=None, timeout=60.0):
+    """A ConnectStreamRun over no server: `processAllAvailable` counts its calls, the checkpoint's logs
+    are read from `logs_per_call` (one per read: commits, offsets, adds per source by batch)."""
+    from types import SimpleNamespace
+
+    from eventtime.harness.connect import ConnectStreamRun
+
+    run = ConnectStreamRun.__new__(ConnectStreamRun)
+    calls = []
+    run.name, run.timeout = "stub", timeout
+    run._query = SimpleNamespace(processAllAvailable=lambda: calls.append(1))
+    run.staging = SimpleNamespace(release=lambda: False, reading=set(reading),
+                                  released=released if released is not None else {"a": 2, "b": 1})
+    reads = iter(logs_per_call)
+    run._read_logs = lambda: next(reads)
+    run._observe_new = lambda logs: logs
+    run._bounded = lambda fn, what, timeout=None: fn()  # in this thread: the stub never blocks
+    return run, calls
+
+
+def _logs(batch, adds):
+    return {batch: {}}, {batch: {}}, {batch: adds}
+
+
+def test_a_step_polls_again_until_the_newest_batch_read_every_released_add():
+    """processAllAvailable() may return on a trigger that polled the sources just before the release:
+    then the newest committed batch has not read the step's adds, and the harness asks again."""
+    stale, done = _logs(0, {"a": 1, "b": 1}), _logs(1, {"a": 2, "b": 1})
+    run, calls = _stub_run([stale, done])
+    assert run._run_available("the step") == done and len(calls) == 2
+    run, calls = _stub_run([done])  # the control: everything read at the first return, one call
+    assert run._run_available("the step") == done and len(calls) == 1
+    run, calls = _stub_run([({}, {}, {}), done])  # no batch committed yet
+    assert run._run_available("the step") == done and len(calls) == 2
+
+
+def test_sources_the_query_does_not_read_are_not_waited_for():
+    run, _ = _stub_run([], reading=("a",), released={"a": 1, "other": 3})
+    assert run._unread(_logs(0, {"a": 1})) == {}
+    assert run._unread(_logs(0, {})) == {"a": 1}  # a source with no offset yet has read nothing
+
+
+def test_a_query_that_never_reads_the_release_times_out_naming_the_source():
+    from eventtime.harness.stream import HarnessTimeout
+
+    stale = _logs(0, {"a": 1, "b": 1})
+    run, calls = _stub_run(iter(lambda: stale, None), timeout=0.05)
+    with pytest.raises(HarnessTimeout, match=r"to read the released adds \(a: 2\)"):
+        run._run_available("the step")
