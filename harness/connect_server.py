@@ -23,10 +23,12 @@ from .session import TEST_CONF
 __all__ = ["ConnectServer", "ConnectServerError", "SERVER_CLASS"]
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-# How long the server's JVM and a Python worker it starts (the streaming data source's runner, the
-# foreachBatch worker) wait for each other to connect and authenticate; Spark's default, 15 s, ran
-# out at a load average of 18 on two cores ("Python worker failed to connect back", measured). A bound,
-# not a pace: a worker that connects at once is served at once.
+# How long a Python worker the server starts (the streaming data source's runner, the foreachBatch
+# worker) waits to connect and authenticate to the JVM: Spark's default, 15 s, ran out at a load
+# average of 18 on two cores (CANNOT_OPEN_SOCKET in the server's log, measured). A bound, not a pace.
+# The JVM's own wait for such a worker to connect back is fixed at 10 s (Spark 4.3's
+# PythonWorkerFactory.createSimpleWorker has no setting for it): under that load it can still fail
+# ("Python worker failed to connect back"), an error of the run, never a verdict.
 WORKER_CONNECT_TIMEOUT_S = 120
 
 
