@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -93,8 +92,11 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 def _run_command(cmd: list[str], master_url: str, env: dict[str, str] | None = None) -> int:
-    """Run `cmd` with `env` (default: $EVENTTIME_MASTER = `master_url`) added to this environment."""
-    env = dict(os.environ, **(env if env is not None else {ENV_VAR: master_url}))
+    """Run `cmd` with `env` (default: $EVENTTIME_MASTER = `master_url`) added to this environment, less the
+    Connect-mode variables PySpark may have left in it (`child_environment`)."""
+    from eventtime.harness.cluster import child_environment
+
+    env = {**child_environment(), **(env if env is not None else {ENV_VAR: master_url})}
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as exc:

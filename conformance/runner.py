@@ -96,13 +96,6 @@ def connect_applicability(scenario: m.Scenario) -> str | None:
         return f"{NO_CLOCK} (it observes processing time)"
     if any(isinstance(step, m.StartStep) and step.new_session for step in scenario.steps):
         return "starts the query in a new session, which the Spark Connect harness does not do"
-    from eventtime.harness.connect import STAGED_TYPES
-
-    for src in scenario.sources.values():
-        for col in src.columns:
-            if col.ctype.ddl not in STAGED_TYPES:
-                return (f"source {src.name!r} has column {col.name!r} of type {col.type}; the Spark Connect harness "
-                        f"stages {', '.join(STAGED_TYPES)} only")
     return None
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 __all__ = ["MASTER_FORMS", "MasterURLError", "ClusterError", "StandaloneCluster", "check_master", "is_local",
-           "cluster_conf", "wait_for_executors", "spark_home"]
+           "cluster_conf", "wait_for_executors", "spark_home", "child_environment", "CONNECT_MODE_VARIABLES"]
 
 MASTER_FORMS = "local, local[N], local[*], local[N,F], local-cluster[W,C,M] (workers, cores, MiB each) or spark://HOST:PORT"
 
@@ -201,6 +201,29 @@ def _free_ports(host: str, count: int) -> list[int]:
 
 
 
+# Variables PySpark puts in os.environ, process-wide, once this process makes a Spark Connect session
+# (pyspark.sql.session: SPARK_CONNECT_MODE_ENABLED on every Connect session, SPARK_LOCAL_REMOTE with
+# an in-process local server); it never removes them. A child process that inherits them takes itself
+# for a Connect client: a classic session there fails with CONNECT_URL_NOT_SET, and a Python worker's
+# `pyspark.sql.functions` would build Connect columns. PySpark's own local server launcher drops the
+# same ones. SPARK_CONNECT_AUTHENTICATE_TOKEN stays: PySpark sets it only for its in-process server,
+# and a user sets it for a server that asks for it.
+CONNECT_MODE_VARIABLES = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE")
+
+
+def child_environment(base: Mapping[str, str] | None = None, *, spark_server: bool = False,
+                      **extra: str) -> dict[str, str]:
+    """The environment for a process this package starts: `base` (default: this process's) without
+    the Connect-mode variables PySpark left in it, plus `extra`. A `spark_server` (a Master, Worker
+    or Connect server JVM) is never a Connect client, so it loses SPARK_REMOTE too; any other child
+    keeps the user's SPARK_REMOTE, which is how a user asks for Connect."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in CONNECT_MODE_VARIABLES}
+    if spark_server:
+        env.pop("SPARK_REMOTE", None)
+    env.update(extra)
+    return env
+
+
 class Supervised:
     """`with X(...) as x:` for processes this package starts: `start()` on entry (stopping whatever it
     started if it fails), `stop()` on exit whatever happens; `_failed` says whether to keep the logs
@@ -302,7 +325,7 @@ class StandaloneCluster(Supervised):
                 self.master_url]
 
     def _environment(self) -> dict[str, str]:
-        env = dict(os.environ if self._env is None else self._env)
+        env = child_environment(self._env, spark_server=True)
         env["SPARK_HOME"] = str(self._spark_home or spark_home())
         # executors' Python workers run the interpreter that started the cluster unless told otherwise
         env.setdefault("PYSPARK_PYTHON", sys.executable)

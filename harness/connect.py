@@ -5,7 +5,8 @@ client's disk). Over Connect the harness only speaks the Connect protocol:
 
 - inputs are a Python data source the server runs (`connect_source`, shipped by value), fed by
   DataFrame writes of staged rows into a directory on the server's side (`ConnectStaging`); a step's
-  adds are released together, so they land in the same micro-batch, and each add is one offset;
+  adds are released together, so they land in the same micro-batch, and each add is one offset; rows
+  of every type Spark's DDL writes travel as PySpark's own Python values (`sparkvalues`);
 - a step runs `processAllAvailable()` (bounded here: it has no timeout of its own);
 - each micro-batch is observed from what the server wrote: the checkpoint's offset and commit logs
   (batch watermark before and after, batch timestamp) read back with `spark.read.text`, the rows a
@@ -19,19 +20,24 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 import threading
+import time
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
+from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
 from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
 
-__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGED_TYPES", "STAGING_CONF", "REMOTE_FORM",
+__all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF", "REMOTE_FORM",
            "check_remote", "connect_session", "remote_from_environment"]
 
 STAGING_CONF = "spark.eventtime.connect.stagingDir"  # a session setting naming the server-side staging root
-_STAGE_SCHEMA = "source string, seq int, ord int, row string"
+_STAGE_SCHEMA = "source string, seq int, rows binary"
+# Every Python the server may run reads it (3.4+); the rows hold standard library types only.
+_PICKLE_PROTOCOL = 4
 _REGISTERED: dict[int, Any] = {}
 
 
@@ -69,6 +75,8 @@ class ConnectStaging:
         self.root = f"{base.rstrip('/')}/{uuid.uuid4().hex}"
         self.token = uuid.uuid4().hex
         self.generation = 0
+        self.released: dict[str, int] = {}  # source -> adds released so far
+        self.reading: set[str] = set()  # the sources the current query start reads
         self._pending: list[tuple[str, int, list[tuple]]] = []
         _register_source(spark)
 
@@ -83,6 +91,7 @@ class ConnectStaging:
     def new_token(self) -> str:
         """A fresh token per query start: the readers of one start share their pins, never another's."""
         self.token = uuid.uuid4().hex
+        self.reading = set()
         return self.token
 
     @property
@@ -91,16 +100,16 @@ class ConnectStaging:
         return bool(self._pending)
 
     def stage(self, source: str, seq: int, rows: Sequence[Sequence[Any]]) -> None:
+        """Stage one add: `rows` as PySpark's Python values for the source's schema (`to_spark_python`)."""
         self._pending.append((source, seq, [tuple(r) for r in rows]))
 
     def release(self) -> bool:
         """Write every pending add as the next generation (one Connect write); False when none was pending."""
         if not self._pending:
             return False
-        records: list[tuple] = []
-        for source, seq, rows in self._pending:
-            records.append((source, seq, -1, None))  # the add itself, even when it has no rows
-            records += [(source, seq, i, json.dumps(list(r))) for i, r in enumerate(rows)]
+        records = [(source, seq, pickle.dumps(rows, protocol=_PICKLE_PROTOCOL)) for source, seq, rows in self._pending]
+        for source, seq, _ in self._pending:
+            self.released[source] = max(seq, self.released.get(source, 0))
         self.generation += 1
         self.spark.createDataFrame(records, _STAGE_SCHEMA).coalesce(1).write.parquet(
             f"{self.root}/stage/gen={self.generation}")
@@ -112,11 +121,6 @@ class ConnectStaging:
         (a Connect client has no call that deletes a path)."""
 
 
-# Column types a staged source carries: its rows travel as JSON, decoded on the server (timestamps
-# from epoch microseconds). Others make a scenario not applicable over Connect (runner).
-STAGED_TYPES = ("string", "int", "bigint", "double", "boolean", "timestamp")
-
-
 class ConnectSource:
     """A named staged source: each `add` is one offset, released with the step's other adds."""
 
@@ -125,19 +129,21 @@ class ConnectSource:
         self.name = name
         self.columns = list(columns)
         self.offsets = 0
-        self._types = json.dumps([t for _, t in self.columns])
-        self._schema = ", ".join(f"`{n}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
+        self._fields = parse_schema(self.columns).fields
+        self._schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
 
     def dataframe(self) -> Any:
         """A new streaming DataFrame reading this source, for the current query start."""
+        self.staging.reading.add(self.name)
         return (self.staging.spark.readStream.format("eventtime_staged")
-                .option("root", self.staging.root).option("source", self.name).option("types", self._types)
+                .option("root", self.staging.root).option("source", self.name)
                 .option("token", self.staging.token).option("schema", self._schema).load())
 
     def add(self, given: Sequence[Sequence[Any]]) -> None:
-        """Stage rows (timestamps as epoch microseconds) as this source's next offset."""
+        """Stage rows (the kit's values: timestamps as epoch microseconds) as this source's next offset."""
         self.offsets += 1
-        self.staging.stage(self.name, self.offsets, given)
+        self.staging.stage(self.name, self.offsets,
+                           [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, self._fields)) for r in given])
 
     def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
         """One add per partition, in order: each add is one input partition of the batch that reads it."""
@@ -161,10 +167,14 @@ def _progress_dicts(query: Any) -> list[dict]:
 
 
 def _foreach_batch_writer(output: str, select: list[str]) -> Callable[[Any, int], None]:
-    """The function the server runs per batch: the batch's rows, timestamps as epoch microseconds, to
+    """The function the server runs per batch: the batch's rows, columns renamed by position (an output
+    may name a column twice) and timestamps at any depth as epoch microseconds (`read_back_exprs`), to
     `<output>/batch=<id>` (a batch re-run after a restart replaces its first run)."""
+    positional = [f"_{i}" for i in range(len(select))]
+
     def write(df: Any, batch_id: int) -> None:
-        df.selectExpr(*select).coalesce(1).write.mode("overwrite").parquet(f"{output}/batch={batch_id}")
+        (df.toDF(*positional).selectExpr(*select).coalesce(1).write.mode("overwrite")
+         .parquet(f"{output}/batch={batch_id}"))
     return write
 
 
@@ -183,6 +193,8 @@ class ConnectStreamRun:
         self.name = name or f"eventtime_{uuid.uuid4().hex[:12]}"
         self._query: Any = None
         self._schema: list[tuple[str, str]] = []
+        self._struct: Any = None  # the output's StructType
+        self._written: Any = None  # the StructType of what the foreachBatch writes (`read_back_exprs`)
         self.history: dict[int, BatchObservation] = {}
         self.runs = 0
         self._next_batch = 0
@@ -235,8 +247,10 @@ class ConnectStreamRun:
         try:
             self.staging.new_token()
             df, output_mode = self._build()
-            self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
-            select = [f"unix_micros(`{n}`) AS `{n}`" if t == "timestamp" else f"`{n}`" for n, t in self._schema]
+            self._struct = df.schema
+            self._schema = [(f.name, f.dataType.simpleString()) for f in self._struct.fields]
+            select = read_back_exprs(self._struct)
+            self._written = df.toDF(*[f"_{i}" for i in range(len(select))]).selectExpr(*select).schema
             if scratch is None:
                 self._next_batch = self._committed_batches()
             return (df.writeStream.queryName(self.name).outputMode(output_mode)
@@ -297,8 +311,9 @@ class ConnectStreamRun:
         if not self.running:
             raise HarnessError("the query is not running (add a start step)")
 
-    def _bounded(self, fn: Callable[[], Any], what: str) -> Any:
+    def _bounded(self, fn: Callable[[], Any], what: str, timeout: float | None = None) -> Any:
         """Run a blocking Connect call with the harness's bound (processAllAvailable has none)."""
+        timeout = self.timeout if timeout is None else timeout
         done = threading.Event()
         result: list[Any] = []
         error: list[BaseException] = []
@@ -312,22 +327,46 @@ class ConnectStreamRun:
                 done.set()
 
         threading.Thread(target=call, name=f"{self.name}-wait", daemon=True).start()
-        if not done.wait(self.timeout):
+        if not done.wait(timeout):
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what}")
         if error:
             raise error[0]
         return result[0] if result else None
 
     def _run_available(self, what: str) -> list[BatchObservation]:
+        """Release the staged adds and wait until the query has committed a batch reading all of them
+        and run every batch due after it.
+
+        `processAllAvailable()` returns once a trigger finds no new data, and a trigger that asked the
+        sources for their offsets just before the release counts: it can return before the released
+        adds are read (seen under load). So it is called again until the offset log of the newest
+        committed batch reaches every released add of every source the query reads, bounded by the
+        timeout; each call waits for the engine, never for time.
+        """
         self.staging.release()
         query = self._query
-        try:
-            self._bounded(query.processAllAvailable, what)
-        except HarnessTimeout:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed query raises its exception here
-            self._raise_failure(exc, what)
-        return self._observe_new()
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                self._bounded(query.processAllAvailable, what, max(deadline - time.monotonic(), 0.001))
+            except HarnessTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failed query raises its exception here
+                self._raise_failure(exc, what)
+            logs = self._read_logs()
+            unread = self._unread(logs)
+            if not unread:
+                return self._observe_new(logs)
+            if time.monotonic() >= deadline:
+                raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what} to read the released "
+                                     f"adds ({', '.join(f'{s}: {n}' for s, n in sorted(unread.items()))})")
+
+    def _unread(self, logs: tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]) -> dict[str, int]:
+        """The sources of this query whose released adds the newest committed batch has not read: source ->
+        adds released."""
+        commits, _, sources = logs
+        read = sources.get(max(commits), {}) if commits else {}
+        return {s: n for s in self.staging.reading if (n := self.staging.released.get(s, 0)) > read.get(s, 0)}
 
     def _raise_failure(self, exc: BaseException, what: str) -> None:
         query, self._query = self._query, None
@@ -345,29 +384,37 @@ class ConnectStreamRun:
     def _committed_batches(self) -> int:
         if self.staging.generation == 0:
             return 0  # no row was ever released: no batch has run on this checkpoint
-        commits, _ = self._read_logs()
+        commits, _, _ = self._read_logs()
         return max(commits) + 1 if commits else 0
 
-    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict]]:
-        """The checkpoint's commit and offset logs by batch id (the first JSON line of each file), in one
-        read through Connect; empty while the query has written neither."""
+    def _read_logs(self) -> tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]:
+        """The checkpoint's commit and offset logs by batch id, in one read through Connect: each file's
+        metadata (its first JSON line), and per offset file the adds each staged source had reached
+        (its offset lines name their source); empty while the query has written neither."""
         try:
             rows = (self.spark.read.text([f"{self.checkpoint}/commits", f"{self.checkpoint}/offsets"])
                     .selectExpr("value", "_metadata.file_name AS name", "_metadata.file_path AS path").collect())
         except Exception as exc:  # noqa: BLE001 - no such folder yet: no batch has been written
             if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
-                return {}, {}
+                return {}, {}, {}
             raise
         commits: dict[int, dict] = {}
         offsets: dict[int, dict] = {}
+        sources: dict[int, dict[str, int]] = {}
         for value, name, path in rows:
+            if not (name.isdigit() and value.startswith("{")):
+                continue
             logs = commits if path.rstrip("/").rsplit("/", 2)[-2] == "commits" else offsets
-            if name.isdigit() and value.startswith("{") and int(name) not in logs:
-                logs[int(name)] = json.loads(value)
-        return commits, offsets
+            line = json.loads(value)
+            if logs is offsets and isinstance(line.get("source"), str) and "adds" in line:
+                sources.setdefault(int(name), {})[line["source"]] = int(line["adds"])
+            elif int(name) not in logs:
+                logs[int(name)] = line
+        return commits, offsets, sources
 
-    def _observe_new(self) -> list[BatchObservation]:
-        all_commits, offsets = self._read_logs()
+    def _observe_new(self, logs: tuple[dict[int, dict], dict[int, dict], dict[int, dict[str, int]]]
+                     ) -> list[BatchObservation]:
+        all_commits, offsets, _ = logs
         commits = {b: c for b, c in all_commits.items() if b >= self._next_batch}
         if not commits:
             return []
@@ -410,14 +457,15 @@ class ConnectStreamRun:
 
     def _sink_rows(self, ids: list[int]) -> dict[int, list[tuple]]:
         """The rows each batch wrote, read back in one query."""
-        names = [n for n, _ in self._schema]
-        ddl = ", ".join(f"`{n}` {'bigint' if t == 'timestamp' else t}" for n, t in self._schema)
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        fields = self._struct.fields
         paths = [f"{self.staging.output}/batch={b}" for b in ids]
-        df = (self.spark.read.schema(ddl + ", batch bigint").option("basePath", self.staging.output)
-              .parquet(*paths))
+        schema = StructType(list(self._written.fields) + [StructField("batch", LongType())])
+        df = self.spark.read.schema(schema).option("basePath", self.staging.output).parquet(*paths)
         out: dict[int, list[tuple]] = {b: [] for b in ids}
         for r in df.collect():
-            out.setdefault(int(r["batch"]), []).append(tuple(r[n] for n in names))
+            out.setdefault(int(r[-1]), []).append(tuple(from_spark_python(v, f.dataType) for v, f in zip(r, fields)))
         return out
 
     # -- conf ----------------------------------------------------------------------------------------

@@ -16,12 +16,20 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from .cluster import ClusterError, Supervised, _bounded_wait, _free_ports, _terminate, _WaitExpired, spark_home
+from .cluster import (ClusterError, Supervised, _bounded_wait, _free_ports, _terminate, _WaitExpired, child_environment,
+                      spark_home)
 from .session import TEST_CONF
 
 __all__ = ["ConnectServer", "ConnectServerError", "SERVER_CLASS"]
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# How long a Python worker the server starts (the streaming data source's runner, the foreachBatch
+# worker) waits to connect and authenticate to the JVM: Spark's default, 15 s, ran out at a load
+# average of 18 on two cores (CANNOT_OPEN_SOCKET in the server's log, measured). A bound, not a pace.
+# The JVM's own wait for such a worker to connect back is fixed at 10 s (Spark 4.3's
+# PythonWorkerFactory.createSimpleWorker has no setting for it): under that load it can still fail
+# ("Python worker failed to connect back"), an error of the run, never a verdict.
+WORKER_CONNECT_TIMEOUT_S = 120
 
 
 class ConnectServerError(ClusterError):
@@ -45,7 +53,8 @@ class ConnectServer(Supervised):
         self.host = host
         self.port = port or _free_ports(host, 1)[0]
         self.master = master
-        self.conf = {**TEST_CONF, **dict(conf or {})}
+        self.conf = {**TEST_CONF, "spark.python.authenticate.socketTimeout": f"{WORKER_CONNECT_TIMEOUT_S}s",
+                     **dict(conf or {})}
         self.timeout = timeout
         self.stop_timeout = stop_timeout
         self._log_dir_given = log_dir is not None
@@ -82,10 +91,7 @@ class ConnectServer(Supervised):
                "--master", self.master]
         for key, value in conf.items():
             cmd += ["--conf", f"{key}={value}"]
-        env = dict(os.environ, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
-                   SPARK_HOME=str(spark_home()))
-        env.pop("SPARK_REMOTE", None)  # the server is a classic Spark application, not a client
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        env = self.environment()
         assert self.log_path is not None
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -96,6 +102,13 @@ class ConnectServer(Supervised):
                                        f"(log: {self.log_path})", check=self._check_alive)
         except _WaitExpired as exc:
             raise ConnectServerError(str(exc)) from None
+
+    def environment(self) -> dict[str, str]:
+        """The server's environment: a classic Spark application, not a Connect client, whose Python
+        workers run this interpreter."""
+        return child_environment(spark_server=True, PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable),
+                                 SPARK_HOME=str(spark_home()),
+                                 SPARK_AUTH_SOCKET_TIMEOUT=str(WORKER_CONNECT_TIMEOUT_S))
 
     def _answers(self) -> bool:
         try:

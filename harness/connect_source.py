@@ -10,8 +10,14 @@ Rules it keeps (see docs/connect.md for the measured facts behind them):
   Parquet directory `<root>/stage/gen=<N>` (the server writes it; `_SUCCESS` marks it complete). A
   release holds every add of every source since the previous one; each add is one offset of its
   source, like one `MemoryStream.addData`, and one input partition of the batch that reads it.
+- An add's rows travel as one pickled list of tuples of the Python values PySpark's own conversion
+  takes (`datetime`, `Decimal`, `date`, `bytes`, lists, dicts, tuples for structs; standard library
+  types only), so every type Spark's DDL writes arrives as it left, nulls at any depth included. The
+  server already runs what the client pickles (this data source, the foreachBatch function): the
+  rows add no new trust.
 - Offsets move only when the client releases: `latestOffset` counts the adds of this source in the
-  released generations, never more.
+  released generations, never more. An offset names its source, so the client can tell from the
+  checkpoint's offset log which adds of which source a batch read.
 - Several sources see the same release in the same trigger. The engine asks every source for its
   latest offset once per trigger, one after the other; a release landing between two of those
   calls would split one step's adds over two batches. So the k-th call of every reader of one query
@@ -22,9 +28,8 @@ Rules it keeps (see docs/connect.md for the measured facts behind them):
 """
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import os
+import pickle
 import tempfile
 import uuid
 from typing import Any, Iterator
@@ -34,7 +39,6 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 FORMAT = "eventtime_staged"
 STAGE = "stage"
 GEN_PREFIX = "gen="
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
 def _filesystem(root: str) -> tuple[Any, str]:
@@ -71,7 +75,7 @@ def released_generations(root: str) -> list[int]:
 
 
 def read_generation(root: str, gen: int) -> list[dict]:
-    """The records of one generation: source, seq (the add's number in its source, from 1), ord, row."""
+    """The records of one generation: source, seq (the add's number in its source, from 1), rows (pickled)."""
     import pyarrow.parquet as pq
 
     filesystem, base = _filesystem(root)
@@ -87,7 +91,7 @@ def _adds(offset: dict | None) -> int:
 
 
 class _AddPartition(InputPartition):
-    """One add of one source: its rows, already decoded, in order."""
+    """One add of one source: its rows, unpickled, in order."""
 
     def __init__(self, rows: list[tuple]):
         super().__init__(None)
@@ -98,21 +102,23 @@ class StagedStreamReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
         self.root = options["root"]
         self.source = options["source"]
-        self.types = json.loads(options["types"])
         self.pins = os.path.join(tempfile.gettempdir(), "eventtime-pins", options["token"])
         self.calls = 0
         self._adds: dict[int, list[tuple[int, list[tuple]]]] = {}  # gen -> [(seq, rows)] of this source
 
     # -- offsets -------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        return {"adds": 0}
+        return self._offset(0)
+
+    def _offset(self, adds: int) -> dict:
+        return {"adds": adds, "source": self.source}
 
     # The no-argument form, which every Spark 4.x calls once per trigger (4.2 added start and limit).
     def latestOffset(self) -> dict:  # type: ignore[override]
         self.calls += 1
         gen = self._pinned(self.calls)
         adds = sum(len(self._source_adds(g)) for g in range(1, gen + 1))
-        return {"adds": adds} if adds else None  # type: ignore[return-value]
+        return self._offset(adds) if adds else None  # type: ignore[return-value]
 
     def _pinned(self, call: int) -> int:
         os.makedirs(self.pins, exist_ok=True)
@@ -142,19 +148,9 @@ class StagedStreamReader(DataSourceStreamReader):
 
     def _source_adds(self, gen: int) -> list[tuple[int, list[tuple]]]:
         if gen not in self._adds:
-            by_seq: dict[int, list[tuple[int, tuple]]] = {}
-            for rec in read_generation(self.root, gen):
-                if rec["source"] != self.source:
-                    continue
-                rows = by_seq.setdefault(int(rec["seq"]), [])
-                if rec["row"] is not None:
-                    rows.append((int(rec["ord"]), self._decode(json.loads(rec["row"]))))
-            self._adds[gen] = [(seq, [r for _, r in sorted(rows)]) for seq, rows in sorted(by_seq.items())]
+            self._adds[gen] = sorted((int(rec["seq"]), [tuple(r) for r in pickle.loads(rec["rows"])])
+                                     for rec in read_generation(self.root, gen) if rec["source"] == self.source)
         return self._adds[gen]
-
-    def _decode(self, values: list) -> tuple:
-        return tuple(_EPOCH + _dt.timedelta(microseconds=v) if t == "timestamp" and v is not None else v
-                     for t, v in zip(self.types, values))
 
     # -- data ----------------------------------------------------------------------------------------
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
@@ -183,8 +179,8 @@ class StagedStreamReader(DataSourceStreamReader):
 
 
 class StagedDataSource(DataSource):
-    """`spark.readStream.format("eventtime_staged")` with options root, source, types (JSON list of the
-    harness's column types), token (one per query start) and the schema as a DDL string."""
+    """`spark.readStream.format("eventtime_staged")` with options root, source, token (one per query
+    start) and the schema as a DDL string."""
 
     @classmethod
     def name(cls) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from eventtime.harness.cluster import StandaloneCluster
+from eventtime.harness.cluster import StandaloneCluster, child_environment
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -60,7 +60,8 @@ def test_certify_on_the_cluster(cluster, tmp_path):
            "--json", str(results), "--timeout", STEP_TIMEOUT, "-q"]
     for contract in CONTRACTS:
         cmd += ["--contract", contract]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    # without PySpark's Connect-mode variables: tests/connect in the same pytest run leaves them here
+    env = child_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     verdicts = [line for line in proc.stdout.splitlines() if line.startswith(("CERTIFIED", "REJECTED"))]

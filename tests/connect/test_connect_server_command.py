@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from eventtime.harness.cluster import child_environment
+
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,7 +21,7 @@ def test_the_command_gets_the_url_and_its_exit_status_is_returned():
              "sys.exit(7)")
     proc = subprocess.run([sys.executable, "-m", "eventtime.cli", "connect-server", "--timeout", "180", "--",
                            sys.executable, "-c", probe, "{remote}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=400)
+                          cwd=ROOT, capture_output=True, text=True, timeout=400, env=child_environment())
     assert proc.returncode == 7, proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("URL "))
     _, given, env, spark_remote = line.split()

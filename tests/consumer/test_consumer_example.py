@@ -4,12 +4,13 @@ Proves the pytest plugin works for another repository: a shop's two jobs, their 
 scenario files and a Python fixture test pass under `pytest -n 2` with one ini line per binding and
 no adapter code; results JSON is written by the controller; wrong versions of a job (a wrong
 decimal, a missing, an extra and a mistyped column) and a wrong expectation each fail, naming what
-is wrong. pip's cache is reused, so only the first run downloads anything.
+is wrong. Where the installed pyspark ships a Spark Connect server (4.x) the same suite passes over
+Connect from the consumer's environment with no JVM access (no java on PATH, no JAVA_HOME), and a
+wrong expectation fails there too. pip's cache is reused, so only the first run downloads anything.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,11 +20,23 @@ from pathlib import Path
 
 import pytest
 
+from eventtime.harness.cluster import child_environment
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 900  # seconds; a cold pip cache downloads pyspark (~450 MB)
 RUN_TIMEOUT = 900
+
+
+def _connect_here() -> bool:
+    """Whether this environment can serve and speak Spark Connect: the installed pyspark ships the
+    server (its spark-connect jar) and the client's gRPC stack is installed."""
+    import importlib.util
+
+    from eventtime.harness.cluster import spark_home
+
+    return importlib.util.find_spec("grpc") is not None and any((spark_home() / "jars").glob("spark-connect_*.jar"))
 
 
 def _run(cmd, cwd, timeout, env=None):
@@ -52,10 +65,11 @@ def consumer(tmp_path_factory):
     py = tmp / "venv" / "bin" / "python"
     project = tmp / "project"
     shutil.copytree(ROOT / "examples" / "consumer", project)
+    spark = f"pyspark[connect]=={pyspark.__version__}" if _connect_here() else f"pyspark=={pyspark.__version__}"
     rc, out = _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"{wheel}[test]",
-                    f"pyspark=={pyspark.__version__}", "-e", str(project)], cwd=tmp, timeout=INSTALL_TIMEOUT)
+                    spark, "-e", str(project)], cwd=tmp, timeout=INSTALL_TIMEOUT)
     assert rc == 0, out
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "VIRTUAL_ENV")}
+    env = {k: v for k, v in child_environment().items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "VIRTUAL_ENV")}
     return py, project, env, wheel
 
 
@@ -163,3 +177,51 @@ def test_a_wrong_expectation_fails_with_the_diff(consumer):
     assert "1 missing, 1 unexpected" in out
     assert "revenue: 10.01}" in out  # the failing step's YAML line
     assert "re-run: pytest 'tests/scenarios/clicks/wrong.scenario.yaml::wrong-expectation[" in out
+
+
+# -- over Spark Connect, from a client with no JVM -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A local Spark Connect server started by this process (from the main environment), as a team's
+    shared or managed server would be: the consumer's tests only reach it through its URL."""
+    if not _connect_here():
+        pytest.skip("the installed pyspark ships no Spark Connect server (Spark 4.x does)")
+    from eventtime.harness.connect_server import ConnectServer
+
+    with ConnectServer(timeout=180, log_dir=str(tmp_path_factory.mktemp("connect-server"))) as server:
+        yield server
+
+
+def _without_jvm(env, py):
+    """`env` with no way to a JVM: no JAVA_HOME, and PATH only the consumer venv's bin (java lives
+    among the system's tools, so they all go)."""
+    out = {k: v for k, v in env.items() if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE")}
+    out["PATH"] = str(py.parent)
+    return out
+
+
+def test_the_shops_suite_passes_over_spark_connect_from_a_client_with_no_jvm(consumer, connect_server):
+    py, project, env, _ = consumer
+    client = _without_jvm(env, py)
+    assert shutil.which("java", path=client["PATH"]) is None
+    # the control: this environment cannot start a JVM, so whatever passes below went through Connect
+    rc, out = _run([str(py), "-c", "from pyspark.sql import SparkSession; SparkSession.builder.master('local[1]')"
+                    ".getOrCreate()"], cwd=project, env=client, timeout=RUN_TIMEOUT)
+    assert rc != 0 and "JAVA_GATEWAY_EXITED" in out, out
+    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
+    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
+    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
+                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    try:
+        rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                        "--eventtime-remote", connect_server.url, "--eventtime-report-json", "results-connect.json",
+                        "tests"], cwd=project, env=client, timeout=RUN_TIMEOUT)
+    finally:
+        bad.unlink()
+    assert rc == 1 and "1 failed, 7 passed" in out, out
+    assert "1 missing, 1 unexpected" in out and "revenue: 10.01}" in out
+    data = json.loads((project / "results-connect.json").read_text())
+    statuses = {r["scenario"]: r["status"] for r in data["results"]}
+    assert statuses.pop("wrong-expectation") == "failed"
+    assert statuses == dict.fromkeys(SHOP_SCENARIOS, "passed")
+    assert {r["runtime"]["master"] for r in data["results"]} == {"spark connect (client has no JVM)"}

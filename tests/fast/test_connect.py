@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -87,54 +86,133 @@ def test_connect_server_command_expands_the_url():
         "eventtime", "run", "--remote", "sc://h:1"]
 
 
+# -- child processes of a process that made a Connect session --------------------------------------------
+CONNECT_MODE = {"SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_LOCAL_REMOTE": "1"}
+# exits 11 when PySpark in the child takes itself for a Connect client, 10 when not
+IS_REMOTE = "import sys; from pyspark.sql.utils import is_remote; sys.exit(10 + is_remote())"
+
+
+def test_children_do_not_inherit_pysparks_connect_mode(monkeypatch):
+    """PySpark sets SPARK_CONNECT_MODE_ENABLED (SPARK_LOCAL_REMOTE too, for an in-process server) in
+    os.environ once this process makes a Connect session and never removes them: a child inheriting
+    them is a Connect client (a classic session there fails with CONNECT_URL_NOT_SET; `pytest
+    tests/connect tests/cluster` failed so). The commands `eventtime cluster` / `connect-server` run,
+    the cluster's and the Connect server's JVMs get an environment without them."""
+    from eventtime.cluster_command import _run_command
+    from eventtime.harness.cluster import StandaloneCluster, child_environment
+    from eventtime.harness.connect_server import ConnectServer
+
+    for key, value in {**CONNECT_MODE, "SPARK_REMOTE": "sc://users-server:15002"}.items():
+        monkeypatch.setenv(key, value)
+    assert subprocess.run([sys.executable, "-c", IS_REMOTE], timeout=120).returncode == 11  # the control
+    assert _run_command([sys.executable, "-c", IS_REMOTE], "spark://127.0.0.1:7077") == 10
+    assert subprocess.run([sys.executable, "-c", IS_REMOTE], env=child_environment(), timeout=120).returncode == 10
+    for server_env in (StandaloneCluster(workers=1)._environment(), ConnectServer().environment()):
+        assert not set(server_env) & {*CONNECT_MODE, "SPARK_REMOTE"}  # a Spark server is no Connect client
+    child = child_environment(EXTRA="x")
+    assert child["SPARK_REMOTE"] == "sc://users-server:15002" and child["EXTRA"] == "x"  # the user's choice stays
+    assert not set(child) & set(CONNECT_MODE)
+
+
 # -- the staged source's reader, in this process ------------------------------------------------------------
-def _release(root: Path, gen: int, adds: list[tuple[str, int, list[list]]]) -> None:
+def _ts(seconds: int) -> _dt.datetime:
+    return _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(seconds=seconds)
+
+
+def _release(root: Path, gen: int, adds: list[tuple[str, int, list[tuple]]]) -> None:
+    import pickle
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    recs = []
-    for source, seq, rows in adds:
-        recs.append({"source": source, "seq": seq, "ord": -1, "row": None})
-        recs += [{"source": source, "seq": seq, "ord": i, "row": json.dumps(r)} for i, r in enumerate(rows)]
+    recs = [{"source": source, "seq": seq, "rows": pickle.dumps(rows)} for source, seq, rows in adds]
     folder = root / "stage" / f"gen={gen}"
     folder.mkdir(parents=True)
-    schema = pa.schema([("source", pa.string()), ("seq", pa.int32()), ("ord", pa.int32()), ("row", pa.string())])
+    schema = pa.schema([("source", pa.string()), ("seq", pa.int32()), ("rows", pa.binary())])
     pq.write_table(pa.Table.from_pylist(recs, schema=schema), folder / "part-0.parquet")
     (folder / "_SUCCESS").write_text("")
 
 
-def _reader(root: Path, source: str, token: str, types=("string", "timestamp")):
+def _reader(root: Path, source: str, token: str):
     from eventtime.harness.connect_source import StagedStreamReader
 
-    return StagedStreamReader({"root": f"file:{root}", "source": source, "types": json.dumps(list(types)),
-                               "token": token})
+    return StagedStreamReader({"root": f"file:{root}", "source": source, "token": token})
 
 
 def test_offsets_move_only_with_complete_releases(tmp_path):
     reader = _reader(tmp_path, "a", "t1")
     assert reader.latestOffset() is None  # nothing released: no offset, as a MemoryStream without data
-    _release(tmp_path, 1, [("a", 1, [["x", 3_000_000]]), ("b", 1, [["y", 1]])])
+    _release(tmp_path, 1, [("a", 1, [("x", _ts(3))]), ("b", 1, [("y", _ts(1))])])
     (tmp_path / "stage" / "gen=2").mkdir()  # a generation still being written: no _SUCCESS yet
-    assert reader.latestOffset() == {"adds": 1}
-    _release(tmp_path, 3, [("a", 2, []), ("a", 3, [["z", 5_000_000], ["w", 6_000_000]])])
-    assert reader.latestOffset() == {"adds": 3}
+    assert reader.latestOffset() == {"adds": 1, "source": "a"}
+    _release(tmp_path, 3, [("a", 2, []), ("a", 3, [("z", _ts(5)), ("w", _ts(6))])])
+    assert reader.latestOffset() == {"adds": 3, "source": "a"}
     parts = reader.partitions({"adds": 1}, {"adds": 3})
-    assert [list(reader.read(p)) for p in parts] == [
-        [], [("z", _dt.datetime(1970, 1, 1, 0, 0, 5, tzinfo=_dt.timezone.utc)),
-             ("w", _dt.datetime(1970, 1, 1, 0, 0, 6, tzinfo=_dt.timezone.utc))]]
-    assert reader.partitions(None, {"adds": 1})[0].rows == [
-        ("x", _dt.datetime(1970, 1, 1, 0, 0, 3, tzinfo=_dt.timezone.utc))]
+    assert [list(reader.read(p)) for p in parts] == [[], [("z", _ts(5)), ("w", _ts(6))]]
+    assert reader.partitions(None, {"adds": 1})[0].rows == [("x", _ts(3))]
 
 
 def test_sources_of_one_trigger_see_the_same_release(tmp_path):
     """A release landing between two sources' offset calls of one trigger stays invisible to the
     second until the next trigger; a reader of another start (token) is not bound by the pin."""
-    _release(tmp_path, 1, [("a", 1, [["x", 1]]), ("b", 1, [["y", 1]])])
+    _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
     a, b = _reader(tmp_path, "a", "t2"), _reader(tmp_path, "b", "t2")
-    assert a.latestOffset() == {"adds": 1} and b.latestOffset() == {"adds": 1}  # trigger 1
-    assert a.latestOffset() == {"adds": 1}  # trigger 2: a pins generation 1 ...
-    _release(tmp_path, 2, [("a", 2, [["x", 2]]), ("b", 2, [["y", 2]])])  # ... the release lands ...
-    assert b.latestOffset() == {"adds": 1}  # ... and b still answers for the pinned generation
-    assert a.latestOffset() == {"adds": 2} and b.latestOffset() == {"adds": 2}  # trigger 3: both
+    assert a.latestOffset() == {"adds": 1, "source": "a"} and b.latestOffset() == {"adds": 1, "source": "b"}  # trigger 1
+    assert a.latestOffset() == {"adds": 1, "source": "a"}  # trigger 2: a pins generation 1 ...
+    _release(tmp_path, 2, [("a", 2, [("x", _ts(2))]), ("b", 2, [("y", _ts(2))])])  # ... the release lands ...
+    assert b.latestOffset() == {"adds": 1, "source": "b"}  # ... and b still answers for the pinned generation
+    assert a.latestOffset() == {"adds": 2, "source": "a"} and b.latestOffset() == {"adds": 2, "source": "b"}  # trigger 3: both
     control = _reader(tmp_path, "b", "other-start")
-    assert control.latestOffset() == {"adds": 2}  # the control: unpinned, it sees the newest release
+    assert control.latestOffset() == {"adds": 2, "source": "b"}  # the control: unpinned, it sees the newest release
+
+
+# -- a step waits until the query has read what was released -----------------------------------------------
+def _stub_run(logs_per_call, reading=("a", "b"), released=None, timeout=60.0):
+    """A ConnectStreamRun over no server: `processAllAvailable` counts its calls, the checkpoint's logs
+    are read from `logs_per_call` (one per read: commits, offsets, adds per source by batch)."""
+    from types import SimpleNamespace
+
+    from eventtime.harness.connect import ConnectStreamRun
+
+    run = ConnectStreamRun.__new__(ConnectStreamRun)
+    calls = []
+    run.name, run.timeout = "stub", timeout
+    run._query = SimpleNamespace(processAllAvailable=lambda: calls.append(1))
+    run.staging = SimpleNamespace(release=lambda: False, reading=set(reading),
+                                  released=released if released is not None else {"a": 2, "b": 1})
+    reads = iter(logs_per_call)
+    run._read_logs = lambda: next(reads)
+    run._observe_new = lambda logs: logs
+    run._bounded = lambda fn, what, timeout=None: fn()  # in this thread: the stub never blocks
+    return run, calls
+
+
+def _logs(batch, adds):
+    return {batch: {}}, {batch: {}}, {batch: adds}
+
+
+def test_a_step_polls_again_until_the_newest_batch_read_every_released_add():
+    """processAllAvailable() may return on a trigger that polled the sources just before the release:
+    then the newest committed batch has not read the step's adds, and the harness asks again."""
+    stale, done = _logs(0, {"a": 1, "b": 1}), _logs(1, {"a": 2, "b": 1})
+    run, calls = _stub_run([stale, done])
+    assert run._run_available("the step") == done and len(calls) == 2
+    run, calls = _stub_run([done])  # the control: everything read at the first return, one call
+    assert run._run_available("the step") == done and len(calls) == 1
+    run, calls = _stub_run([({}, {}, {}), done])  # no batch committed yet
+    assert run._run_available("the step") == done and len(calls) == 2
+
+
+def test_sources_the_query_does_not_read_are_not_waited_for():
+    run, _ = _stub_run([], reading=("a",), released={"a": 1, "other": 3})
+    assert run._unread(_logs(0, {"a": 1})) == {}
+    assert run._unread(_logs(0, {})) == {"a": 1}  # a source with no offset yet has read nothing
+
+
+def test_a_query_that_never_reads_the_release_times_out_naming_the_source():
+    from eventtime.harness.stream import HarnessTimeout
+
+    stale = _logs(0, {"a": 1, "b": 1})
+    run, calls = _stub_run(iter(lambda: stale, None), timeout=0.05)
+    with pytest.raises(HarnessTimeout, match=r"to read the released adds \(a: 2\)"):
+        run._run_available("the step")

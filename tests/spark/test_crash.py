@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from eventtime.harness.cluster import child_environment
+
 pytestmark = pytest.mark.spark
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
@@ -32,8 +34,8 @@ def _gone(pid, within):
 
 
 def test_a_batch_in_flight_when_the_driver_dies_is_run_once_by_the_next_driver(tmp_path):
-    env = {**os.environ, "EVENTTIME_TEST_BLOCK_FILE": str(tmp_path / "block"),
-           "PYTHONPATH": os.pathsep.join([str(DRIVER.parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = child_environment(EVENTTIME_TEST_BLOCK_FILE=str(tmp_path / "block"),
+                            PYTHONPATH=os.pathsep.join([str(DRIVER.parents[2]), os.environ.get("PYTHONPATH", "")]))
     whole = _drive("whole", tmp_path / "whole-checkpoint", tmp_path / "whole.json", env)
     assert whole.returncode == 0, whole.stderr[-3000:]
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from eventtime.harness.cluster import child_environment
+
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).parents[2]
@@ -34,8 +36,8 @@ def _scenarios(tmp_path):
 
 
 def _start(tmp_path, kill="", *extra):
-    env = {**os.environ, "EVENTTIME_TEST_KILL": kill,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = child_environment(EVENTTIME_TEST_KILL=kill,
+                            PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     out = open(tmp_path / "out.txt", "w")
     proc = subprocess.Popen([sys.executable, "-m", "eventtime.cli", "run", str(_scenarios(tmp_path)),
                              "--pipeline", PIPELINE, "--json", str(tmp_path / "results.json"), *extra],
@@ -201,8 +203,8 @@ def _state(pid):
 def test_under_pytest_xdist_the_item_that_saw_the_death_fails_with_it_and_the_next_get_a_fresh_session(tmp_path):
     folder = _scenarios(tmp_path)
     (tmp_path / "pytest.ini").write_text(f"[pytest]\neventtime_pipelines =\n    tumbling_count = {PIPELINE}\n")
-    env = {**os.environ, "EVENTTIME_TEST_KILL": "batch:1",  # per worker process: its first query
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = child_environment(EVENTTIME_TEST_KILL="batch:1",  # per worker process: its first query
+                            PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-rA", str(folder),
                            "--eventtime-report-json", str(tmp_path / "results.json")],

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from eventtime import load_scenario, run_scenario
+from eventtime.harness.cluster import child_environment
 from eventtime.textreport import describe_failure
 
 pytestmark = pytest.mark.spark
@@ -212,11 +213,11 @@ def test_a_udf_in_the_users_own_package_imports_on_the_python_workers(tmp_path):
               output: [[a, "00:00:00", 2]]
         """))
     run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "one.scenario.yaml"]
-    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=child_environment())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     (tmp_path / "src" / "plant" / "sensors.py").write_text(
         (tmp_path / "src" / "plant" / "sensors.py").read_text().replace("BROKEN = False", "BROKEN = True"))
-    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=child_environment())
     assert done.returncode == 1 and "unknown device prefix in a-1" in done.stdout, done.stdout[-3000:]
     assert "ModuleNotFoundError" not in done.stdout
 
@@ -248,5 +249,5 @@ def test_a_module_level_udf_works_under_the_pytest_plugin(tmp_path):
         "scenario: shout\ndescription: upper-cased.\ncontract: shout\nsteps:\n"
         "  - add: {readings: [[a-1, \"00:00:01\"]]}\n  - process\n  - expect: {rows: [[A-1, \"00:00:01\"]]}\n")
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600)
+                          env=child_environment(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
