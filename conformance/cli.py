@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import shlex
 import sys
 import time
@@ -213,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if getattr(args, "pipeline", None) and os.getcwd() not in sys.path:
+        # as `python -m` does: a pipeline module in the folder the command runs in is importable
+        sys.path.insert(0, os.getcwd())
     if args.command == "validate":
         return _validate(args.paths, args.contracts)
     if args.command == "run":

@@ -532,15 +532,14 @@ class ScenarioItem(pytest.Item):
         an item of the bundled suite the options that collect it and the command-line binding."""
         import shlex
 
+        contract = self.scenario.contract.name
+        settings = _settings(self.config)
+        cli = settings._nearest(settings.cli_bindings, contract, self.path)
+        bound = ["--eventtime-pipeline", f"{contract}={cli}"] if cli is not None else []
         if self.get_closest_marker("eventtime_suite") is not None:
             # by name, not by path: the same arguments as the run (its folders, hence its ini file
             # and conftest bindings) with the suite's items selected by the item's name
-            contract = self.scenario.contract.name
-            words = ["pytest", "--eventtime-suite", contract]
-            settings = _settings(self.config)
-            cli = settings._nearest(settings.cli_bindings, contract, self.path)
-            if cli is not None:
-                words += ["--eventtime-pipeline", f"{contract}={cli}"]
+            words = ["pytest", "--eventtime-suite", contract, *bound]
             given = set(self.config.invocation_params.args)  # the run's own paths, not the suite's
             words += [a for a in self.config.args if a in given]
             return " ".join(shlex.quote(w) for w in [*words, "-k", self.name])
@@ -548,7 +547,7 @@ class ScenarioItem(pytest.Item):
             path = str(self.path.relative_to(self.config.invocation_params.dir))
         except ValueError:
             path = str(self.path)
-        return " ".join(shlex.quote(w) for w in ["pytest", f"{path}::{self.name}"])
+        return " ".join(shlex.quote(w) for w in ["pytest", *bound, f"{path}::{self.name}"])
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):

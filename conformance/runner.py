@@ -50,7 +50,8 @@ def resolve_pipeline(ref: str) -> Pipeline:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc}") from None
+        raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc} (is the project "
+                            "installed, `pip install -e .`, or its folder on PYTHONPATH?)") from None
     fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)

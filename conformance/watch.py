@@ -115,6 +115,9 @@ class Watcher:
         from .registry import ContractLookup
         from .textreport import describe_failure, summary_line
 
+        if self.pipeline is not None and self.fn is None:  # its import failed: said above, nothing to run
+            self.say(f"{self.pipeline} does not import (see above): fix it and save; watching (Ctrl-C stops)")
+            return
         lookup = ContractLookup(self.contract_dirs)
         started = time.monotonic()
         counts = {"passed": 0, "failed": 0, "error": 0, "not_applicable": 0, "invalid": 0}
@@ -139,9 +142,9 @@ class Watcher:
     def first_round(self) -> None:
         scenarios, contracts = self._files()
         self.stamps = {f: _stamp(f) for f in scenarios + contracts}
-        if self._resolve(reload=False):
-            self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
-            self._run(scenarios)
+        self._resolve(reload=False)
+        self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
+        self._run(scenarios)
 
     def changed(self) -> list[Path] | None:
         """What to run now: the scenario files to re-run ([] when nothing changed); None when a
@@ -171,8 +174,7 @@ class Watcher:
             scenarios, _ = self._files()
             reload = bool(self.pipeline)
             if not self._resolve(reload=reload):
-                self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
-                return True
+                self.fn = None
             self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
             self._run(scenarios)
         else:
@@ -190,9 +192,13 @@ class Watcher:
 def watch_command(args: Any, session: Any, conf: Mapping[str, str]) -> int:
     from .runner import run_scenario
 
+    import shlex
+
+    options = ([f"--pipeline={args.pipeline}"] if args.pipeline else []) + [f"--contracts={d}" for d in args.contracts]
+
     def run(scenario: Any, target: Any) -> Any:
-        return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf,
-                            rerun=f"eventtime run {scenario.path}")
+        rerun = " ".join(shlex.quote(w) for w in ["eventtime", "run", str(scenario.path), *options])
+        return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf, rerun=rerun)
 
     watcher = Watcher(args.paths, pipeline=args.pipeline, contract_dirs=args.contracts, run=run,
                       say=lambda text: print(text, flush=True), root=Path(os.getcwd()))

@@ -53,6 +53,9 @@ def _column(matrix: Matrix, version: str, flag: str) -> VersionColumn:
 
 def upgrade(matrix: Matrix, source: str, target: str) -> Upgrade:
     before, after = _column(matrix, source, "FROM"), _column(matrix, target, "TO")
+    if before == after:
+        raise UpgradeError(f"--upgrade {source} {target}: FROM and TO are the same results ({before.key}); give two "
+                           f"versions, or two columns of one version by name (e.g. '{before.spark_version} (a.json)')")
     entries: list[Entry] = []
     only_before: list[Row] = []
     only_after: list[Row] = []

@@ -398,3 +398,9 @@ def test_upgrade_to_a_version_the_files_do_not_hold_is_a_usage_error(capsys):
     rc = main(["report", *map(str, FILES), "--upgrade", "3.5.9", "4.2.0"])
     err = capsys.readouterr().err
     assert rc == 2 and "--upgrade TO 4.2.0: no results for Spark 4.2.0 (the files hold 3.5.9, 4.3.0" in err
+
+
+def test_upgrade_from_a_column_to_itself_is_a_usage_error(capsys):
+    rc = main(["report", str(REPORT / "bundled-4.3.0.json"), "--upgrade", "4.3.0", "4.3.0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "FROM and TO are the same results (4.3.0)" in err, err

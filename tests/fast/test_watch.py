@@ -78,7 +78,8 @@ def test_a_changed_scenario_runs_again_alone_and_a_changed_contract_runs_them_al
         assert "select" in open(sys.modules["jobs"].__file__).read() and w.fn.__module__ == "jobs"
         ran.clear()
         _touch(tmp_path / "jobs.py", "def echo(clicks):\n    raise_here(\n")  # a broken module: said, nothing runs
-        assert _settled(w) and ran == [] and "reloading jobs:echo raised SyntaxError" in said[-1]
+        assert _settled(w) and ran == [] and "reloading jobs:echo raised SyntaxError" in said[-2]
+        assert said[-1].startswith("jobs:echo does not import (see above)")
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("jobs", None)
@@ -100,3 +101,12 @@ def test_only_the_users_own_modules_are_reloaded(tmp_path):
         sys.path[:] = [p for p in sys.path if p not in (str(tmp_path), str(installed))]
         sys.modules.pop("mine_mod", None)
         sys.modules.pop("theirs_mod", None)
+
+
+def test_a_pipeline_that_does_not_import_is_said_and_nothing_runs_until_it_does(tmp_path):
+    (tmp_path / "echo.contract.yaml").write_text(CONTRACT)
+    (tmp_path / "a.scenario.yaml").write_text(SCENARIO.replace("NAME", "a"))
+    w, ran, said = _watcher(tmp_path, pipeline="jobs_missing_here:echo")
+    w.first_round()
+    assert ran == [] and "cannot import module 'jobs_missing_here'" in said[0]
+    assert said[-1].startswith("jobs_missing_here:echo does not import (see above)") and "watching" in said[-1]

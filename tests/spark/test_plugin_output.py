@@ -121,9 +121,10 @@ def test_the_rerun_command_of_a_scenario_file_works_from_a_subfolder(tmp_path):
     _project(tmp_path, device="eu-1")
     (tmp_path / "region.scenario.yaml").write_text(_SCENARIO.replace("DEVICE", "eu-1").replace("2]]", "3]]"))
     (tmp_path / "sub").mkdir()
-    first = _pytest(tmp_path / "sub", "..")
+    first = _pytest(tmp_path / "sub", "..", "--eventtime-pipeline", "region_counts=regionjob:transform")
     printed = re.search(r"re-run: (pytest .*)", first.stdout)
     assert first.returncode == 1 and printed, first.stdout[-3000:]
+    assert "--eventtime-pipeline region_counts=regionjob:transform " in printed.group(1)  # the run's own binding
     again = _pytest(tmp_path / "sub", *shlex.split(printed.group(1))[1:])
     assert again.returncode == 1 and re.search(r"\b1 failed", again.stdout), again.stdout[-3000:]
     assert "region-count" in again.stdout
