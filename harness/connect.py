@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
 from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
-from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, _iso_ms
+from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, observation
 
 __all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF", "REMOTE_FORM",
            "check_remote", "connect_session", "remote_from_environment"]
@@ -430,28 +430,11 @@ class ConnectStreamRun:
 
     def _observation(self, batch_id: int, offsets: dict, commit: dict, progress: dict,
                      rows: list[tuple]) -> BatchObservation:
-        operators = progress.get("stateOperators") or []
-        event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items()
-                      if k in ("min", "max", "avg")}
         input_rows = progress.get("numInputRows")
         if input_rows is None:
             input_rows = sum(int(s.get("numInputRows") or 0) for s in progress.get("sources") or [])
-        obs = BatchObservation(
-            batch_id=batch_id,
-            input_rows=int(input_rows or 0),
-            timestamp_ms=offsets.get("batchTimestampMs"),
-            watermark_before_ms=offsets.get("batchWatermarkMs"),
-            watermark_after_ms=commit.get("nextBatchWatermarkMs"),
-            rows=rows,
-            dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
-            state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
-            operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
-                                               "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
-                       for o in operators],
-            event_time={k: v for k, v in event_time.items() if v is not None},
-            duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
-            run=self.runs - 1 if self.runs else 0,
-        )
+        obs = observation(batch_id, offsets=offsets, commit=commit, progress=progress, rows=rows,
+                          run=self.runs - 1 if self.runs else 0, input_rows=int(input_rows or 0))
         self.history[batch_id] = obs
         return obs
 

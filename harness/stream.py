@@ -124,6 +124,31 @@ def _iso_ms(text: str | None) -> int | None:
     return int(round(dt.timestamp() * 1000))
 
 
+def observation(batch_id: int, *, offsets: dict, commit: dict, progress: dict, rows: list[tuple], run: int,
+                input_rows: int | None = None) -> BatchObservation:
+    """One micro-batch as its checkpoint logs (offsets: what it ran with; commit: the watermark it
+    left), the query's progress report of it (state operators, event-time statistics) and the rows
+    its sink received say it; the classic and the Connect run both observe a batch this way."""
+    operators = progress.get("stateOperators") or []
+    event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items() if k in ("min", "max", "avg")}
+    return BatchObservation(
+        batch_id=batch_id,
+        input_rows=int(progress.get("numInputRows") or 0) if input_rows is None else input_rows,
+        timestamp_ms=offsets.get("batchTimestampMs"),
+        watermark_before_ms=offsets.get("batchWatermarkMs"),
+        watermark_after_ms=commit.get("nextBatchWatermarkMs"),
+        rows=rows,
+        dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
+        state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
+        operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
+                                           "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
+                   for o in operators],
+        event_time={k: v for k, v in event_time.items() if v is not None},
+        duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
+        run=run,
+    )
+
+
 def _read_log(path: str) -> dict | None:
     """A checkpoint log entry (`v1` line, then JSON lines); the first JSON object is the metadata."""
     try:
@@ -346,25 +371,8 @@ class StreamRun:
         progress = self.compat.progress(self._query) or {}
         if progress.get("batchId") != batch_id:
             progress = {}  # the trigger ran this batch but reported nothing about it
-        operators = progress.get("stateOperators") or []
-        event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items()
-                      if k in ("min", "max", "avg")}
-        obs = BatchObservation(
-            batch_id=batch_id,
-            input_rows=int(progress.get("numInputRows") or 0),
-            timestamp_ms=offsets.get("batchTimestampMs"),
-            watermark_before_ms=offsets.get("batchWatermarkMs"),
-            watermark_after_ms=commit.get("nextBatchWatermarkMs"),
-            rows=self._sink_rows(batch_id),
-            dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
-            state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
-            operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
-                                               "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
-                       for o in operators],
-            event_time={k: v for k, v in event_time.items() if v is not None},
-            duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),
-            run=self.runs - 1 if self.runs else 0,
-        )
+        obs = observation(batch_id, offsets=offsets, commit=commit, progress=progress, rows=self._sink_rows(batch_id),
+                          run=self.runs - 1 if self.runs else 0)
         self.history[batch_id] = obs  # a batch re-run after a restart replaces its first run
         return obs
 
