@@ -21,7 +21,7 @@ import sys
 import tempfile
 from typing import Iterator
 
-__all__ = ["DriverLog", "driver_log", "jvm_output_to_log", "ENV"]
+__all__ = ["DriverLog", "driver_log", "jvm_output_to_log", "python_loggers_to_log", "ENV"]
 
 ENV = "EVENTTIME_DRIVER_LOG"
 
@@ -29,6 +29,10 @@ _CURRENT: "DriverLog | None" = None
 
 # a Java stack trace's frames (`\tat org.apache...`, `\t... 42 more`): the messages and `Caused by:`
 # lines around them say what went wrong, the frames only where, inside Spark
+# PySpark 4's loggers that repeat, as a JSON line on stderr, the analysis error the caller is raised
+# anyway (`PySparkException._log_exception`): driver output like the JVM's, so it goes to the same file
+_PYSPARK_ERROR_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+
 _JVM_FRAME = re.compile(r"^\s+(at [\w$.<>/]+\(.*\)|\.\.\. \d+ (more|common frames omitted))\s*$")
 
 
@@ -123,3 +127,29 @@ def jvm_output_to_log() -> Iterator[DriverLog | None]:
         os.dup2(saved[1], 2)
         for fd in (*saved, target):
             os.close(fd)
+
+
+def python_loggers_to_log(log: DriverLog | None) -> None:
+    """Point PySpark's own error-echo loggers (`_PYSPARK_ERROR_LOGGERS`) at the driver log instead of
+    stderr. PySpark creates them on first use with a stderr handler and `propagate = False`; a logger
+    that already has a handler of its own is left alone (the user configured it). No-op without a log
+    or on a PySpark that has no such loggers (3.x)."""
+    if log is None:
+        return
+    try:
+        from pyspark.logger import PySparkLogger  # PySpark 4+
+    except ImportError:
+        return
+    import logging
+
+    for name in _PYSPARK_ERROR_LOGGERS:
+        logger = PySparkLogger.getLogger(name)
+        ours = [h for h in logger.handlers if getattr(h, "eventtime_driver_log", False)]
+        if ours or any(type(h) is not logging.StreamHandler for h in logger.handlers):
+            continue
+        for handler in list(logger.handlers):  # the stderr handler PySpark added
+            logger.removeHandler(handler)
+        handler = logging.FileHandler(log.path, delay=True, encoding="utf-8")
+        handler.eventtime_driver_log = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)  # PySparkLogger.addHandler sets its JSON formatter
+        logger.propagate = False

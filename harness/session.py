@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors, worker_conf
-from .driverlog import jvm_output_to_log
+from .driverlog import jvm_output_to_log, python_loggers_to_log
 
 __all__ = ["TEST_CONF", "DEFAULT_MASTER", "get_session", "other_session", "prepare_session", "runtime_info",
            "DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "fresh_session",
@@ -78,6 +78,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
                     if said:
                         exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
                 raise
+        python_loggers_to_log(log)
         spark.sparkContext.setLogLevel("ERROR")
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down

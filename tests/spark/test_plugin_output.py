@@ -128,3 +128,22 @@ def test_the_rerun_command_of_a_scenario_file_works_from_a_subfolder(tmp_path):
     again = _pytest(tmp_path / "sub", *shlex.split(printed.group(1))[1:])
     assert again.returncode == 1 and re.search(r"\b1 failed", again.stdout), again.stdout[-3000:]
     assert "region-count" in again.stdout
+
+
+_MISSING_COLUMN_JOB = _JOB.replace('groupBy(region("device")', 'groupBy(region("devise")')
+
+
+def test_pysparks_echo_of_an_analysis_error_goes_to_the_driver_log(tmp_path):
+    # PySpark 4 repeats an analysis error with a DataFrame context as a JSON line on stderr
+    # (DataFrameQueryContextLogger); the kit already reports the error, so the echo is driver output
+    pytest.importorskip("pyspark.logger", reason="PySpark 3.x has no query-context loggers")
+    _project(tmp_path, device="eu-1")
+    (tmp_path / "regionjob.py").write_text(_MISSING_COLUMN_JOB)
+    failed = _pytest(tmp_path)
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    assert "devise" in failed.stdout, failed.stdout[-3000:]  # the kit's own report names the column
+    captured = failed.stdout.split("Spark driver log", 1)[0]
+    assert "DataFrameQueryContextLogger" not in captured + failed.stderr, captured[-3000:]
+    # control: with the driver's output left alone, the echo is in the test's captured stderr
+    loud = _pytest(tmp_path, log="-")
+    assert loud.returncode == 1 and "DataFrameQueryContextLogger" in loud.stdout + loud.stderr, loud.stdout[-3000:]
