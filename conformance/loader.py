@@ -18,7 +18,8 @@ from .coltypes import ValueProblem
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .contractfile import param_value, read_columns, read_contract
+from .contractfile import param_value, read_columns, read_contract, source_shape
+from .sourcekinds import PayloadReader, RowProblem, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
@@ -246,6 +247,10 @@ class _Builder:
         self.bad_sources: set[str] = set()
         # no `sources:` and no contract to take them from (its problem is reported): say nothing more
         self.sources_unknown = False
+        # kafka and text rows: offsets counted per partition over the scenario; `now_us` is the
+        # processing-time clock at the step being read (a kafka record's default timestamp)
+        self.payloads = PayloadReader(lambda v: parse_time(v, date=self.date, zone=self.zone))
+        self.now_us = 0
 
     # -- helpers -------------------------------------------------------------------------------
     def time(self, value: Any, path: tuple, *, allow_initial: bool = False) -> int | None:
@@ -294,7 +299,10 @@ class _Builder:
                                   f"{len(columns)} column{'s' if len(columns) != 1 else ''} ({', '.join(names)})")
                     continue
                 out.append(tuple(self.value(v, col, rp + (j,)) for j, (v, col) in enumerate(zip(row, columns))))
-            elif isinstance(row, dict):
+            elif not isinstance(row, dict):
+                self.c.at(rp, f"a row of {what} is a list of values or a mapping of column to value, "
+                              f"not {_json_type(row)}")
+            else:
                 bad = False
                 for key in row:
                     if key not in names:
@@ -332,6 +340,7 @@ class _Builder:
         clock_start_us, trigger = self.clock()
         sources = self.sources(contract)
         self.sources_unknown = contract is None and "sources" not in d
+        self.now_us = clock_start_us
         steps = self.steps(contract, sources, trigger)
         if c.problems or contract is None:
             return None
@@ -464,19 +473,35 @@ class _Builder:
     def sources(self, contract: Contract | None) -> dict[str, m.SourceDef]:
         raw = self.doc.get("sources")
         if raw is None and contract is not None:  # the contract's sources, as it declares them
-            return {spec.name: m.SourceDef(spec.name, spec.columns, spec.event_time, self.c.where(("contract",)))
+            return {spec.name: m.SourceDef(spec.name, spec.columns, spec.event_time, self.c.where(("contract",)),
+                                           kind=spec.kind, topic=spec.topic, headers=spec.headers)
                     for spec in contract.sources}
         if not isinstance(raw, dict):
             return {}
         out = {}
         for name, spec in raw.items():
-            if not isinstance(spec, dict) or "columns" not in spec:
+            if not isinstance(spec, dict):
                 continue
-            columns = self.columns(spec["columns"], ("sources", name, "columns"))
+            shape = source_shape(name, spec, ("sources", name), self.c.at)
+            if shape is None:
+                self.bad_sources.add(name)  # reported; its rows cannot be read
+                continue
+            kind, topic, headers = shape
+            if kind == "rows" and "columns" not in spec:
+                self.c.at(("sources", name), f"source {name!r} needs `columns:` (a DDL list or a mapping of name "
+                                             "to type), or a `kind:` (kafka, text)")
+                self.bad_sources.add(name)
+                continue
+            columns = (self.columns(spec["columns"], ("sources", name, "columns")) if kind == "rows"
+                       else source_columns(kind, headers=headers))
             if columns is None:
                 self.bad_sources.add(name)  # reported; its rows cannot be read
                 continue
             declared = contract.source(name) if contract is not None else None
+            if contract is not None and declared is not None and (
+                    declared.kind, declared.topic, declared.headers) != (kind, topic, headers):
+                self.c.at(("sources", name), f"source {name!r} is {_shape_text(declared.kind, declared.topic, declared.headers)} "
+                                             f"in contract {contract.name!r}, not {_shape_text(kind, topic, headers)}")
             event_time = spec.get("event_time")
             if not isinstance(event_time, str) and declared is not None:
                 event_time = declared.event_time  # the contract names the source's event-time column
@@ -493,7 +518,7 @@ class _Builder:
             out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
                                     self.c.where(("sources", name)),
                                     partitions if isinstance(partitions, int) and not isinstance(partitions, bool)
-                                    else None)
+                                    else None, kind=kind, topic=topic, headers=headers)
         if contract is not None:
             wanted = [s.name for s in contract.sources]
             for name in out:
@@ -597,6 +622,7 @@ class _Builder:
                 d = self.duration(body, bpath, positive=True)
                 if d is not None:
                     flow.runs_batches = flow.runs_batches or trigger is not None
+                    self.now_us += d.total_micros
                     return m.AdvanceStep(where, by=d)
         elif kind in ("stop", "start", "restart"):
             return self.run_state_step(kind, body, path, bpath, where, flow)
@@ -647,7 +673,7 @@ class _Builder:
                     parts[name] = placed
                     rows[name] = tuple(row for part in placed for row in part)
                 continue
-            rows[name] = self.rows(raw_rows, src.columns, path + (name,), f"source {name!r}")
+            rows[name] = self.source_rows(raw_rows, src, path + (name,))
             if src.partitions:
                 parts[name] = round_robin(rows[name], src.partitions)
         return m.AddStep(where, rows=rows, parts=parts)
@@ -670,8 +696,23 @@ class _Builder:
                                          f"(0-{src.partitions - 1})", key=True)
                 ok = False
                 continue
-            placed[index] = self.rows(raw_rows, src.columns, path + (key,), f"source {src.name!r}")
+            placed[index] = self.source_rows(raw_rows, src, path + (key,))
         return tuple(placed) if ok else None
+
+    def source_rows(self, raw: Any, src: m.SourceDef, path: tuple) -> tuple[tuple, ...]:
+        """The rows of one source in an add, read as its kind reads them (`sourcekinds`)."""
+        if src.kind == "rows":
+            return self.rows(raw, src.columns, path, f"source {src.name!r}")
+        if not isinstance(raw, list):
+            return ()  # a schema error
+        out = []
+        for i, row in enumerate(raw):
+            try:
+                out.append(self.payloads.row(src.kind, src.name, src.topic or src.name, src.headers, row,
+                                             self.now_us, path + (i,)))
+            except RowProblem as exc:
+                self.c.at(exc.path, f"{src.kind} source {src.name!r}: {exc.message}", key=exc.key)
+        return tuple(out)
 
     def generate_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step | None:
         name = body.get("source")
@@ -814,6 +855,12 @@ class _Builder:
                 return None
             return kept
         return None
+
+
+def _shape_text(kind: str, topic: str | None, headers: bool) -> str:
+    if kind == "kafka":
+        return f"kind kafka (topic {topic!r}, headers {'true' if headers else 'false'})"
+    return f"kind {kind}"
 
 
 def find_scenario_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:

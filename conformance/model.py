@@ -54,6 +54,9 @@ class SourceDef:
     event_time: str | None
     where: Where
     partitions: int | None = None  # `partitions: N`: each add reaches Spark as N input partitions
+    kind: str = "rows"  # rows | kafka | text (`sourcekinds`): how an add's rows are read
+    topic: str | None = None  # a kafka source's topic
+    headers: bool = False  # a kafka source with the `headers` column
 
     @property
     def column_names(self) -> tuple[str, ...]:

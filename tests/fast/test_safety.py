@@ -222,6 +222,8 @@ TEXT_SLOTS = {
     "/$defs/duration": "duration literal",
     "/$defs/value": "a row value",
     "/$defs/source/properties/event_time": "column name",
+    "/$defs/source/properties/topic": "a kafka topic name, written into the source's rows",
+    "/$defs/row/oneOf/2": "a text or kafka source's row, read by eventtime.sourcekinds",
     "/$defs/source/properties/columns/oneOf/0": "columns as Spark DDL ('name type, ...'), read by eventtime.coltypes",
     "/$defs/source/properties/columns/oneOf/1/additionalProperties": "a Spark DDL type, read by eventtime.coltypes",
     "/$defs/generate/properties/source": "source name, looked up among the scenario's sources",
