@@ -18,7 +18,8 @@ from .coltypes import ValueProblem
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .contractfile import param_value, read_columns, read_contract, source_shape
+from .coltypes import TypeSyntaxError, parse_type
+from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
 from .sourcekinds import PayloadReader, RowProblem, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
@@ -28,6 +29,7 @@ __all__ = ["Problem", "ScenarioInvalid", "load_scenario", "validate_file", "find
            "SCENARIO_SUFFIXES", "ALLOWED_CONF", "schema"]
 
 SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)  # a column of an expected schema: `name type NOT NULL`
 
 # Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
 # classes to load) stays out of a scenario file's reach.
@@ -807,6 +809,7 @@ class _Builder:
             if others:
                 self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
                           key=True)
+        schema = self.schema_check(body["schema"], path + ("schema",)) if isinstance(body.get("schema"), str) else None
         batch_count, batches = None, None
         if isinstance(body.get("batches"), int) and not isinstance(body.get("batches"), bool):
             batch_count = body["batches"]
@@ -827,8 +830,29 @@ class _Builder:
             where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
-            batches=batches, event_time=event_time, failure=failure, columns=selected,
+            batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
+
+    def schema_check(self, text: str, path: tuple) -> m.SchemaCheck | None:
+        """`schema: DDL`: columns `name type [NOT NULL]`, read by `coltypes` (problems at the step's line)."""
+        try:
+            columns = parse_columns(text)
+        except ValueError as exc:
+            self.c.at(path, f"schema: {exc}")
+            return None
+        out: list[tuple[str, str, bool]] = []
+        for name, written in columns:
+            not_null = bool(_NOT_NULL.search(written))
+            try:
+                type_name = parse_type(_NOT_NULL.sub("", written)).name
+            except TypeSyntaxError as exc:
+                self.c.at(path, f"schema: column {name!r}: {exc}")
+                return None
+            if any(n == name for n, _, _ in out):
+                self.c.at(path, f"schema: column {name!r} appears twice")
+                return None
+            out.append((name, type_name, not_null))
+        return m.SchemaCheck(self.c.where(path), tuple(out))
 
     def selected_columns(self, body: dict, contract: Contract, path: tuple) -> tuple[str, ...] | None:
         """`columns: [...]` (these, in this order) or `ignore: [...]` (the others): what row checks compare."""

@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck",
+    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -164,6 +164,14 @@ class FailureCheck:
 
 
 @dataclass(frozen=True)
+class SchemaCheck:
+    """`schema: DDL`: the pipeline's output columns, in this order, of these types; NOT NULL where given."""
+
+    where: Where
+    columns: tuple[tuple[str, str, bool], ...]  # (name, type as coltypes writes it, NOT NULL asked)
+
+
+@dataclass(frozen=True)
 class ExpectStep(Step):
     rows: tuple[RowsCheck, ...] = ()
     ordered: bool = False
@@ -175,6 +183,7 @@ class ExpectStep(Step):
     batches: tuple[BatchCheck, ...] | None = None
     event_time: EventTimeCheck | None = None
     failure: FailureCheck | None = None
+    schema: SchemaCheck | None = None
     # `columns:` / `ignore:`: the output columns its row checks give and compare, in that order (None: all)
     columns: tuple[str, ...] | None = None
     tolerance: float | None = None  # relative, for float/double values in row checks (None: the default)
