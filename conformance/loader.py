@@ -61,7 +61,7 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
-             for name in ("add", "expect", "duration", "conf_change", "generate")}
+             for name in ("add", "expect", "duration", "conf_change", "generate", "run")}
     return top_validator, parts
 
 
@@ -549,7 +549,7 @@ class _Builder:
         return read_columns(raw, path, self.c.at)
 
     # -- steps ------------------------------------------------------------------------------------
-    KINDS = ("add", "process", "advance", "stop", "start", "restart", "expect", "generate")
+    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate")
 
     def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
               trigger: Duration | None) -> tuple[m.Step, ...]:
@@ -583,7 +583,7 @@ class _Builder:
                 self.c.at(path, f"unknown step kind {item!r}{did_you_mean(item, self.KINDS)} "
                                 f"(steps: {', '.join(self.KINDS)})")
                 return None
-            if item in ("add", "advance", "expect", "generate"):
+            if item in ("add", "advance", "expect", "generate", "run"):
                 self.c.at(path, f"step {item!r} needs a value, e.g. `- {item}: ...`")
                 return None
             return item, None
@@ -628,6 +628,11 @@ class _Builder:
                     return m.AdvanceStep(where, by=d)
         elif kind in ("stop", "start", "restart"):
             return self.run_state_step(kind, body, path, bpath, where, flow)
+        elif kind == "run":
+            if self.c.schema_errors(parts["run"], body, bpath):
+                step = m.RunStep(where, trigger=body, was_running=flow.running)
+                flow.running, flow.runs_batches = False, True
+                return step
         elif kind == "expect":
             if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
                 return self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping

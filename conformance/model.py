@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
+    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -161,6 +161,17 @@ class FailureCheck:
     error_class: str | None = None
     exception: str | None = None
     message: str | None = None
+
+
+@dataclass(frozen=True)
+class RunStep(Step):
+    """`run: available_now`: the query runs as `trigger(availableNow=True)` runs it: started from its
+    checkpoint (stopped first when it is running), every batch of what is available then (the data
+    batch and the no-data batch a watermark advance needs), then stopped."""
+
+    trigger: str = "available_now"
+    was_running: bool = False  # the query was running before the step (it is stopped first)
+    kind = "run"
 
 
 @dataclass(frozen=True)
