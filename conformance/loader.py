@@ -14,11 +14,10 @@ import jsonschema
 from referencing import Registry, Resource
 
 from . import model as m
-from .coltypes import ValueProblem
+from .coltypes import TypeSyntaxError, ValueProblem, parse_type
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .coltypes import TypeSyntaxError, parse_type
 from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
 from .sourcekinds import PayloadReader, RowProblem, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean

@@ -144,3 +144,40 @@ def test_the_event_time_comes_from_the_payload_across_a_restart(tmp_path, spark)
     path.write_text(WINDOWED)
     result = run_scenario(load_scenario(path), page_counts, session=spark)
     assert result.status == "passed", describe_failure(result)
+
+
+TEXT_SCENARIO = textwrap.dedent("""\
+    scenario: json-lines
+    description: A job that reads JSON lines parses each `value`; a line that does not parse is a row of nulls.
+    contract:
+      description: JSON lines -> page and ts.
+      sources:
+        lines: {kind: text}
+      output:
+        columns: "page string, ts timestamp"
+    steps:
+      - add:
+          lines:
+            - {page: home, ts: "2024-01-01T00:00:01"}
+            - '{"page": "cart", "ts": "2024-01-01T00:00:02"}'
+            - "oops"
+      - process
+      - expect:
+          rows: [[home, "00:00:01"], [cart, "00:00:02"], [null, null]]
+    """)
+
+
+def json_lines(lines, payload=PAYLOAD):
+    parsed = F.from_json("value", payload)
+    return lines.select(parsed["page"].cast("string").alias("page"), parsed["ts"].alias("ts"))
+
+
+def test_a_text_source_feeds_the_jobs_json_lines_parsing(tmp_path, spark):
+    path = tmp_path / "lines.scenario.yaml"
+    path.write_text(TEXT_SCENARIO)
+    result = run_scenario(load_scenario(path), json_lines, session=spark)
+    assert result.status == "passed", describe_failure(result)
+    # the control: the same job reading `page` as a number finds no page
+    wrong = run_scenario(load_scenario(path), lambda lines: json_lines(lines, "page int, ts timestamp"),
+                         session=spark)
+    assert wrong.status == "failed", describe_failure(wrong)
