@@ -94,8 +94,9 @@ class ScenarioBuilder:
         if clock:
             self.doc["clock"] = _plain(dict(clock))
         self.doc["sources"] = _plain(dict(sources)) if sources else {
-            s.name: {"columns": {c.name: c.type for c in s.columns},
-                     **({"event_time": s.event_time} if s.event_time else {})}
+            s.name: ({"columns": {c.name: c.type for c in s.columns}} if s.kind == "rows" else
+                     {"kind": s.kind, **({"topic": s.topic, "headers": s.headers} if s.kind == "kafka" else {})})
+            | ({"event_time": s.event_time} if s.event_time else {})
             for s in self.contract.sources}
         self.steps: list[Any] = []
         self._step_origins: list[_Origin] = []  # the test's code that wrote each step
@@ -129,9 +130,13 @@ class ScenarioBuilder:
         """Stop and start again from the checkpoint; `new_session=True` starts in another SparkSession."""
         return self._step(_start_step("restart", conf, new_session))
 
+    def run_available_now(self) -> "ScenarioBuilder":
+        """A scheduled run as `trigger(availableNow=True)` runs the query: from the checkpoint, what is there, stop."""
+        return self._step({"run": "available_now"})
+
     def expect(self, **checks: Any) -> "ScenarioBuilder":
         """Checks as in a scenario file: rows, output, last_batch, no_output, ordered, watermark,
-        dropped, state_rows, batches, event_time, failure."""
+        dropped, state_rows, batches, event_time, failure, schema."""
         return self._step({"expect": _plain(checks)})
 
     # -- running ----------------------------------------------------------------------------------

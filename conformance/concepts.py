@@ -118,4 +118,7 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     "processing-time": ("processing time, current_timestamp() and triggers follow the clock",
                         "Spark guide: Triggers"),
     "restart": ("stop and start from the same checkpoint", "Spark guide: Recovering from Failures with Checkpointing"),
+    "available-now": ("trigger(availableNow=True): each run processes what is available, the no-data batch a "
+                      "watermark advance needs included, and stops; state and watermark carry over the checkpoint",
+                      "Spark guide: Triggers"),
 }

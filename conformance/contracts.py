@@ -42,6 +42,9 @@ class SourceSpec:
     name: str
     columns: tuple[Column, ...]  # columns the source must have (a scenario may give it more)
     event_time: str | None = None  # the source's event-time column, if it has one
+    kind: str = "rows"  # rows | kafka | text (`sourcekinds`): kafka and text have fixed columns
+    topic: str | None = None  # a kafka source's topic (default: the source's name)
+    headers: bool = False  # a kafka source with the `headers` column (Spark's includeHeaders=true)
 
 
 @dataclass(frozen=True)

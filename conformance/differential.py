@@ -134,7 +134,7 @@ def restart_variants(scenario: Scenario, *, sessions: tuple[str, ...] = ("same",
     blocks = [[text for _, text in scenario.step_text(s)] for s in steps]
     running, points = True, []
     for i, step in enumerate(steps):
-        if isinstance(step, m.StopStep):
+        if isinstance(step, (m.StopStep, m.RunStep)):
             running = False
         elif isinstance(step, m.StartStep):
             running = True

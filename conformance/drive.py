@@ -100,6 +100,16 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         return stop
     if isinstance(step, m.ProcessStep):
         return driver.process
+    if isinstance(step, m.RunStep):
+        def run_available_now() -> list[BatchObservation]:
+            # trigger(availableNow=True): a run from the checkpoint that processes what is there and stops
+            if step.was_running:
+                driver.stop()
+            out = driver.start(conf)
+            out += driver.process()
+            driver.stop()
+            return out
+        return run_available_now
     raise TypeError(f"no action for step kind {step.kind!r}")
 
 

@@ -305,6 +305,7 @@ class _Build:
         self.scenario, self.call, self.sources, self.impl_name = scenario, call, sources, impl_name
         self.default_mode = scenario.params.get("output_mode", "append")
         self.output_mode = self.default_mode
+        self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
     def __call__(self) -> tuple[Any, str]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
@@ -316,7 +317,8 @@ class _Build:
                     else (value, self.default_mode))
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"pipeline {self.impl_name} returned {type(df).__name__}, not a streaming DataFrame")
-        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        fields = [(name, type_name) for name, type_name, _ in self.schema]
         positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
         self.output_mode = mode
         # by position, so that an output with two columns of one name stays readable
@@ -366,7 +368,7 @@ class _SparkSteps:
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
         sr = self.current
         observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
-                            [c.name for c in self.scenario.contract.output], self.failure)
+                            [c.name for c in self.scenario.contract.output], self.failure, self.build.schema)
         judge_expect(sr, step, observed, self.scenario, self.unjudged)
         if sr.status == SKIPPED:
             return False

@@ -231,7 +231,7 @@ def _walk_steps(cell: Cell, definition: Mapping[str, Any], out_names: list[str],
                 for r in rows:
                     if pos is not None and pos < len(r) and isinstance(r[pos], int):
                         pending.append((source, r[pos], format_row(r, source_types.get(source, []), date)))
-        if kind == "restart" or (kind == "start" and index):
+        if kind in ("restart", "run") or (kind == "start" and index):
             markers.append((len(batches), "restart", kind, f"step {index}: {kind} from the checkpoint"))
         for b in step.get("batches") or []:
             batches.append(_Batch(b, index))

@@ -54,3 +54,20 @@ def test_a_step_shows_the_lines_of_its_call_and_each_step_its_own_line():
     assert expect.where.line == expect_line and expect.where.column == 5
     assert [n for n, _ in scenario.step_text(expect)] == [expect_line, expect_line + 1]
     assert scenario.step_text(expect)[0][1].strip().startswith("s.expect(rows=")
+
+
+def test_a_kafka_contract_and_a_scheduled_run_build_from_python():
+    """The builder declares a kafka source as its contract does (kind, topic, headers, no columns)
+    and writes `run: available_now`; the built scenario reads the records and the run step."""
+    from eventtime.contractfile import contract_from_mapping
+
+    contract = contract_from_mapping({
+        "contract": "py_kafka", "description": "d",
+        "sources": {"clicks": {"kind": "kafka", "topic": "shop.clicks", "headers": True}},
+        "output": {"columns": "n bigint"}})
+    s = ScenarioBuilder(contract).add("clicks", [{"value": {"page": "home"}, "headers": {"t": "1"}}])
+    sc = s.run_available_now().expect(schema="n bigint NOT NULL").build()
+    assert sc.sources["clicks"].kind == "kafka" and sc.sources["clicks"].topic == "shop.clicks"
+    assert sc.steps[0].rows["clicks"][0][:5] == (None, b'{"page":"home"}', "shop.clicks", 0, 0)
+    assert [st.kind for st in sc.steps] == ["add", "run", "expect"]
+    assert sc.steps[-1].schema.columns == (("n", "long", True),)

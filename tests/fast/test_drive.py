@@ -139,3 +139,67 @@ def test_complete_mode_output_is_the_latest_batchs_table_for_every_reader():
     assert rows_seen("output", "update", [], history) == [("a", 1), ("a", 2), ("b", 1)]
     assert rows_seen("rows", "complete", history[1:], history) == [("a", 2), ("b", 1)]
     assert rows_seen("last_batch", "append", [], history[:2]) == [("a", 2), ("b", 1)]
+
+
+RUNS = """\
+scenario: scheduled-runs
+description: run available_now from a running and from a stopped query
+contract: tumbling_count
+params: {window: 10s, watermark_delay: 5s, output_mode: append}
+steps:
+  - add: {events: [[a, "00:00:01"]]}
+  - run: available_now
+  - expect: {watermark: initial}
+  - add: {events: [[a, "00:00:12"]]}
+  - run: available_now
+  - start
+  - run: available_now
+"""
+
+
+def test_run_available_now_starts_processes_and_stops_stopping_a_running_query_first():
+    sc = load_scenario_text(RUNS, "runs.scenario.yaml")
+    assert [(s.kind, getattr(s, "was_running", None)) for s in sc.steps if s.kind == "run"] == [
+        ("run", True), ("run", False), ("run", True)]
+    driver, handler = RecordingDriver(), Handler()
+    drive(sc, driver, {"base": "1"}, handler)
+    run = [("start", {"base": "1"}, False), ("process",), ("stop",)]
+    assert driver.calls == [
+        ("start", {"base": "1"}, False), ("add", "events", 1, None),
+        ("stop",), *run,  # the implicit start left the query running: stopped first
+        ("add", "events", 1, None), *run,  # stopped by the previous run: started from the checkpoint
+        ("start", {"base": "1"}, False), ("stop",), *run,
+    ]
+    # the expect sees the implicit start's batch and both batches of the run (its start's and its process's)
+    assert handler.expects == [[0, 1, 2]]
+
+
+def test_the_loader_knows_the_query_is_stopped_after_a_run():
+    import pytest
+
+    from eventtime.loader import ScenarioInvalid
+
+    for extra, message in [("  - stop\n", "the query is already stopped here (add `- start` before)"),
+                           ("  - restart\n", "the query is stopped here; use `start`"),
+                           ("  - run: once\n", "'once' is not allowed here (one of: available_now)"),
+                           ("  - run\n", "step 'run' needs a value, e.g. `- run: ...`")]:
+        text = RUNS.replace("  - start\n  - run: available_now\n", extra)
+        with pytest.raises(ScenarioInvalid) as info:
+            load_scenario_text(text, "runs.scenario.yaml")
+        assert [p.message for p in info.value.problems] == [message], extra
+    assert load_scenario_text(RUNS, "runs.scenario.yaml").steps[-1].kind == "run"  # the control: start then run
+
+
+def test_the_model_predicts_run_available_now_as_spark_runs_it():
+    """Values measured on Spark 4.3.0 with a real trigger(availableNow=True) query
+    (tests/spark/test_available_now.py): a data batch and the no-data batch per run."""
+    from eventtime.semantics.simulate import simulate
+
+    sc = load_scenario_text(RUNS, "runs.scenario.yaml")
+    sim = simulate(sc, "spark")
+    runs = [s.batches for s in sim.steps if s.step is not None and s.step.kind == "run"]
+    t0 = 1704067200000  # 2024-01-01T00:00:00Z in ms; each watermark is max event time - 5 s
+    assert [[(b.input_rows, b.watermark_before_ms, b.watermark_after_ms) for b in r] for r in runs] == [
+        [(1, 0, t0 - 4000), (0, t0 - 4000, t0 - 4000)],
+        [(1, t0 - 4000, t0 + 7000), (0, t0 + 7000, t0 + 7000)],
+        []]  # started with nothing new: no batch
