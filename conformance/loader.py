@@ -782,12 +782,49 @@ class _Builder:
                     if "watermark_after" in b else None,
                     dropped=b.get("dropped"), state_rows=b.get("state_rows")))
             batches = tuple(items)
+        written = self.written_check(body, contract, path)
         return m.ExpectStep(
-            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
+            written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
+
+    def written_check(self, body: dict, contract: Contract, path: tuple) -> m.WrittenCheck | None:
+        """`table: NAME` or `path: PARAM` (+ `format`, `where`): the row checks read what the job wrote."""
+        table, folder = body.get("table"), body.get("path")
+        if table is None and folder is None:
+            for key in ("format", "where"):
+                if key in body:
+                    self.c.at(path + (key,), f"`{key}` goes with `table:` or `path:` (what a job wrote)", key=True)
+            return None
+        if table is not None and folder is not None:
+            self.c.at(path + ("path",), "read one thing per expect: `table:` or `path:`, not both", key=True)
+            return None
+        stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
+                                                  "failure", "no_output", "last_batch")]
+        if stream_checks:
+            self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "
+                                                  f"(`rows` or `output`); put `{stream_checks[0]}` in an expect "
+                                                  "of its own", key=True)
+        if not any(k in body for k in ("rows", "output")):
+            self.c.at(path, "say which rows the job must have written: `rows: [...]` (`[]` for none)")
+        if folder is not None:
+            spec = contract.param(str(folder))
+            if spec is None or spec.kind != "path":
+                paths = [p.name for p in contract.params if p.kind == "path"]
+                self.c.at(path + ("path",), f"`path` names a path parameter of contract {contract.name!r} "
+                                            f"(`kind: path`), not {folder!r}"
+                          + (f"{did_you_mean(str(folder), paths)} (path parameters: {', '.join(paths)})" if paths
+                             else "; it declares none"))
+                return None
+        fmt = body.get("format", "parquet")
+        if table is not None and "format" in body:
+            self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `path:`", key=True)
+        return m.WrittenCheck(self.c.where(path + ("table" if table is not None else "path",)),
+                              table=str(table) if table is not None else None,
+                              path=str(folder) if folder is not None else None, format=str(fmt),
+                              filter=body.get("where") if isinstance(body.get("where"), str) else None)
 
     def selected_columns(self, body: dict, contract: Contract, path: tuple) -> tuple[str, ...] | None:
         """`columns: [...]` (these, in this order) or `ignore: [...]` (the others): what row checks compare."""

@@ -134,6 +134,18 @@ class RowsCheck:
 
 
 @dataclass(frozen=True)
+class WrittenCheck:
+    """`expect: {table: NAME}` / `{path: PARAM, format: F}`: what a job wrote, read back after the step
+    (filtered by the SQL condition `filter`); the step's row checks compare its rows."""
+
+    where: Where
+    table: str | None = None
+    path: str | None = None  # a `kind: path` parameter of the contract
+    format: str = "parquet"
+    filter: str | None = None
+
+
+@dataclass(frozen=True)
 class BatchCheck:
     where: Where
     data: bool | None = None
@@ -179,6 +191,7 @@ class ExpectStep(Step):
     # first that matches, in file order); the step's own checks hold on every other version, and are
     # what the model of the semantics predicts
     variants: tuple[tuple[str, "ExpectStep"], ...] = ()
+    written: WrittenCheck | None = None  # the row checks read what a job wrote, not the sink
     kind = "expect"
 
 

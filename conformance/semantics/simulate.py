@@ -70,7 +70,9 @@ class Simulation:
 def _uncovered_checks(scenario: m.Scenario) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
-            for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None]
+            for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
+        f"{s.where}: the model does not see what a job writes (`table`/`path` check)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and s.written is not None]
 
 
 def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
