@@ -617,16 +617,21 @@ class _Builder:
             return m.StopStep(where)
         _, parts = _validators()
         conf: dict[str, str] = {}
-        new_session = False
+        new_session = rerun = False
         if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
             conf = self.conf(body.get("conf"), bpath + ("conf",))
             new_session = body.get("session") == "new"
+            rerun = body.get("rerun_last_batch") is True
+            if rerun and kind != "restart":
+                self.c.at(bpath + ("rerun_last_batch",), "`rerun_last_batch` goes with `restart` (a query that "
+                                                         "was running)", key=True)
         if kind == "start" and flow.running:
             self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
         if kind == "restart" and not flow.running:
             self.c.at(path, "the query is stopped here; use `start`")
         flow.running = True
-        return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session)
+        return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session,
+                           rerun_last_batch=rerun)
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}

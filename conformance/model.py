@@ -120,6 +120,9 @@ class StartStep(Step):
     conf: Mapping[str, str] = field(default_factory=dict)
     restart: bool = False  # `restart` = stop, then start
     new_session: bool = False  # `session: new`: start in another SparkSession; only the checkpoint carries over
+    # `rerun_last_batch: true`: restart as after a crash between the last batch's sink write and its
+    # commit: the last batch runs again, with the same input (what an idempotent sink must survive)
+    rerun_last_batch: bool = False
 
     @property
     def kind(self) -> str:  # type: ignore[override]

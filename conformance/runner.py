@@ -95,6 +95,8 @@ def connect_applicability(scenario: m.Scenario) -> str | None:
         return f"{NO_CLOCK} (it uses a processing-time trigger)"
     if "processing-time" in scenario.tags:
         return f"{NO_CLOCK} (it observes processing time)"
+    if any(isinstance(step, m.StartStep) and step.rerun_last_batch for step in scenario.steps):
+        return "re-runs a batch after a crash, which needs the checkpoint on this machine (rerun_last_batch)"
     if any(isinstance(step, m.StartStep) and step.new_session for step in scenario.steps):
         return "starts the query in a new session, which the Spark Connect harness does not do"
     return None
@@ -408,6 +410,7 @@ class _Build:
         from eventtime.harness.stream import read_rows
 
         if check.table is not None:
+            spark.catalog.refreshTable(check.table)  # the job wrote it from the query's session: no stale listing
             frame = spark.table(check.table)
         else:
             folder = self.path(str(check.path))

@@ -328,6 +328,26 @@ class StreamRun:
         # the stop joined the stream thread: nothing calls back any more
         self.compat.release_callback_connections(self.clock.close_connections())
 
+    def uncommit_last(self) -> None:
+        """With the query stopped, make the last batch that read data run again at the next start, as
+        after a crash between its sink write and its commit: its commit log entry goes, and so do the
+        offset and commit entries of the no-data batches after it (they read nothing; Spark re-runs
+        only the latest logged batch, so they must not stand in front of it)."""
+        if self._query is not None:
+            raise HarnessError("stop the query before forgetting its last commit")
+        committed = self._committed_batches() - 1
+        data = [b for b in sorted(self.history) if b <= committed and self.history[b].input_rows > 0]
+        if not data:
+            raise HarnessError("no batch has read data and committed yet, so none can run again")
+        last = data[-1]
+        for batch in range(last, committed + 1):
+            logs = ("commits",) if batch == last else ("commits", "offsets")
+            for log in logs:
+                for name in (str(batch), f".{batch}.crc"):
+                    path = os.path.join(self.checkpoint, log, name)
+                    if os.path.exists(path):
+                        os.remove(path)
+
     def close(self) -> None:
         """Stop if running; never raises for an already failed query, nor once the driver JVM has died
         (there is nothing left to stop; the clock is freed all the same)."""

@@ -85,6 +85,9 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if not scenario.contract.bundled:  # the model knows the bundled contracts' pipelines, not the user's
         raise NotCovered(f"contract {scenario.contract.name!r} is yours: the model implements the bundled "
                          "contracts only, so it predicts nothing for your pipeline (run the scenario on Spark)")
+    reruns = [s for s in scenario.steps if isinstance(s, m.StartStep) and s.rerun_last_batch]
+    if reruns:
+        raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
