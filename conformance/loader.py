@@ -796,15 +796,15 @@ class _Builder:
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
 
     def written_check(self, body: dict, contract: Contract, path: tuple) -> m.WrittenCheck | None:
-        """`table: NAME` or `path: PARAM` (+ `format`, `where`): the row checks read what the job wrote."""
-        table, folder = body.get("table"), body.get("path")
+        """`table: NAME` or `written: PARAM` (+ `format`, `where`): the row checks read what the job wrote."""
+        table, folder = body.get("table"), body.get("written")
         if table is None and folder is None:
             for key in ("format", "where"):
                 if key in body:
-                    self.c.at(path + (key,), f"`{key}` goes with `table:` or `path:` (what a job wrote)", key=True)
+                    self.c.at(path + (key,), f"`{key}` goes with `table:` or `written:` (what a job wrote)", key=True)
             return None
         if table is not None and folder is not None:
-            self.c.at(path + ("path",), "read one thing per expect: `table:` or `path:`, not both", key=True)
+            self.c.at(path + ("written",), "read one thing per expect: `table:` or `written:`, not both", key=True)
             return None
         stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
                                                   "failure", "no_output", "last_batch")]
@@ -818,18 +818,25 @@ class _Builder:
             spec = contract.param(str(folder))
             if spec is None or spec.kind != "path":
                 paths = [p.name for p in contract.params if p.kind == "path"]
-                self.c.at(path + ("path",), f"`path` names a path parameter of contract {contract.name!r} "
+                self.c.at(path + ("written",), f"`written` names a path parameter of contract {contract.name!r} "
                                             f"(`kind: path`), not {folder!r}"
                           + (f"{did_you_mean(str(folder), paths)} (path parameters: {', '.join(paths)})" if paths
                              else "; it declares none"))
                 return None
         fmt = body.get("format", "parquet")
         if table is not None and "format" in body:
-            self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `path:`", key=True)
-        return m.WrittenCheck(self.c.where(path + ("table" if table is not None else "path",)),
+            self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `written:`", key=True)
+        where: list[tuple[str, Any]] = []
+        for name, raw in (body.get("where") or {}).items() if isinstance(body.get("where"), dict) else ():
+            column = next((c for c in contract.output if c.name == name), None)
+            if column is None:
+                self.c.at(path + ("where", name), f"contract {contract.name!r} has no output column {name!r}"
+                                                  f"{did_you_mean(str(name), contract.output_names)}", key=True)
+                continue
+            where.append((str(name), self.value(raw, column, path + ("where", name))))
+        return m.WrittenCheck(self.c.where(path + ("table" if table is not None else "written",)),
                               table=str(table) if table is not None else None,
-                              path=str(folder) if folder is not None else None, format=str(fmt),
-                              filter=body.get("where") if isinstance(body.get("where"), str) else None)
+                              path=str(folder) if folder is not None else None, format=str(fmt), filter=tuple(where))
 
     def selected_columns(self, body: dict, contract: Contract, path: tuple) -> tuple[str, ...] | None:
         """`columns: [...]` (these, in this order) or `ignore: [...]` (the others): what row checks compare."""

@@ -138,14 +138,14 @@ class RowsCheck:
 
 @dataclass(frozen=True)
 class WrittenCheck:
-    """`expect: {table: NAME}` / `{path: PARAM, format: F}`: what a job wrote, read back after the step
-    (filtered by the SQL condition `filter`); the step's row checks compare its rows."""
+    """`expect: {table: NAME}` / `{written: PARAM, format: F}`: what a job wrote, read back after the step
+    (only the rows whose columns have the values of `filter`); the step's row checks compare its rows."""
 
     where: Where
     table: str | None = None
     path: str | None = None  # a `kind: path` parameter of the contract
     format: str = "parquet"
-    filter: str | None = None
+    filter: tuple[tuple[str, Value], ...] = ()  # (output column, value): `where: {page: home}`
 
 
 @dataclass(frozen=True)

@@ -405,29 +405,33 @@ class _Build:
         self.sink = BatchFunctionSink(spark, out.sink, lambda batch: read_rows(project(batch)))
         return df, out.output_mode, self.sink
 
-    def written_rows(self, spark: Any, check: m.WrittenCheck, columns: list[str]) -> list[tuple]:
-        """The rows a job left in a table or a path parameter's folder, in `columns` (by name)."""
+    def written_rows(self, spark: Any, check: m.WrittenCheck) -> list[tuple]:
+        """The rows a job left in a table or a path parameter's folder, as rows of the contract's output
+        columns (by name; a column the table lacks is None), only those with `check.filter`'s values."""
         from eventtime.harness.stream import read_rows
 
+        what = f"table {check.table!r}" if check.table is not None else f"the folder of {check.path!r}"
         if check.table is not None:
             spark.catalog.refreshTable(check.table)  # the job wrote it from the query's session: no stale listing
             frame = spark.table(check.table)
         else:
             folder = self.path(str(check.path))
             if not os.path.exists(folder):
-                raise PipelineError(f"the job wrote nothing to path {check.path!r} (its folder does not exist)")
+                raise PipelineError(f"the job wrote nothing to {what} (it does not exist)")
             reader = spark.read.format(check.format)
-            if check.format in ("csv",):
+            if check.format == "csv":
                 reader = reader.option("header", "true").option("inferSchema", "true")
             frame = reader.load(folder)
-        if check.filter:
-            frame = frame.where(check.filter)
-        missing = [c for c in columns if c not in frame.columns]
-        if missing:
-            what = f"table {check.table!r}" if check.table is not None else f"path {check.path!r}"
-            raise PipelineError(f"{what} has no column {', '.join(repr(c) for c in missing)} "
+        names = list(self.scenario.contract.output_names)
+        present = [n for n in names if n in frame.columns]
+        wanted = [n for n, _ in check.filter if n not in present]
+        if wanted:
+            raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
-        return read_rows(frame.select(*[f"`{c}`" for c in columns]))
+        types = {c.name: c.ctype for c in self.scenario.contract.output}
+        rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
+        rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
+        return [tuple(r.get(n) for n in names) for r in rows]
 
 
 def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
@@ -485,28 +489,26 @@ class _SparkSteps:
 
     def _expect_written(self, sr: StepResult, step: m.ExpectStep) -> bool:
         """Judge an expect of what the job wrote (a table, a path parameter's folder) on its rows read back
-        now; the batches since the previous expect stay for the next one."""
+        now; like any expect it closes "since the previous expect" once judged."""
         from eventtime.harness.observations import BatchObservation
 
         if self.failure is not None and step.failure is None:
             sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
             return False
         names = list(self.scenario.contract.output_names)
-        compared = list(step.columns or names)
         check = step.written
         assert check is not None
         try:
-            read = self.build.written_rows(self.query_run.spark, check, compared)
+            rows = self.build.written_rows(self.query_run.spark, check)
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
-            what = f"table {check.table!r}" if check.table is not None else f"path {check.path!r}"
+            what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
             sr.status = FAILED
             sr.failures = [CheckFailure("rows", check.where, f"cannot read {what}: {str(exc).strip().splitlines()[0]}")]
-            return False
-        rows = [tuple(r[compared.index(n)] if n in compared else None for n in names) for r in read]
+            return True
         batch = BatchObservation(batch_id=0, input_rows=0, timestamp_ms=None, watermark_before_ms=None,
                                  watermark_after_ms=None, rows=rows)
         judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario, self.unjudged)
-        return False
+        return True
 
     def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:
         sr = self.current

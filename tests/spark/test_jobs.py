@@ -44,13 +44,13 @@ WRITES = textwrap.dedent("""\
       - add: {clicks: [{page: home, ts: "00:00:10"}, {page: home, ts: "00:00:20"}, {page: cart, ts: "00:00:30"}]}
       - process
       - expect: {rows: [[home, "00:00:00", 2], [cart, "00:00:00", 1]]}
-      - expect: {path: out, rows: [[home, "00:00:00", 2], [cart, "00:00:00", 1]]}
+      - expect: {written: out, rows: [[home, "00:00:00", 2], [cart, "00:00:00", 1]]}
       - add: {clicks: [{page: home, ts: "00:00:40"}]}
       - restart
       - process
       - expect: {rows: [[home, "00:00:00", 3]]}
-      - expect: {path: out, where: "page = 'home'", rows: [[home, "00:00:00", 3]]}
-      - expect: {path: out, rows: [[home, "00:00:00", 3], [cart, "00:00:00", 1]]}
+      - expect: {written: out, where: {page: home}, rows: [[home, "00:00:00", 3]]}
+      - expect: {written: out, rows: [[home, "00:00:00", 3], [cart, "00:00:00", 1]]}
     """)
 
 RERUN = textwrap.dedent("""\
@@ -60,10 +60,10 @@ RERUN = textwrap.dedent("""\
     steps:
       - add: {clicks: [{page: home, ts: "00:00:10"}, {page: cart, ts: "00:00:30"}]}
       - process
-      - expect: {path: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
+      - expect: {written: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
       - restart: {rerun_last_batch: true}
       - process
-      - expect: {path: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
+      - expect: {written: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
     """)
 
 TABLE = textwrap.dedent("""\
