@@ -10,6 +10,7 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
         columns: "page string, country string, ts timestamp, revenue decimal(12,2)"   # or a mapping
         event_time: ts                        # the source's event-time column, if it has one
         from: {format: kafka, subscribe: clicks}   # optional: the job's reader it replaces (docs/jobs.md)
+      orders: {kind: kafka, topic: orders, headers: true}   # Spark's Kafka columns (`sourcekinds`)
     params:
       window: {kind: duration, doc: window length}
       watermark_delay: {kind: duration, default: 10 minutes}
@@ -34,12 +35,13 @@ from typing import Any, Mapping
 
 from .coltypes import TypeSyntaxError, parse_type
 from .contracts import Column, Contract, ParamSpec, SourceSpec
+from .sourcekinds import SOURCE_KINDS, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
 from .yamlsource import YamlSyntaxError, load_yaml
 
 __all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "contract_from_mapping", "load_contract_file", "read_contract", "parse_columns",
-           "read_columns"]
+           "read_columns", "source_shape"]
 
 CONTRACT_SUFFIXES = (".contract.yaml", ".contract.yml")
 PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool", "path")
@@ -260,7 +262,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
     if not isinstance(raw, dict) or not raw:
         r.at(("sources",) if raw is not None else (), "a contract needs `sources:`, a mapping of source name to "
-                                                      "{columns: ..., event_time: COLUMN}")
+                                                      "{columns: ..., event_time: COLUMN} or {kind: kafka, topic: ...}")
         return None
     out = []
     for name, spec in raw.items():
@@ -268,14 +270,25 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
         if not _NAME.match(str(name)):
             r.at(path, f"a source's name is a word of letters, digits and '_', not {name!r}", key=True)
             continue
-        if not isinstance(spec, dict) or "columns" not in spec:
-            r.at(path, f"source {name!r} needs `columns:` (a DDL list or a mapping of name to type)")
+        if not isinstance(spec, dict):
+            r.at(path, f"source {name!r} needs `columns:` (a DDL list or a mapping of name to type) or `kind:`")
             continue
         for key in spec:
-            if key not in ("columns", "event_time", "from"):
-                r.at(path + (key,), f"a source has no key {key!r} (keys: columns, event_time, from)", key=True)
+            if key not in _SOURCE_KEYS:
+                r.at(path + (key,), f"a source has no key {key!r}{did_you_mean(str(key), _SOURCE_KEYS)} "
+                                    f"(keys: {', '.join(_SOURCE_KEYS)})", key=True)
         reads = _reads(r, spec.get("from"), path + ("from",), str(name))
-        columns = r.columns(spec["columns"], path + ("columns",), f"source {name!r}")
+        shape = source_shape(str(name), spec, path, r.at)
+        if shape is None:
+            continue
+        kind, topic, headers = shape
+        if kind == "rows":
+            if "columns" not in spec:
+                r.at(path, f"source {name!r} needs `columns:` (a DDL list or a mapping of name to type)")
+                continue
+            columns = r.columns(spec["columns"], path + ("columns",), f"source {name!r}")
+        else:
+            columns = source_columns(kind, headers=headers)
         if columns is None:
             continue
         event_time = spec.get("event_time")
@@ -288,7 +301,7 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             if col.type not in ("timestamp", "timestamp_ntz"):
                 r.at(path + ("event_time",), f"event_time column {event_time!r} must be a timestamp, not {col.type}")
                 continue
-        out.append(SourceSpec(str(name), columns, event_time, reads))
+        out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers))
     return tuple(out) if len(out) == len(raw) else None
 
 
@@ -311,6 +324,39 @@ def _reads(r: _Reader, raw: Any, path: tuple, name: str) -> tuple[tuple[str, str
         r.at(path + ("table",), "a reader of a table (`readStream.table(NAME)`) names no format or path: "
                                 "give `table:` alone", key=True)
     return tuple(out)
+
+
+_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from")
+
+
+def source_shape(name: str, spec: Mapping[str, Any], path: tuple, at: Any) -> tuple[str, str | None, bool] | None:
+    """A source's (kind, topic, headers) as a contract or scenario declares it (`sourcekinds`); None
+    when they have a problem, said with `at(path, message, key=...)`. A kafka or text source's columns
+    are fixed, so it gives no `columns`; only a kafka source has a topic and headers."""
+    kind = spec.get("kind", "rows")
+    if kind not in SOURCE_KINDS:
+        at(path + ("kind",), f"a source's kind is one of {', '.join(SOURCE_KINDS)}, not {kind!r}"
+                             f"{did_you_mean(str(kind), SOURCE_KINDS)}")
+        return None
+    ok = True
+    if kind != "rows" and "columns" in spec:
+        at(path + ("columns",), f"a {kind} source has Spark's {kind} columns "
+                                f"({', '.join(c.name for c in source_columns(kind, headers=True))}); "
+                                "leave `columns` out", key=True)
+        ok = False
+    for key in ("topic", "headers"):
+        if key in spec and kind != "kafka":
+            at(path + (key,), f"`{key}` is for a kafka source (`kind: kafka`), not a {kind} source", key=True)
+            ok = False
+    topic = spec.get("topic", name) if kind == "kafka" else None
+    if kind == "kafka" and (not isinstance(topic, str) or not topic):
+        at(path + ("topic",), f"a kafka source's topic is a name, not {topic!r}")
+        ok = False
+    headers = spec.get("headers", False)
+    if not isinstance(headers, bool):
+        at(path + ("headers",), f"`headers` is true or false, not {headers!r}")
+        ok = False
+    return (kind, topic, headers) if ok else None
 
 
 def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:

@@ -45,6 +45,9 @@ class SourceSpec:
     # `from:`: the job's reader this source stands in for (format, path, table, options; text compared
     # exactly, option keys regardless of case), for a pipeline written as a job (`eventtime.jobs`)
     reads: tuple[tuple[str, str], ...] = ()
+    kind: str = "rows"  # rows | kafka | text (`sourcekinds`): kafka and text have fixed columns
+    topic: str | None = None  # a kafka source's topic (default: the source's name)
+    headers: bool = False  # a kafka source with the `headers` column (Spark's includeHeaders=true)
 
 
 @dataclass(frozen=True)

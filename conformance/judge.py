@@ -10,11 +10,11 @@ from eventtime.harness.observations import BatchObservation
 from . import coltypes
 from .drive import rows_seen
 from .coltypes import ColumnType
-from .model import BatchCheck, ExpectStep, RowsCheck, Scenario
+from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 
-__all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value"]
+__all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value", "schema_differences"]
 
 REL_TOL = 1e-9
 
@@ -24,7 +24,9 @@ class Observed:
     query's failure if it has failed. The harness and the model both fill it in."""
 
     def __init__(self, since_expect: Sequence[BatchObservation], history: Sequence[BatchObservation],
-                 output_mode: str, columns: Sequence[str], failure: FailureInfo | None = None):
+                 output_mode: str, columns: Sequence[str], failure: FailureInfo | None = None,
+                 schema: Sequence[tuple[str, str, bool]] | None = None):
+        self.schema = None if schema is None else list(schema)  # the pipeline's (name, Spark type, nullable)
         self.since_expect = list(since_expect)
         self.history = sorted(history, key=lambda b: b.batch_id)
         self.output_mode = output_mode
@@ -173,6 +175,54 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         out.extend(_judge_batches(step, observed, scenario, names))
     if step.event_time is not None:
         out.extend(_judge_event_time(step, observed, scenario))
+    if step.schema is not None:
+        out.extend(_judge_schema(step.schema, observed))
+    return out
+
+
+def _judge_schema(want: SchemaCheck, observed: Observed) -> list[CheckFailure]:
+    if observed.schema is None:
+        return [CheckFailure("schema", want.where, "no query ran, so there is no output schema to check")]
+    differences = schema_differences(want.columns, observed.schema)
+    if not differences:
+        return []
+    expected = ", ".join(f"{n} {t}{' NOT NULL' if nn else ''}" for n, t, nn in want.columns)
+    actual = ", ".join(f"{n} {_type_name(t)}{'' if nullable else ' NOT NULL'}" for n, t, nullable in observed.schema)
+    return [CheckFailure("schema", want.where, "output schema differs: " + "; ".join(differences)
+                         + f"\n      expected: {expected}\n      actual:   {actual}", expected=expected, actual=actual)]
+
+
+def _type_name(spark_type: str) -> str:
+    try:
+        return coltypes.parse_type(spark_type).name
+    except coltypes.TypeSyntaxError:
+        return spark_type
+
+
+def schema_differences(expected: Sequence[tuple[str, str, bool]], actual: Sequence[tuple[str, str, bool]]
+                       ) -> list[str]:
+    """Each way `actual` (name, Spark type, nullable) differs from `expected` (name, type, NOT NULL
+    asked): a missing, unexpected or mistyped column, a nullable one where NOT NULL is asked, and the
+    order of the columns both have. Nullability is checked only where NOT NULL is asked."""
+    out: list[str] = []
+    got = {name: (_type_name(t), nullable) for name, t, nullable in actual}
+    wanted = {name for name, _, _ in expected}
+    for name, type_name, not_null in expected:
+        if name not in got:
+            out.append(f"column {name!r} ({type_name}) is missing")
+            continue
+        actual_type, nullable = got[name]
+        if actual_type != type_name:
+            out.append(f"column {name!r} is {actual_type}, expected {type_name}")
+        if not_null and nullable:
+            out.append(f"column {name!r} is nullable, expected NOT NULL")
+    for name, t, _ in actual:
+        if name not in wanted:
+            out.append(f"column {name!r} ({_type_name(t)}) is not expected")
+    order_want = [n for n, _, _ in expected if n in got]
+    order_got = [n for n, _, _ in actual if n in wanted]
+    if order_want != order_got:
+        out.append(f"columns are in the order {', '.join(order_got)}, expected {', '.join(order_want)}")
     return out
 
 

@@ -18,7 +18,9 @@ from .coltypes import ValueProblem
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
-from .contractfile import param_value, read_columns, read_contract
+from .coltypes import TypeSyntaxError, parse_type
+from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
+from .sourcekinds import PayloadReader, RowProblem, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
@@ -27,6 +29,7 @@ __all__ = ["Problem", "ScenarioInvalid", "load_scenario", "validate_file", "find
            "SCENARIO_SUFFIXES", "ALLOWED_CONF", "schema"]
 
 SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)  # a column of an expected schema: `name type NOT NULL`
 
 # Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
 # classes to load) stays out of a scenario file's reach.
@@ -246,6 +249,10 @@ class _Builder:
         self.bad_sources: set[str] = set()
         # no `sources:` and no contract to take them from (its problem is reported): say nothing more
         self.sources_unknown = False
+        # kafka and text rows: offsets counted per partition over the scenario; `now_us` is the
+        # processing-time clock at the step being read (a kafka record's default timestamp)
+        self.payloads = PayloadReader(lambda v: parse_time(v, date=self.date, zone=self.zone))
+        self.now_us = 0
 
     # -- helpers -------------------------------------------------------------------------------
     def time(self, value: Any, path: tuple, *, allow_initial: bool = False) -> int | None:
@@ -294,7 +301,10 @@ class _Builder:
                                   f"{len(columns)} column{'s' if len(columns) != 1 else ''} ({', '.join(names)})")
                     continue
                 out.append(tuple(self.value(v, col, rp + (j,)) for j, (v, col) in enumerate(zip(row, columns))))
-            elif isinstance(row, dict):
+            elif not isinstance(row, dict):
+                self.c.at(rp, f"a row of {what} is a list of values or a mapping of column to value, "
+                              f"not {_json_type(row)}")
+            else:
                 bad = False
                 for key in row:
                     if key not in names:
@@ -332,6 +342,7 @@ class _Builder:
         clock_start_us, trigger = self.clock()
         sources = self.sources(contract)
         self.sources_unknown = contract is None and "sources" not in d
+        self.now_us = clock_start_us
         steps = self.steps(contract, sources, trigger)
         if c.problems or contract is None:
             return None
@@ -464,19 +475,35 @@ class _Builder:
     def sources(self, contract: Contract | None) -> dict[str, m.SourceDef]:
         raw = self.doc.get("sources")
         if raw is None and contract is not None:  # the contract's sources, as it declares them
-            return {spec.name: m.SourceDef(spec.name, spec.columns, spec.event_time, self.c.where(("contract",)))
+            return {spec.name: m.SourceDef(spec.name, spec.columns, spec.event_time, self.c.where(("contract",)),
+                                           kind=spec.kind, topic=spec.topic, headers=spec.headers)
                     for spec in contract.sources}
         if not isinstance(raw, dict):
             return {}
         out = {}
         for name, spec in raw.items():
-            if not isinstance(spec, dict) or "columns" not in spec:
+            if not isinstance(spec, dict):
                 continue
-            columns = self.columns(spec["columns"], ("sources", name, "columns"))
+            shape = source_shape(name, spec, ("sources", name), self.c.at)
+            if shape is None:
+                self.bad_sources.add(name)  # reported; its rows cannot be read
+                continue
+            kind, topic, headers = shape
+            if kind == "rows" and "columns" not in spec:
+                self.c.at(("sources", name), f"source {name!r} needs `columns:` (a DDL list or a mapping of name "
+                                             "to type), or a `kind:` (kafka, text)")
+                self.bad_sources.add(name)
+                continue
+            columns = (self.columns(spec["columns"], ("sources", name, "columns")) if kind == "rows"
+                       else source_columns(kind, headers=headers))
             if columns is None:
                 self.bad_sources.add(name)  # reported; its rows cannot be read
                 continue
             declared = contract.source(name) if contract is not None else None
+            if contract is not None and declared is not None and (
+                    declared.kind, declared.topic, declared.headers) != (kind, topic, headers):
+                self.c.at(("sources", name), f"source {name!r} is {_shape_text(declared.kind, declared.topic, declared.headers)} "
+                                             f"in contract {contract.name!r}, not {_shape_text(kind, topic, headers)}")
             event_time = spec.get("event_time")
             if not isinstance(event_time, str) and declared is not None:
                 event_time = declared.event_time  # the contract names the source's event-time column
@@ -493,7 +520,7 @@ class _Builder:
             out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
                                     self.c.where(("sources", name)),
                                     partitions if isinstance(partitions, int) and not isinstance(partitions, bool)
-                                    else None)
+                                    else None, kind=kind, topic=topic, headers=headers)
         if contract is not None:
             wanted = [s.name for s in contract.sources]
             for name in out:
@@ -597,6 +624,7 @@ class _Builder:
                 d = self.duration(body, bpath, positive=True)
                 if d is not None:
                     flow.runs_batches = flow.runs_batches or trigger is not None
+                    self.now_us += d.total_micros
                     return m.AdvanceStep(where, by=d)
         elif kind in ("stop", "start", "restart"):
             return self.run_state_step(kind, body, path, bpath, where, flow)
@@ -652,7 +680,7 @@ class _Builder:
                     parts[name] = placed
                     rows[name] = tuple(row for part in placed for row in part)
                 continue
-            rows[name] = self.rows(raw_rows, src.columns, path + (name,), f"source {name!r}")
+            rows[name] = self.source_rows(raw_rows, src, path + (name,))
             if src.partitions:
                 parts[name] = round_robin(rows[name], src.partitions)
         return m.AddStep(where, rows=rows, parts=parts)
@@ -675,8 +703,23 @@ class _Builder:
                                          f"(0-{src.partitions - 1})", key=True)
                 ok = False
                 continue
-            placed[index] = self.rows(raw_rows, src.columns, path + (key,), f"source {src.name!r}")
+            placed[index] = self.source_rows(raw_rows, src, path + (key,))
         return tuple(placed) if ok else None
+
+    def source_rows(self, raw: Any, src: m.SourceDef, path: tuple) -> tuple[tuple, ...]:
+        """The rows of one source in an add, read as its kind reads them (`sourcekinds`)."""
+        if src.kind == "rows":
+            return self.rows(raw, src.columns, path, f"source {src.name!r}")
+        if not isinstance(raw, list):
+            return ()  # a schema error
+        out = []
+        for i, row in enumerate(raw):
+            try:
+                out.append(self.payloads.row(src.kind, src.name, src.topic or src.name, src.headers, row,
+                                             self.now_us, path + (i,)))
+            except RowProblem as exc:
+                self.c.at(exc.path, f"{src.kind} source {src.name!r}: {exc.message}", key=exc.key)
+        return tuple(out)
 
     def generate_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step | None:
         name = body.get("source")
@@ -771,6 +814,7 @@ class _Builder:
             if others:
                 self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
                           key=True)
+        schema = self.schema_check(body["schema"], path + ("schema",)) if isinstance(body.get("schema"), str) else None
         batch_count, batches = None, None
         if isinstance(body.get("batches"), int) and not isinstance(body.get("batches"), bool):
             batch_count = body["batches"]
@@ -792,7 +836,7 @@ class _Builder:
             written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
-            batches=batches, event_time=event_time, failure=failure, columns=selected,
+            batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
 
     def written_check(self, body: dict, contract: Contract, path: tuple) -> m.WrittenCheck | None:
@@ -838,6 +882,27 @@ class _Builder:
                               table=str(table) if table is not None else None,
                               path=str(folder) if folder is not None else None, format=str(fmt), filter=tuple(where))
 
+    def schema_check(self, text: str, path: tuple) -> m.SchemaCheck | None:
+        """`schema: DDL`: columns `name type [NOT NULL]`, read by `coltypes` (problems at the step's line)."""
+        try:
+            columns = parse_columns(text)
+        except ValueError as exc:
+            self.c.at(path, f"schema: {exc}")
+            return None
+        out: list[tuple[str, str, bool]] = []
+        for name, written in columns:
+            not_null = bool(_NOT_NULL.search(written))
+            try:
+                type_name = parse_type(_NOT_NULL.sub("", written)).name
+            except TypeSyntaxError as exc:
+                self.c.at(path, f"schema: column {name!r}: {exc}")
+                return None
+            if any(n == name for n, _, _ in out):
+                self.c.at(path, f"schema: column {name!r} appears twice")
+                return None
+            out.append((name, type_name, not_null))
+        return m.SchemaCheck(self.c.where(path), tuple(out))
+
     def selected_columns(self, body: dict, contract: Contract, path: tuple) -> tuple[str, ...] | None:
         """`columns: [...]` (these, in this order) or `ignore: [...]` (the others): what row checks compare."""
         names = list(contract.output_names)
@@ -863,6 +928,12 @@ class _Builder:
                 return None
             return kept
         return None
+
+
+def _shape_text(kind: str, topic: str | None, headers: bool) -> str:
+    if kind == "kafka":
+        return f"kind kafka (topic {topic!r}, headers {'true' if headers else 'false'})"
+    return f"kind {kind}"
 
 
 def find_scenario_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:

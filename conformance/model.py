@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck",
+    "StartStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -54,6 +54,9 @@ class SourceDef:
     event_time: str | None
     where: Where
     partitions: int | None = None  # `partitions: N`: each add reaches Spark as N input partitions
+    kind: str = "rows"  # rows | kafka | text (`sourcekinds`): how an add's rows are read
+    topic: str | None = None  # a kafka source's topic
+    headers: bool = False  # a kafka source with the `headers` column
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -176,6 +179,14 @@ class FailureCheck:
 
 
 @dataclass(frozen=True)
+class SchemaCheck:
+    """`schema: DDL`: the pipeline's output columns, in this order, of these types; NOT NULL where given."""
+
+    where: Where
+    columns: tuple[tuple[str, str, bool], ...]  # (name, type as coltypes writes it, NOT NULL asked)
+
+
+@dataclass(frozen=True)
 class ExpectStep(Step):
     rows: tuple[RowsCheck, ...] = ()
     ordered: bool = False
@@ -187,6 +198,7 @@ class ExpectStep(Step):
     batches: tuple[BatchCheck, ...] | None = None
     event_time: EventTimeCheck | None = None
     failure: FailureCheck | None = None
+    schema: SchemaCheck | None = None
     # `columns:` / `ignore:`: the output columns its row checks give and compare, in that order (None: all)
     columns: tuple[str, ...] | None = None
     tolerance: float | None = None  # relative, for float/double values in row checks (None: the default)

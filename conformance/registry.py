@@ -203,7 +203,10 @@ def contracts_markdown() -> str:
            "A contract names a pipeline shape: its input sources, its parameters and the output columns it "
            "promises. Scenarios name a contract; implementations (`module:function`) are certified against "
            "every scenario of their contract with `eventtime certify --contract NAME --pipeline module:function`. "
-           "Your own contracts are files like these in your repository (docs/scenario-format.md, *Contracts*).",
+           "Your own contracts are files like these in your repository (docs/scenario-format.md, *Contracts*). "
+           "A source there may also be `kind: kafka` (the columns of Spark's Kafka source, `topic`, `headers`) "
+           "or `kind: text` (one `value string` column) for a job that parses its payload "
+           "(docs/scenario-format.md, *Kafka and text sources*).",
            ""]
     for c in sorted(CONTRACTS.values(), key=lambda c: c.name):
         out += [f"## `{c.name}`", "", c.title + ".", "", c.description, ""]
@@ -211,6 +214,8 @@ def contracts_markdown() -> str:
         out.append("|---|---|")
         for s in c.sources:
             cols = ", ".join(f"`{col.name}` {col.type}" for col in s.columns)
+            if s.kind != "rows":
+                cols = f"kind {s.kind}" + (f", topic `{s.topic}`" if s.topic else "") + f": {cols}"
             tail = f"; event time `{s.event_time}`" if s.event_time else " (no event-time column needed)"
             out.append(f"| source `{s.name}` | {cols}{tail} |")
         for p in c.params:

@@ -119,6 +119,8 @@ def _step_definition(step: m.Step) -> dict[str, Any]:
             f = step.failure
             exp["failure"] = {k: v for k, v in {"error_class": f.error_class, "exception": f.exception,
                                                 "message": f.message}.items() if v is not None}
+        if step.schema is not None:
+            exp["schema"] = [{"name": n, "type": t, "not_null": nn} for n, t, nn in step.schema.columns]
         out["expect"] = exp
     return out
 

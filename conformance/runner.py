@@ -349,6 +349,7 @@ class _Build:
         self.job, self.workdir = job, workdir
         self.writer: Any = None  # a job's writer, as it wrote it
         self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
+        self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
     def path_conf(self) -> dict[str, str]:
         """The Spark settings of the contract's `kind: path` parameters: a folder of this run's own each."""
@@ -369,7 +370,8 @@ class _Build:
                     else (value, self.default_mode))
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"pipeline {self.impl_name} returned {type(df).__name__}, not a streaming DataFrame")
-        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        fields = [(name, type_name) for name, type_name, _ in self.schema]
         positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
         self.output_mode = mode
         # by position, so that an output with two columns of one name stays readable
@@ -391,7 +393,8 @@ class _Build:
         df, self.writer = out.df, out.writer
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"job {self.impl_name} writes {type(df).__name__}, not a streaming DataFrame")
-        fields = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        fields = [(name, type_name) for name, type_name, _ in self.schema]
         positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
         self.output_mode = out.output_mode
         names = self.scenario.contract.output_names
@@ -478,7 +481,7 @@ class _SparkSteps:
         if step.written is not None:
             return self._expect_written(sr, step)
         observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
-                            [c.name for c in self.scenario.contract.output], self.failure)
+                            [c.name for c in self.scenario.contract.output], self.failure, self.build.schema)
         judge_expect(sr, step, observed, self.scenario, self.unjudged)
         if sr.status == SKIPPED:
             return False

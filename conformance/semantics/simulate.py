@@ -71,8 +71,10 @@ def _uncovered_checks(scenario: m.Scenario) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
-        f"{s.where}: the model does not see what a job writes (`table`/`path` check)"
-        for s in scenario.steps if isinstance(s, m.ExpectStep) and s.written is not None]
+        f"{s.where}: the model does not see what a job writes (`table`/`written` check)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and s.written is not None] + [
+        f"{s.where}: the model does not predict a pipeline's output schema (`schema` check: nullability is "
+        "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None]
 
 
 def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
@@ -82,6 +84,12 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     profile = profile or scenario.profile
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r} (profiles: {', '.join(PROFILES)})")
+    payloads = [src for src in scenario.sources.values() if src.kind != "rows"]
+    if payloads:  # checked first: it holds for a bundled contract too, and says why more precisely
+        src = payloads[0]
+        raise NotCovered(f"source {src.name!r} is a {src.kind} source: its event time is inside a payload the "
+                         "pipeline parses, which the model cannot know, so it predicts nothing here (run the "
+                         "scenario on Spark)")
     if not scenario.contract.bundled:  # the model knows the bundled contracts' pipelines, not the user's
         raise NotCovered(f"contract {scenario.contract.name!r} is yours: the model implements the bundled "
                          "contracts only, so it predicts nothing for your pipeline (run the scenario on Spark)")

@@ -427,7 +427,8 @@ def test_problems_that_follow_from_a_first_one(base_scenario):
     assert first_problems(edit(base_scenario, "sources:\n  events:", "sources: {}\nold:\n  events:"), 1) == [
         "s.yaml:7:10: 'sources' must not be empty"]
     assert first_problems(edit(base_scenario, "    columns: {key: string, ts: timestamp}\n", ""), 1) == [
-        "s.yaml:9:5: missing required key 'columns'"]
+        "s.yaml:9:5: source 'events' needs `columns:` (a DDL list or a mapping of name to type), or a `kind:` "
+        "(kafka, text)"]
     found = [str(p) for p in problems(edit(base_scenario, "    event_time: ts", "    event_tme: ts"))]
     assert "s.yaml:10:5: unknown key 'event_tme'; did you mean 'event_time'?" in found
     found = [str(p) for p in problems(edit(base_scenario, "10 seconds", "{n: 10}"))]
