@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, caller_place, substitution, writer_call
 
-from .contracts import Contract
+from .contracts import Contract, SourceSpec
 from .signatures import user_frames
 
 __all__ = ["JobOutput", "build_job", "SubstitutionError", "READER_REFUSED", "SINK_FORMATS"]
@@ -58,6 +58,14 @@ def _is_kit(path: str) -> bool:
 
 def _describe_source(name: str, reads: tuple[tuple[str, str], ...]) -> str:
     return f"{name} (from: {{{', '.join(f'{k}: {v}' for k, v in reads)}}})" if reads else f"{name} (no `from:`)"
+
+
+def reads_of(source: SourceSpec) -> tuple[tuple[str, str], ...]:
+    """What a job's reader must name to read `source`: its `from:`, or for a kafka source without one,
+    `format: kafka` and its topic as `subscribe`."""
+    if source.reads or source.kind != "kafka":
+        return source.reads
+    return (("format", "kafka"), ("subscribe", source.topic or source.name))
 
 
 def _matches(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:
@@ -115,9 +123,9 @@ def _resolver(frames: Mapping[str, Any], contract: Contract) -> Callable[[Reader
     used: dict[str, ReaderCall] = {}
 
     def resolve(call: ReaderCall) -> Any:
-        fitting = [s for s in contract.sources if _matches(call, s.reads)]
+        fitting = [s for s in contract.sources if _matches(call, reads_of(s))]
         if not fitting:
-            declared = "; ".join(_describe_source(s.name, s.reads) for s in contract.sources)
+            declared = "; ".join(_describe_source(s.name, reads_of(s)) for s in contract.sources)
             raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
                                                 f"({declared}); the kit never opens a real source: declare the "
                                                 "source's `from:` as this reader names it (docs/jobs.md)")
