@@ -1,8 +1,8 @@
 """examples/consumer, installed from a freshly built wheel into a fresh virtual environment.
 
-Proves the pytest plugin works for another repository: a shop's three jobs (two `transform` functions
-and one job as it ships, `main(spark)` with its Kafka reader and its foreachBatch table writer
-substituted), their own contract files,
+Proves the pytest plugin works for another repository: a shop's four jobs (three `transform`
+functions and one job as it ships, `main(spark)` with its Kafka reader and its foreachBatch table
+writer substituted), their own contract files,
 scenario files and a Python fixture test pass under `pytest -n 2` with one ini line per binding and
 no adapter code; results JSON is written by the controller; wrong versions of a job (a wrong
 decimal, a missing, an extra and a mistyped column) and a wrong expectation each fail, naming what
