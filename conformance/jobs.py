@@ -18,17 +18,17 @@ from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, c
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
 
-__all__ = ["JobOutput", "build_job", "SubstitutionError", "READER_REFUSED", "SINK_FORMATS"]
+__all__ = ["JobOutput", "build_job", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
-# Reader options that would change which rows a batch reads: the kit's source hands each batch what the
+# Reader options that size a production batch: under the kit the scenario decides what each batch
+# reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
+# a scenario never seems to test them.
+READER_BATCH_SIZE = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "maxfilespertrigger",
+                     "maxbytespertrigger")
+# Reader options that would change which rows are read at all: the kit's source has exactly what the
 # scenario added, so these cannot be honoured. `startingOffsets` is honoured when it is `earliest` or
 # `latest` (the kit's sources are empty when a query first starts, so both mean "from the start").
 READER_REFUSED = {
-    "maxoffsetspertrigger": "limits the rows of a batch",
-    "minoffsetspertrigger": "holds a batch back until enough rows arrive",
-    "maxtriggerdelay": "holds a batch back until enough rows arrive",
-    "maxfilespertrigger": "limits the files of a batch",
-    "maxbytespertrigger": "limits the bytes of a batch",
     "latestfirst": "reads the newest files first",
     "maxfileage": "skips files older than an age",
     "startingoffsetsbytimestamp": "starts at offsets found by time",
@@ -50,6 +50,7 @@ class JobOutput:
     output_mode: str
     writer: WriterCall | None
     sink: Callable[[Any, int], Any] | None  # the batch function that runs in each micro-batch
+    notes: tuple[str, ...] = ()  # what of the job's code the kit did not exercise, for the result
 
 
 def _is_kit(path: str) -> bool:
@@ -85,14 +86,17 @@ def _matches(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:
     return True
 
 
-def _check_options(call: ReaderCall) -> None:
+def _check_options(call: ReaderCall, notes: list[str]) -> None:
     for key, value in call.options.items():
         lowered = key.lower()
         place = call.option_places.get(key) or call.place
+        if lowered in READER_BATCH_SIZE:
+            notes.append(f"{place}: option {key}={value!r} sizes production batches; under test each batch "
+                         "reads what the scenario added before it, so it is not exercised")
         if lowered in READER_REFUSED:
             raise SubstitutionError(place, f"option {key}={value!r} of {call.describe()} {READER_REFUSED[lowered]}; "
-                                           "the kit's source hands each micro-batch what the scenario added, so it "
-                                           "cannot honour it (docs/jobs.md: what is substituted)")
+                                           "the kit's source has exactly the rows the scenario adds, so it cannot "
+                                           "honour it (docs/jobs.md, *Options*)")
         if lowered == "startingoffsets" and value.strip().lower() not in ("earliest", "latest"):
             raise SubstitutionError(place, f"option startingOffsets={value!r} of {call.describe()} names offsets "
                                            "of a real topic; the kit's source starts empty, so only 'earliest' and "
@@ -119,7 +123,7 @@ def _check_schema(call: ReaderCall, df: Any, source: str) -> None:
                                             "columns as the job reads them")
 
 
-def _resolver(frames: Mapping[str, Any], contract: Contract) -> Callable[[ReaderCall], Any]:
+def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str]) -> Callable[[ReaderCall], Any]:
     used: dict[str, ReaderCall] = {}
 
     def resolve(call: ReaderCall) -> Any:
@@ -133,7 +137,7 @@ def _resolver(frames: Mapping[str, Any], contract: Contract) -> Callable[[Reader
             raise SubstitutionError(call.place, f"{call.describe()} matches sources "
                                                 f"{' and '.join(s.name for s in fitting)} of contract "
                                                 f"{contract.name!r}: make their `from:` tell them apart")
-        _check_options(call)
+        _check_options(call, notes)
         source = fitting[0].name
         if source in used:
             raise SubstitutionError(call.place, f"source {source!r} is read a second time (first at "
@@ -153,7 +157,8 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
     A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
     from .signatures import PipelineRaised
 
-    with substitution(_resolver(frames, contract)) as active:
+    notes: list[str] = []
+    with substitution(_resolver(frames, contract, notes)) as active:
         try:
             value = fn(spark)
         except SubstitutionError:
@@ -169,12 +174,12 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
     elif returned is not None:
         writer = returned
     elif value is not None and getattr(value, "isStreaming", False):
-        return JobOutput(value, "append", None, None)  # a streaming DataFrame: the plain pipeline path
+        return JobOutput(value, "append", None, None, tuple(notes))  # a streaming DataFrame: the plain path
     else:
         raise SubstitutionError(None, f"job {impl_name} started no streaming query and returned no DataStreamWriter "
                                       f"(it returned {type(value).__name__}): a job's `build(spark)` returns "
                                       "`df.writeStream...` or its `main(spark)` calls `.start()`/`.toTable()`")
-    return JobOutput(writer.df, (writer.output_mode or "append").lower(), writer, _sink(writer, folder))
+    return JobOutput(writer.df, (writer.output_mode or "append").lower(), writer, _sink(writer, folder), tuple(notes))
 
 
 def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:

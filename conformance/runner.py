@@ -264,6 +264,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         if database is not None:
             database.leave()
         shutil.rmtree(workdir, ignore_errors=True)
+    result.notes.extend(build.notes)
     _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
     return result
@@ -348,6 +349,7 @@ class _Build:
         self.output_mode = self.default_mode
         self.job, self.workdir = job, workdir
         self.writer: Any = None  # a job's writer, as it wrote it
+        self.notes: list[str] = []  # what the job's substitution says of its code, for the result
         self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
@@ -391,6 +393,7 @@ class _Build:
         except SubstitutionError as exc:
             raise PipelineError(f"job {self.impl_name}: {exc}") from None
         df, self.writer = out.df, out.writer
+        self.notes.extend(n for n in out.notes if n not in self.notes)
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"job {self.impl_name} writes {type(df).__name__}, not a streaming DataFrame")
         self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]

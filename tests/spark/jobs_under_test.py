@@ -59,7 +59,14 @@ def second_query(spark):
 
 def batch_limit(spark):
     clicks = (spark.readStream.format("json").schema("page string, ts timestamp")
-              .option("maxFilesPerTrigger", 1)  # <- option
+              .option("maxFilesPerTrigger", 1)  # <- batch size
+              .load("/data/clicks"))
+    return _counts(clicks).writeStream.outputMode("update").foreachBatch(overwrite_partitions)
+
+
+def file_age(spark):
+    clicks = (spark.readStream.format("json").schema("page string, ts timestamp")
+              .option("maxFileAge", "1h")  # <- option
               .load("/data/clicks"))
     return _counts(clicks).writeStream.foreachBatch(overwrite_partitions)
 

@@ -154,7 +154,7 @@ def test_a_main_that_starts_its_query_and_waits_writes_its_table(spark, scenario
 @pytest.mark.parametrize("job, marker, words", [
     (jobs.unmatched_reader, "unmatched", "matches no source of contract 'page_counts'"),
     (jobs.second_query, "second", "a second streaming query is started"),
-    (jobs.batch_limit, "option", "maxFilesPerTrigger"),
+    (jobs.file_age, "option", "option maxFileAge='1h'"),
     (jobs.kafka_sink, "sink", "sink format 'kafka' cannot be observed"),
 ], ids=["unmatched-reader", "second-query", "unsupported-option", "unobservable-sink"])
 def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, marker, words):
@@ -163,6 +163,12 @@ def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, ma
     text = _text(result)
     assert _line(marker) in text, text
     assert words in text, text
+
+
+def test_an_option_that_sizes_production_batches_is_noted_at_its_line_not_refused(spark, scenario_of):
+    result = run_scenario(scenario_of(ONE_BATCH), jobs.batch_limit, session=spark)
+    assert result.status == "passed", describe_failure(result)
+    assert [n for n in result.notes if _line("batch size") in n and "maxFilesPerTrigger='1'" in n], result.notes
 
 
 def test_a_batch_function_that_raises_names_the_batch_and_the_jobs_frames(spark, scenario_of):
