@@ -514,6 +514,7 @@ class _SparkSteps:
         batch = BatchObservation(batch_id=0, input_rows=0, timestamp_ms=None, watermark_before_ms=None,
                                  watermark_after_ms=None, rows=rows)
         judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario, self.unjudged)
+        sr.watermark_ms = _current_watermark(self.query_run)
         return True
 
     def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:

@@ -127,7 +127,9 @@ def test_a_wrong_expectation_of_what_the_job_wrote_fails(spark, scenario_of):
     assert result.status == "failed"
     failed = [s for s in result.steps if s.status == "failed"]
     assert [s.index for s in failed] == [10], describe_failure(result)
-    assert "cart" in describe_failure(result)
+    text = describe_failure(result)
+    assert "the rows written to 'out' (parquet): 1 missing, 1 unexpected" in text, text
+    assert "watermark now: 00:00:40" in text, text  # the query's, not a stand-in's
 
 
 def test_an_idempotent_batch_function_survives_its_batch_running_again(spark, scenario_of):
