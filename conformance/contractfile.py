@@ -9,6 +9,7 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
       clicks:
         columns: "page string, country string, ts timestamp, revenue decimal(12,2)"   # or a mapping
         event_time: ts                        # the source's event-time column, if it has one
+        from: {format: kafka, subscribe: clicks}   # optional: the job's reader it replaces (docs/jobs.md)
       orders: {kind: kafka, topic: orders, headers: true}   # Spark's Kafka columns (`sourcekinds`)
     params:
       window: {kind: duration, doc: window length}
@@ -23,7 +24,8 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
     implementations: [my_jobs.clicks:count]   # optional: what `eventtime certify` runs without --pipeline
 
 Parameter kinds: duration (a Spark interval: `params.window.interval`), choice, string, int, double,
-bool. Column types are Spark DDL (`coltypes`).
+bool, path (a folder of the scenario's own, made by the kit for each run; give it `conf:` so the job
+can read it). Column types are Spark DDL (`coltypes`).
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ __all__ = ["CONTRACT_SUFFIXES", "ContractInvalid", "contract_from_mapping", "loa
            "read_columns", "source_shape"]
 
 CONTRACT_SUFFIXES = (".contract.yaml", ".contract.yml")
-PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool")
+PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool", "path")
 OUTPUT_MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -275,6 +277,7 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             if key not in _SOURCE_KEYS:
                 r.at(path + (key,), f"a source has no key {key!r}{did_you_mean(str(key), _SOURCE_KEYS)} "
                                     f"(keys: {', '.join(_SOURCE_KEYS)})", key=True)
+        reads = _reads(r, spec.get("from"), path + ("from",), str(name))
         shape = source_shape(str(name), spec, path, r.at)
         if shape is None:
             continue
@@ -298,11 +301,32 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             if col.type not in ("timestamp", "timestamp_ntz"):
                 r.at(path + ("event_time",), f"event_time column {event_time!r} must be a timestamp, not {col.type}")
                 continue
-        out.append(SourceSpec(str(name), columns, event_time, kind=kind, topic=topic, headers=headers))
+        out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers))
     return tuple(out) if len(out) == len(raw) else None
 
 
-_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers")
+def _reads(r: _Reader, raw: Any, path: tuple, name: str) -> tuple[tuple[str, str], ...]:
+    """`from: {format: kafka, subscribe: clicks}`: what a job's reader names, as (key, text) pairs."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        r.at(path, f"`from` of source {name!r} is a mapping of what the job's reader names: format, path, table "
+                   "or an option, e.g. {format: kafka, subscribe: clicks}")
+        return ()
+    out = []
+    for key, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            r.at(path + (key,), f"`from: {{{key}: ...}}` is text (compared with what the job's reader says), "
+                                f"not {_json_type(value)}")
+            continue
+        out.append((str(key), str(value)))
+    if "table" in raw and ("path" in raw or "format" in raw):
+        r.at(path + ("table",), "a reader of a table (`readStream.table(NAME)`) names no format or path: "
+                                "give `table:` alone", key=True)
+    return tuple(out)
+
+
+_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from")
 
 
 def source_shape(name: str, spec: Mapping[str, Any], path: tuple, at: Any) -> tuple[str, str | None, bool] | None:
@@ -375,8 +399,12 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
         if conf is not None and not isinstance(conf, str):
             r.at(path + ("conf",), "`conf` names the Spark SQL setting the parameter sets")
             conf = None
-        required = "default" not in spec
-        default = param_value(kind, spec.get("default"), choices) if not required else None
+        if kind == "path" and "default" in spec:
+            r.at(path + ("default",), f"path parameter {name!r} takes no default: the kit makes a folder of "
+                                      "the scenario's own for each run", key=True)
+            continue
+        required = "default" not in spec and kind != "path"
+        default = param_value(kind, spec.get("default"), choices) if "default" in spec else None
         if not required and isinstance(default, _Bad):
             r.at(path + ("default",), f"default of {name!r}: {default.message}")
             continue
@@ -410,6 +438,8 @@ def param_value(kind: str, value: Any, choices: tuple = ()) -> Any:
     if kind == "double":
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else _Bad(
             f"expected a number, got {_json_type(value)}")
+    if kind == "path":
+        return _Bad("is a folder the kit makes for each run of a scenario: a scenario gives it no value")
     if kind == "bool":
         return value if isinstance(value, bool) else _Bad(f"expected true or false, got {_json_type(value)}")
     return _Bad(f"unknown kind {kind!r}")

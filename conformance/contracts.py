@@ -29,7 +29,7 @@ class Column:
 @dataclass(frozen=True)
 class ParamSpec:
     name: str
-    kind: str  # duration | choice | string | int | double | bool
+    kind: str  # duration | choice | string | int | double | bool | path
     doc: str
     required: bool = True
     default: Any = None
@@ -42,6 +42,9 @@ class SourceSpec:
     name: str
     columns: tuple[Column, ...]  # columns the source must have (a scenario may give it more)
     event_time: str | None = None  # the source's event-time column, if it has one
+    # `from:`: the job's reader this source stands in for (format, path, table, options; text compared
+    # exactly, option keys regardless of case), for a pipeline written as a job (`eventtime.jobs`)
+    reads: tuple[tuple[str, str], ...] = ()
     kind: str = "rows"  # rows | kafka | text (`sourcekinds`): kafka and text have fixed columns
     topic: str | None = None  # a kafka source's topic (default: the source's name)
     headers: bool = False  # a kafka source with the `headers` column (Spark's includeHeaders=true)

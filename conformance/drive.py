@@ -40,6 +40,9 @@ class Driver(Protocol):
     def stop(self) -> None:
         """Stop the query (its checkpoint stays)."""
 
+    def uncommit_last(self) -> None:
+        """With the query stopped: forget the last batch's commit, so the next start runs it again."""
+
 
 class StepHandler(Protocol):
     """What the caller of `drive` does around each step."""
@@ -91,6 +94,8 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         def start() -> list[BatchObservation]:
             if step.restart:
                 driver.stop()
+            if step.rerun_last_batch:
+                driver.uncommit_last()
             return driver.start({**conf, **step.conf}, new_session=step.new_session)
         return start
     if isinstance(step, m.StopStep):

@@ -147,7 +147,7 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
     for check in step.rows:
         out.extend(_judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
-                               step.tolerance))
+                               step.tolerance, _written_label(step)))
     if step.watermark_us is not None:
         actual = observed.watermark_ms
         if actual * 1000 != step.watermark_us:
@@ -237,13 +237,24 @@ def _compared(step: ExpectStep, scenario: Scenario) -> tuple[tuple[str, ...], li
             lambda row: tuple(row[i] for i in positions) if len(row) == len(output) else row)
 
 
+def _written_label(step: ExpectStep) -> str | None:
+    """What the rows of an expect of what a job wrote are (None for the sink's rows)."""
+    check = step.written
+    if check is None:
+        return None
+    what = f"the rows of table {check.table!r}" if check.table is not None else \
+        f"the rows written to {check.path!r} ({check.format})"
+    return what + (" where " + ", ".join(f"{n} = {v!r}" for n, v in check.filter) if check.filter else "")
+
+
 def _judge_rows(check: RowsCheck, actual: list[tuple], ordered: bool, names: tuple[str, ...],
-                types: Sequence[ColumnType] | None = None, tolerance: float | None = None) -> list[CheckFailure]:
+                types: Sequence[ColumnType] | None = None, tolerance: float | None = None,
+                label: str | None = None) -> list[CheckFailure]:
     missing, unexpected = match_rows(check.rows, actual, ordered=ordered, types=types, rel_tol=tolerance)
     if not missing and not unexpected:
         return []
-    what = {"rows": "rows since the previous expect", "output": "the whole output",
-            "last_batch": "the last batch's rows"}[check.scope]
+    what = label or {"rows": "rows since the previous expect", "output": "the whole output",
+                     "last_batch": "the last batch's rows"}[check.scope]
     order = " (in order)" if ordered else ""
     return [CheckFailure(check.scope, check.where,
                          f"{what}{order}: {len(missing)} missing, {len(unexpected)} unexpected",

@@ -649,16 +649,21 @@ class _Builder:
             return m.StopStep(where)
         _, parts = _validators()
         conf: dict[str, str] = {}
-        new_session = False
+        new_session = rerun = False
         if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
             conf = self.conf(body.get("conf"), bpath + ("conf",))
             new_session = body.get("session") == "new"
+            rerun = body.get("rerun_last_batch") is True
+            if rerun and kind != "restart":
+                self.c.at(bpath + ("rerun_last_batch",), "`rerun_last_batch` goes with `restart` (a query that "
+                                                         "was running)", key=True)
         if kind == "start" and flow.running:
             self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
         if kind == "restart" and not flow.running:
             self.c.at(path, "the query is stopped here; use `start`")
         flow.running = True
-        return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session)
+        return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session,
+                           rerun_last_batch=rerun)
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}
@@ -830,12 +835,56 @@ class _Builder:
                     if "watermark_after" in b else None,
                     dropped=b.get("dropped"), state_rows=b.get("state_rows")))
             batches = tuple(items)
+        written = self.written_check(body, contract, path)
         return m.ExpectStep(
-            where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
+            written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
+
+    def written_check(self, body: dict, contract: Contract, path: tuple) -> m.WrittenCheck | None:
+        """`table: NAME` or `written: PARAM` (+ `format`, `where`): the row checks read what the job wrote."""
+        table, folder = body.get("table"), body.get("written")
+        if table is None and folder is None:
+            for key in ("format", "where"):
+                if key in body:
+                    self.c.at(path + (key,), f"`{key}` goes with `table:` or `written:` (what a job wrote)", key=True)
+            return None
+        if table is not None and folder is not None:
+            self.c.at(path + ("written",), "read one thing per expect: `table:` or `written:`, not both", key=True)
+            return None
+        stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
+                                                  "failure", "no_output", "last_batch")]
+        if stream_checks:
+            self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "
+                                                  f"(`rows` or `output`); put `{stream_checks[0]}` in an expect "
+                                                  "of its own", key=True)
+        if not any(k in body for k in ("rows", "output")):
+            self.c.at(path, "say which rows the job must have written: `rows: [...]` (`[]` for none)")
+        if folder is not None:
+            spec = contract.param(str(folder))
+            if spec is None or spec.kind != "path":
+                paths = [p.name for p in contract.params if p.kind == "path"]
+                self.c.at(path + ("written",), f"`written` names a path parameter of contract {contract.name!r} "
+                                            f"(`kind: path`), not {folder!r}"
+                          + (f"{did_you_mean(str(folder), paths)} (path parameters: {', '.join(paths)})" if paths
+                             else "; it declares none"))
+                return None
+        fmt = body.get("format", "parquet")
+        if table is not None and "format" in body:
+            self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `written:`", key=True)
+        where: list[tuple[str, Any]] = []
+        for name, raw in (body.get("where") or {}).items() if isinstance(body.get("where"), dict) else ():
+            column = next((c for c in contract.output if c.name == name), None)
+            if column is None:
+                self.c.at(path + ("where", name), f"contract {contract.name!r} has no output column {name!r}"
+                                                  f"{did_you_mean(str(name), contract.output_names)}", key=True)
+                continue
+            where.append((str(name), self.value(raw, column, path + ("where", name))))
+        return m.WrittenCheck(self.c.where(path + ("table" if table is not None else "written",)),
+                              table=str(table) if table is not None else None,
+                              path=str(folder) if folder is not None else None, format=str(fmt), filter=tuple(where))
 
     def schema_check(self, text: str, path: tuple) -> m.SchemaCheck | None:
         """`schema: DDL`: columns `name type [NOT NULL]`, read by `coltypes` (problems at the step's line)."""

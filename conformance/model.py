@@ -123,6 +123,9 @@ class StartStep(Step):
     conf: Mapping[str, str] = field(default_factory=dict)
     restart: bool = False  # `restart` = stop, then start
     new_session: bool = False  # `session: new`: start in another SparkSession; only the checkpoint carries over
+    # `rerun_last_batch: true`: restart as after a crash between the last batch's sink write and its
+    # commit: the last batch runs again, with the same input (what an idempotent sink must survive)
+    rerun_last_batch: bool = False
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -134,6 +137,18 @@ class RowsCheck:
     scope: str  # "rows" (since the previous expect) | "output" (whole sink) | "last_batch"
     rows: tuple[tuple[Value, ...], ...]
     where: Where
+
+
+@dataclass(frozen=True)
+class WrittenCheck:
+    """`expect: {table: NAME}` / `{written: PARAM, format: F}`: what a job wrote, read back after the step
+    (only the rows whose columns have the values of `filter`); the step's row checks compare its rows."""
+
+    where: Where
+    table: str | None = None
+    path: str | None = None  # a `kind: path` parameter of the contract
+    format: str = "parquet"
+    filter: tuple[tuple[str, Value], ...] = ()  # (output column, value): `where: {page: home}`
 
 
 @dataclass(frozen=True)
@@ -202,6 +217,7 @@ class ExpectStep(Step):
     # first that matches, in file order); the step's own checks hold on every other version, and are
     # what the model of the semantics predicts
     variants: tuple[tuple[str, "ExpectStep"], ...] = ()
+    written: WrittenCheck | None = None  # the row checks read what a job wrote, not the sink
     kind = "expect"
 
 

@@ -19,7 +19,7 @@ from .drive import drive
 from .judge import Observed, judge_expect
 from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
                       ScenarioResult, StepResult, conclude)
-from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, pipeline_caller
+from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, is_job, pipeline_caller
 
 __all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
            "connect_applicability", "DEFAULT_TIMEOUT"]
@@ -95,6 +95,8 @@ def connect_applicability(scenario: m.Scenario) -> str | None:
         return f"{NO_CLOCK} (it uses a processing-time trigger)"
     if "processing-time" in scenario.tags:
         return f"{NO_CLOCK} (it observes processing time)"
+    if any(isinstance(step, m.StartStep) and step.rerun_last_batch for step in scenario.steps):
+        return "re-runs a batch after a crash, which needs the checkpoint on this machine (rerun_last_batch)"
     if any(isinstance(step, m.StartStep) and step.new_session for step in scenario.steps):
         return "starts the query in a new session, which the Spark Connect harness does not do"
     return None
@@ -221,7 +223,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     prepared = _prepare(result, pipeline, compat)
     if prepared is None:
         return result
-    call, info = prepared
+    call, info, job = prepared
     unjudged = frozenset(info.unjudged)
     if unjudged:
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
@@ -239,11 +241,14 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     staging = _connect_staging(spark) if compat.connect else None
     sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
-    build = _Build(scenario, call, sources, impl_name)
+    build = _Build(scenario, call, sources, impl_name, job=job, workdir=workdir)
     run = _new_run(scenario, spark, build, staging, workdir, timeout)
-    query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf()}
+    query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
+    database = _JobDatabase(spark, workdir) if job else None
     try:
+        if database is not None:
+            database.enter()
         drive(scenario, QueryDriver(run, sources), query_conf, steps)
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
@@ -256,14 +261,43 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     else:
         run.close()
     finally:
+        if database is not None:
+            database.leave()
         shutil.rmtree(workdir, ignore_errors=True)
+    result.notes.extend(build.notes)
     _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
     return result
 
 
+class _JobDatabase:
+    """A job's tables kept to its scenario: for the run, the session's current database is one of the
+    scenario's own, stored in its temporary folder, so `saveAsTable("t")` and `spark.table("t")` name a
+    table no other scenario sees; dropped afterwards, the previous current database restored."""
+
+    def __init__(self, spark: Any, workdir: str):
+        import uuid
+
+        self.spark, self.name = spark, f"eventtime_{uuid.uuid4().hex[:12]}"
+        self.location = str(Path(workdir) / "warehouse")
+        self.previous: str | None = None
+
+    def enter(self) -> None:
+        self.previous = self.spark.catalog.currentDatabase()
+        self.spark.sql(f"CREATE DATABASE `{self.name}` LOCATION '{Path(self.location).as_uri()}'")
+        self.spark.catalog.setCurrentDatabase(self.name)
+
+    def leave(self) -> None:
+        try:
+            if self.previous is not None:
+                self.spark.catalog.setCurrentDatabase(self.previous)
+            self.spark.sql(f"DROP DATABASE IF EXISTS `{self.name}` CASCADE")
+        except Exception:  # noqa: BLE001 - a dead driver keeps nothing; the folder goes with the workdir
+            pass
+
+
 def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
-             ) -> tuple[Callable[..., Any], Any] | None:
+             ) -> tuple[Callable[..., Any], Any, bool] | None:
     """The pipeline's caller and its implementation info; None when the scenario does not run here
     (the result then says why: not applicable, or an error in the pipeline's binding)."""
     scenario = result.scenario
@@ -285,6 +319,13 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
         result.status, result.reason = ERROR, str(exc)
         return None
     info = implementation_info(fn)
+    if is_job(fn, scenario.contract):
+        if compat.connect:
+            result.status = NOT_APPLICABLE
+            result.reason = ("a job's own readers and writers are substituted in classic PySpark only, not over "
+                             "Spark Connect (docs/jobs.md)")
+            return None
+        return fn, info, True
     try:
         call = pipeline_caller(fn, scenario.contract)
     except SignatureError as exc:
@@ -294,21 +335,35 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
         return None
-    return call, info
+    return call, info, False
 
 
 class _Build:
     """Builds the query at each start: the pipeline called on the sources' DataFrames, its output
     checked against the contract and put in the contract's column order; remembers the output mode."""
 
-    def __init__(self, scenario: m.Scenario, call: Callable[..., Any], sources: Mapping[str, Any], impl_name: str):
+    def __init__(self, scenario: m.Scenario, call: Callable[..., Any], sources: Mapping[str, Any], impl_name: str,
+                 *, job: bool = False, workdir: str = ""):
         self.scenario, self.call, self.sources, self.impl_name = scenario, call, sources, impl_name
         self.default_mode = scenario.params.get("output_mode", "append")
         self.output_mode = self.default_mode
+        self.job, self.workdir = job, workdir
+        self.writer: Any = None  # a job's writer, as it wrote it
+        self.notes: list[str] = []  # what the job's substitution says of its code, for the result
+        self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
-    def __call__(self) -> tuple[Any, str]:
+    def path_conf(self) -> dict[str, str]:
+        """The Spark settings of the contract's `kind: path` parameters: a folder of this run's own each."""
+        return {p.conf: self.path(p.name) for p in self.scenario.contract.params if p.kind == "path" and p.conf}
+
+    def path(self, param: str) -> str:
+        return str(Path(self.workdir) / "paths" / param)
+
+    def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
+        if self.job:
+            return self._build_job(frames)
         try:
             value = self.call(frames, self.scenario.params)
         except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
@@ -324,6 +379,65 @@ class _Build:
         # by position, so that an output with two columns of one name stays readable
         positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
+
+    def _build_job(self, frames: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The job called with its readers and writer substituted: its DataFrame, its output mode and the
+        sink that runs its batch function (or writes its table or folder) after observing each batch."""
+        from eventtime.harness.stream import BatchFunctionSink, read_rows
+
+        from .jobs import SubstitutionError, build_job
+
+        spark = next(iter(self.sources.values())).spark
+        try:
+            out = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir)
+        except SubstitutionError as exc:
+            raise PipelineError(f"job {self.impl_name}: {exc}") from None
+        df, self.writer = out.df, out.writer
+        self.notes.extend(n for n in out.notes if n not in self.notes)
+        if not hasattr(df, "isStreaming") or not df.isStreaming:
+            raise PipelineError(f"job {self.impl_name} writes {type(df).__name__}, not a streaming DataFrame")
+        self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        fields = [(name, type_name) for name, type_name, _ in self.schema]
+        positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
+        self.output_mode = out.output_mode
+        names = self.scenario.contract.output_names
+
+        def project(frame: Any) -> Any:
+            positional = frame.toDF(*[f"_{i}" for i in range(len(fields))])
+            return positional.select(*[f"_{i}" for i in positions]).toDF(*names)
+
+        if out.sink is None:  # a memory or console sink: the kit's own memory sink observes it
+            return project(df), out.output_mode
+        self.sink = BatchFunctionSink(spark, out.sink, lambda batch: read_rows(project(batch)))
+        return df, out.output_mode, self.sink
+
+    def written_rows(self, spark: Any, check: m.WrittenCheck) -> list[tuple]:
+        """The rows a job left in a table or a path parameter's folder, as rows of the contract's output
+        columns (by name; a column the table lacks is None), only those with `check.filter`'s values."""
+        from eventtime.harness.stream import read_rows
+
+        what = f"table {check.table!r}" if check.table is not None else f"the folder of {check.path!r}"
+        if check.table is not None:
+            spark.catalog.refreshTable(check.table)  # the job wrote it from the query's session: no stale listing
+            frame = spark.table(check.table)
+        else:
+            folder = self.path(str(check.path))
+            if not os.path.exists(folder):
+                raise PipelineError(f"the job wrote nothing to {what} (it does not exist)")
+            reader = spark.read.format(check.format)
+            if check.format == "csv":
+                reader = reader.option("header", "true").option("inferSchema", "true")
+            frame = reader.load(folder)
+        names = list(self.scenario.contract.output_names)
+        present = [n for n in names if n in frame.columns]
+        wanted = [n for n, _ in check.filter if n not in present]
+        if wanted:
+            raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
+                                f"(it has {', '.join(frame.columns)})")
+        types = {c.name: c.ctype for c in self.scenario.contract.output}
+        rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
+        rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
+        return [tuple(r.get(n) for n in names) for r in rows]
 
 
 def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
@@ -367,6 +481,8 @@ class _SparkSteps:
 
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
         sr = self.current
+        if step.written is not None:
+            return self._expect_written(sr, step)
         observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
                             [c.name for c in self.scenario.contract.output], self.failure, self.build.schema)
         judge_expect(sr, step, observed, self.scenario, self.unjudged)
@@ -375,6 +491,30 @@ class _SparkSteps:
         sr.watermark_ms = observed.watermark_ms
         if step.failure is not None and self.failure is not None:
             self.failure_consumed = True
+        return True
+
+    def _expect_written(self, sr: StepResult, step: m.ExpectStep) -> bool:
+        """Judge an expect of what the job wrote (a table, a path parameter's folder) on its rows read back
+        now; like any expect it closes "since the previous expect" once judged."""
+        from eventtime.harness.observations import BatchObservation
+
+        if self.failure is not None and step.failure is None:
+            sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
+            return False
+        names = list(self.scenario.contract.output_names)
+        check = step.written
+        assert check is not None
+        try:
+            rows = self.build.written_rows(self.query_run.spark, check)
+        except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
+            what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
+            sr.status = FAILED
+            sr.failures = [CheckFailure("rows", check.where, f"cannot read {what}: {str(exc).strip().splitlines()[0]}")]
+            return True
+        batch = BatchObservation(batch_id=0, input_rows=0, timestamp_ms=None, watermark_before_ms=None,
+                                 watermark_after_ms=None, rows=rows)
+        judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario, self.unjudged)
+        sr.watermark_ms = _current_watermark(self.query_run)
         return True
 
     def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:
@@ -425,6 +565,12 @@ class _SparkSteps:
             if self._surroundings_failed(sr, exc.chain):
                 return []
             self.failure = _failure_from(exc, self.compat, sr.index)
+            raised = self.build.sink.raised if self.build.sink is not None else None
+            if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's
+                from .jobs import batch_error
+
+                self.failure.summary = batch_error(raised[0], raised[1], self.build.writer)
+                self.build.sink.raised = None
             sr.message = str(self.failure)
             sr.status = ERROR
         except HarnessTimeout as exc:

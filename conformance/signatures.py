@@ -8,6 +8,8 @@ A pipeline may be written in any of three ways; the kit reads the function's sig
   a default that the contract does not supply keeps its default;
 - `fn(sources, params)`: a mapping of source name to DataFrame and the `Params` (durations have
   `.interval`).
+A job, `build(spark)` or `main(spark)` (one parameter, named `spark`), builds its own query from
+`spark.readStream` to `writeStream`; the kit substitutes its readers and writer (`eventtime.jobs`).
 A function that fits none of these is an error naming it, its signature and what the contract supplies.
 The returned DataFrame must have exactly the contract's output columns, with the contract's types.
 """
@@ -21,7 +23,7 @@ from typing import Any, Callable, Mapping
 from .contracts import Column, Contract
 
 __all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_caller", "check_output",
-           "user_frames"]
+           "user_frames", "is_job"]
 
 
 class SignatureError(TypeError):
@@ -59,6 +61,19 @@ def _describe(fn: Callable) -> str:
     except (TypeError, ValueError):
         signature = "(...)"
     return f"{module + ':' if module else ''}{name}{signature}"
+
+
+def is_job(fn: Callable, contract: Contract) -> bool:
+    """Whether `fn` is a job: its one required parameter is `spark`, which the contract does not supply."""
+    if contract.source("spark") is not None or contract.param("spark") is not None:
+        return False
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in parameters if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    return [p.name for p in required] == ["spark"]
 
 
 def pipeline_caller(fn: Callable, contract: Contract) -> Callable[[Mapping[str, Any], Any], Any]:

@@ -169,6 +169,31 @@ class SparkCompat:
                 return cls()
         raise RuntimeError(f"no MemorySink class in this Spark {self.version}")
 
+    def foreach_batch_sink(self, jdf: Any, function: Any) -> Any:
+        """Spark's own foreachBatch sink for the streaming Dataset `jdf`, calling `function` (a Python object
+        implementing `PythonForeachBatchFunction`) with each micro-batch inside the batch, before its commit.
+
+        Made as `DataStreamWriter.foreachBatch` makes it (`PythonForeachBatchHelper`), then taken from the
+        writer's `foreachBatchWriter` field, since `start_query` needs the sink itself, not a started writer.
+        The field and `ForeachBatchSink(batchWriter, encoder)` are the same on 3.4 - 4.3."""
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        jvm = self.jvm
+        jwriter = jdf.writeStream()
+        jvm.org.apache.spark.sql.execution.streaming.sources.PythonForeachBatchHelper.callForeachBatch(jwriter, function)
+        ensure_callback_server_started(self.spark.sparkContext._gateway)
+        cls = jwriter.getClass()
+        while cls is not None:
+            try:
+                fld = cls.getDeclaredField("foreachBatchWriter")
+                break
+            except Exception:  # noqa: BLE001 - py4j's error for NoSuchFieldException: look in the superclass
+                cls = cls.getSuperclass()
+        else:
+            raise RuntimeError(f"no foreachBatchWriter field in Spark {self.version}'s DataStreamWriter")
+        fld.setAccessible(True)
+        return jvm.org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink(fld.get(jwriter), jdf.exprEnc())
+
     @cached_property
     def _start_query_arity(self) -> int:
         manager = self.spark._jsparkSession.sessionState().streamingQueryManager()

@@ -49,3 +49,10 @@ class QueryDriver:
 
     def stop(self) -> None:
         self.run.stop()
+
+    def uncommit_last(self) -> None:
+        """The last data batch runs again at the next start; a MemoryStream drops what a query committed,
+        so the sources are replayed (every add re-added, same offsets) for it to read its input again."""
+        self.run.uncommit_last()
+        for name in list(self.sources):
+            self.sources[name] = self.sources[name].replayed_in(self.run.spark)

@@ -16,7 +16,7 @@ from .observations import BatchObservation
 from .sparkvalues import arrow_payload, from_spark_python, parse_schema, read_back_exprs, to_spark_python
 
 __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
-           "QueryFailed"]
+           "QueryFailed", "BatchFunctionSink", "read_rows"]
 
 MAX_TRIGGERS_PER_STEP = 1000
 
@@ -117,6 +117,51 @@ class MemorySource:
         return other
 
 
+def read_rows(df: Any) -> list[tuple]:
+    """A (batch) DataFrame's rows as the kit's plain values (timestamps as epoch microseconds), read by
+    position so that two columns of one name stay readable."""
+    fields = df.schema.fields
+    positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
+    return [tuple(from_spark_python(v, f.dataType) for v, f in zip(r, fields))
+            for r in positional.selectExpr(*read_back_exprs(df.schema)).collect()]
+
+
+class BatchFunctionSink:
+    """A job's `foreachBatch` sink: Spark's own, calling `function(batch_df, batch_id)` from the stream
+    thread inside each micro-batch, before the batch commits (a function that raises fails the query and
+    the batch runs again after a restart, as in production). Before the function, `observe(batch_df)`
+    gives the rows the batch hands the sink, kept per batch id; the batch DataFrame is cached for the
+    call so that observing it does not run the batch twice.
+    """
+
+    def __init__(self, spark: Any, function: Callable[[Any, int], Any], observe: Callable[[Any], list[tuple]]):
+        self.spark, self.function, self.observe = spark, function, observe
+        self.rows: dict[int, list[tuple]] = {}
+        self.raised: tuple[int, BaseException] | None = None  # (batch id, the function's exception)
+
+    def jvm_sink(self, compat: SparkCompat, jdf: Any) -> Any:
+        return compat.foreach_batch_sink(jdf, self)
+
+    def call(self, jdf: Any, batch_id: int) -> None:
+        """Called by the JVM (py4j callback) with each micro-batch."""
+        from pyspark.sql import DataFrame, SparkSession
+
+        session = SparkSession(self.spark.sparkContext, jdf.sparkSession())  # the query's own session
+        batch = DataFrame(jdf, session)
+        batch.persist()
+        try:
+            self.rows[int(batch_id)] = self.observe(batch)
+            self.function(batch, int(batch_id))
+        except Exception as exc:
+            self.raised = (int(batch_id), exc)
+            raise
+        finally:
+            batch.unpersist()
+
+    class Java:
+        implements = ["org.apache.spark.sql.execution.streaming.sources.PythonForeachBatchFunction"]
+
+
 def _iso_ms(text: str | None) -> int | None:
     if not text:
         return None
@@ -166,7 +211,8 @@ def _read_log(path: str) -> dict | None:
 class StreamRun:
     """One query over its lifetime (start, steps, stop, restart from the same checkpoint).
 
-    `build` returns `(DataFrame, output_mode)` and is called at every start. The stream thread only
+    `build` returns `(DataFrame, output_mode)`, or `(DataFrame, output_mode, BatchFunctionSink)` for a
+    query whose sink is a job's batch function, and is called at every start. The stream thread only
     runs a trigger when the harness grants one, so batches happen exactly where the caller says.
     Every wait is bounded by `timeout` seconds and names what it waited for.
     """
@@ -185,6 +231,7 @@ class StreamRun:
                                   current_connection=self.compat.callback_connection)
         self._query: Any = None
         self._sink: Any = None
+        self.batch_sink: BatchFunctionSink | None = None
         self._schema: list[tuple[str, str]] = []
         self._struct: Any = None
         self._jschema: Any = None
@@ -210,8 +257,11 @@ class StreamRun:
         defaults = {k: v for k, v in self.compat.query_conf.items() if self.spark.conf.get(k, None) is None}
         applied = self._apply_conf({**defaults, **(conf or {})})
         try:
-            df, output_mode = self._build()
-            self._sink = self.compat.new_memory_sink()
+            built = self._build()
+            df, output_mode = built[0], built[1]
+            self.batch_sink = built[2] if len(built) > 2 else None
+            self._sink = (self.batch_sink.jvm_sink(self.compat, df._jdf) if self.batch_sink is not None
+                          else self.compat.new_memory_sink())
             self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
             self._struct = df.schema
             self._jschema = df._jdf.schema()
@@ -277,6 +327,26 @@ class StreamRun:
             raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for query {self.name} to stop")
         # the stop joined the stream thread: nothing calls back any more
         self.compat.release_callback_connections(self.clock.close_connections())
+
+    def uncommit_last(self) -> None:
+        """With the query stopped, make the last batch that read data run again at the next start, as
+        after a crash between its sink write and its commit: its commit log entry goes, and so do the
+        offset and commit entries of the no-data batches after it (they read nothing; Spark re-runs
+        only the latest logged batch, so they must not stand in front of it)."""
+        if self._query is not None:
+            raise HarnessError("stop the query before forgetting its last commit")
+        committed = self._committed_batches() - 1
+        data = [b for b in sorted(self.history) if b <= committed and self.history[b].input_rows > 0]
+        if not data:
+            raise HarnessError("no batch has read data and committed yet, so none can run again")
+        last = data[-1]
+        for batch in range(last, committed + 1):
+            logs = ("commits",) if batch == last else ("commits", "offsets")
+            for log in logs:
+                for name in (str(batch), f".{batch}.crc"):
+                    path = os.path.join(self.checkpoint, log, name)
+                    if os.path.exists(path):
+                        os.remove(path)
 
     def close(self) -> None:
         """Stop if running; never raises for an already failed query, nor once the driver JVM has died
@@ -377,6 +447,8 @@ class StreamRun:
         return obs
 
     def _sink_rows(self, batch_id: int) -> list[tuple]:
+        if self.batch_sink is not None:
+            return self.batch_sink.rows.pop(batch_id, [])
         latest = self._sink.latestBatchId()
         if not latest.isDefined() or int(latest.get()) != batch_id:
             return []

@@ -199,3 +199,6 @@ class MicroBatchDriver:
 
     def stop(self) -> None:
         self.query.stop()
+
+    def uncommit_last(self) -> None:
+        raise ModelError("the model does not re-run a batch after a crash (`rerun_last_batch`)")

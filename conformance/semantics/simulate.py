@@ -71,6 +71,8 @@ def _uncovered_checks(scenario: m.Scenario) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
+        f"{s.where}: the model does not see what a job writes (`table`/`written` check)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and s.written is not None] + [
         f"{s.where}: the model does not predict a pipeline's output schema (`schema` check: nullability is "
         "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None]
 
@@ -91,6 +93,9 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if not scenario.contract.bundled:  # the model knows the bundled contracts' pipelines, not the user's
         raise NotCovered(f"contract {scenario.contract.name!r} is yours: the model implements the bundled "
                          "contracts only, so it predicts nothing for your pipeline (run the scenario on Spark)")
+    reruns = [s for s in scenario.steps if isinstance(s, m.StartStep) and s.rerun_last_batch]
+    if reruns:
+        raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)

@@ -236,6 +236,8 @@ TEXT_SLOTS = {
     "/$defs/expect/properties/failure/properties/error_class": "text to find in the error",
     "/$defs/expect/properties/failure/properties/exception": "text to find in the error",
     "/$defs/expect/properties/failure/properties/message": "text to find in the error",
+    "/$defs/expect/properties/table": "table name, read with spark.table in the scenario's own database",
+    "/$defs/expect/properties/written": "parameter name, checked against the contract's parameters of its kind",
 }
 PATH_LIKE = re.compile(r"path|dir|(?<!pro)file|folder|location|checkpoint|output_to|jar|url|uri|warehouse|log", re.I)
 
@@ -302,4 +304,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/add",                  # names: the declared sources
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
+        "/$defs/expect/properties/where",  # names: the contract's output columns
     ])

@@ -1,0 +1,236 @@
+"""A pipeline written as a job (`build(spark)` / `main(spark)`): its readers matched to the contract's
+sources, its writer's sink observed, and what the substitution cannot honour said at the job's line.
+
+The job calls `spark.readStream...` and `writeStream...` as in production; while the kit builds the
+query (`eventtime.harness.jobio.substitution`), each reader is matched to the contract source whose
+`from:` it fits and replaced by that source's streaming DataFrame, and the writer's `start()` /
+`toTable()` only records the sink. The kit then starts the query itself, on its clock and checkpoint.
+What is honoured and what is refused is documented in docs/jobs.md.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, caller_place, substitution, writer_call
+
+from .contracts import Contract, SourceSpec
+from .signatures import user_frames
+
+__all__ = ["JobOutput", "build_job", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
+
+# Reader options that size a production batch: under the kit the scenario decides what each batch
+# reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
+# a scenario never seems to test them.
+READER_BATCH_SIZE = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "maxfilespertrigger",
+                     "maxbytespertrigger")
+# Reader options that would change which rows are read at all: the kit's source has exactly what the
+# scenario added, so these cannot be honoured. `startingOffsets` is honoured when it is `earliest` or
+# `latest` (the kit's sources are empty when a query first starts, so both mean "from the start").
+READER_REFUSED = {
+    "latestfirst": "reads the newest files first",
+    "maxfileage": "skips files older than an age",
+    "startingoffsetsbytimestamp": "starts at offsets found by time",
+    "startingtimestamp": "starts at offsets found by time",
+    "endingoffsets": "is for batch queries",
+    "readchangefeed": "reads a table's change feed",
+    "startingversion": "starts at a table version",
+}
+# Sinks the kit can observe: the job's own batch function, or a table or folder the kit writes each
+# batch to (appending, as the file and table sinks do) after observing it.
+SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "console", "noop")
+
+
+@dataclass
+class JobOutput:
+    """The query a job built: its DataFrame, output mode, and its sink (None: the plain memory sink)."""
+
+    df: Any
+    output_mode: str
+    writer: WriterCall | None
+    sink: Callable[[Any, int], Any] | None  # the batch function that runs in each micro-batch
+    notes: tuple[str, ...] = ()  # what of the job's code the kit did not exercise, for the result
+
+
+def _is_kit(path: str) -> bool:
+    return os.path.abspath(path).startswith(os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+def _describe_source(name: str, reads: tuple[tuple[str, str], ...]) -> str:
+    return f"{name} (from: {{{', '.join(f'{k}: {v}' for k, v in reads)}}})" if reads else f"{name} (no `from:`)"
+
+
+def reads_of(source: SourceSpec) -> tuple[tuple[str, str], ...]:
+    """What a job's reader must name to read `source`: its `from:`, or for a kafka source without one,
+    `format: kafka` and its topic as `subscribe`."""
+    if source.reads or source.kind != "kafka":
+        return source.reads
+    return (("format", "kafka"), ("subscribe", source.topic or source.name))
+
+
+def _matches(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:
+    if not reads:
+        return False
+    for key, value in reads:
+        if key == "format":
+            actual = call.format
+        elif key == "path":
+            actual = call.path
+        elif key == "table":
+            actual = call.table
+        else:
+            actual = call.option(key)
+        if actual != value:
+            return False
+    return True
+
+
+def _check_options(call: ReaderCall, notes: list[str]) -> None:
+    for key, value in call.options.items():
+        lowered = key.lower()
+        place = call.option_places.get(key) or call.place
+        if lowered in READER_BATCH_SIZE:
+            notes.append(f"{place}: option {key}={value!r} sizes production batches; under test each batch "
+                         "reads what the scenario added before it, so it is not exercised")
+        if lowered in READER_REFUSED:
+            raise SubstitutionError(place, f"option {key}={value!r} of {call.describe()} {READER_REFUSED[lowered]}; "
+                                           "the kit's source has exactly the rows the scenario adds, so it cannot "
+                                           "honour it (docs/jobs.md, *Options*)")
+        if lowered == "startingoffsets" and value.strip().lower() not in ("earliest", "latest"):
+            raise SubstitutionError(place, f"option startingOffsets={value!r} of {call.describe()} names offsets "
+                                           "of a real topic; the kit's source starts empty, so only 'earliest' and "
+                                           "'latest' (both: from the start) are honoured")
+
+
+def _check_schema(call: ReaderCall, df: Any, source: str) -> None:
+    """A reader that declares a schema gets the source's columns: the names must be the ones it declares."""
+    if call.schema is None:
+        return
+    schema = call.schema
+    if isinstance(schema, str):
+        try:
+            from pyspark.sql.types import _parse_datatype_string
+
+            schema = _parse_datatype_string(call.schema)
+        except Exception:  # noqa: BLE001 - a schema Spark cannot read is the job's to find in production
+            return
+    declared = [f.name for f in getattr(schema, "fields", [])]
+    given = [f.name for f in df.schema.fields]
+    if declared and declared != given:
+        raise SubstitutionError(call.place, f"{call.describe()} declares columns {', '.join(declared)}; contract "
+                                            f"source {source!r} gives {', '.join(given)}: declare the source's "
+                                            "columns as the job reads them")
+
+
+def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str]) -> Callable[[ReaderCall], Any]:
+    used: dict[str, ReaderCall] = {}
+
+    def resolve(call: ReaderCall) -> Any:
+        fitting = [s for s in contract.sources if _matches(call, reads_of(s))]
+        if not fitting:
+            declared = "; ".join(_describe_source(s.name, reads_of(s)) for s in contract.sources)
+            raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
+                                                f"({declared}); the kit never opens a real source: declare the "
+                                                "source's `from:` as this reader names it (docs/jobs.md)")
+        if len(fitting) > 1:
+            raise SubstitutionError(call.place, f"{call.describe()} matches sources "
+                                                f"{' and '.join(s.name for s in fitting)} of contract "
+                                                f"{contract.name!r}: make their `from:` tell them apart")
+        _check_options(call, notes)
+        source = fitting[0].name
+        if source in used:
+            raise SubstitutionError(call.place, f"source {source!r} is read a second time (first at "
+                                                f"{used[source].place}); the kit gives each source to one reader")
+        used[source] = call
+        df = frames[source]
+        _check_schema(call, df, source)
+        return df
+
+    return resolve
+
+
+def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], contract: Contract,
+              impl_name: str, folder: str) -> JobOutput:
+    """Call the job under the substitution and say what query it built; raises SubstitutionError naming
+    the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
+    A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
+    from .signatures import PipelineRaised
+
+    notes: list[str] = []
+    with substitution(_resolver(frames, contract, notes)) as active:
+        try:
+            value = fn(spark)
+        except SubstitutionError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the job's own code raised: its frames, not ours
+            raise PipelineRaised(impl_name, exc) from exc
+    returned = writer_call(value) if value is not None else None
+    if active.writers:
+        writer = active.writers[0]
+        if returned is not None and returned is not writer:
+            raise SubstitutionError(returned.place or caller_place(_is_kit), "the job returns a DataStreamWriter "
+                                    f"besides the query it started at {writer.place}: the kit runs one query per job")
+    elif returned is not None:
+        writer = returned
+    elif value is not None and getattr(value, "isStreaming", False):
+        return JobOutput(value, "append", None, None, tuple(notes))  # a streaming DataFrame: the plain path
+    else:
+        raise SubstitutionError(None, f"job {impl_name} started no streaming query and returned no DataStreamWriter "
+                                      f"(it returned {type(value).__name__}): a job's `build(spark)` returns "
+                                      "`df.writeStream...` or its `main(spark)` calls `.start()`/`.toTable()`")
+    return JobOutput(writer.df, (writer.output_mode or "append").lower(), writer, _sink(writer, folder), tuple(notes))
+
+
+def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:
+    """What runs in each micro-batch after the kit observed it: the job's own function, or the kit's
+    write of the batch to the table or folder the job's sink names; None for a sink that keeps nothing."""
+    fmt = writer.format or ("parquet" if writer.table is None else None)
+    place = writer.format_place or writer.place
+    if writer.foreach is not None:
+        raise SubstitutionError(place, "a `foreach` sink (a ForeachWriter) cannot be observed per micro-batch; "
+                                       "write it with `foreachBatch`, whose function the kit runs for real")
+    if fmt == "foreachBatch":
+        return writer.foreach_batch
+    if writer.table is not None:
+        table, partition_by, table_format = writer.table, writer.partition_by, writer.format
+
+        def append_to_table(batch: Any, batch_id: int) -> None:
+            out = batch.write.mode("append")
+            if table_format:
+                out = out.format(table_format)
+            if partition_by:
+                out = out.partitionBy(*partition_by)
+            out.saveAsTable(table)
+        return append_to_table
+    if fmt in ("memory", "console", "noop"):
+        return None
+    if fmt not in SINK_FORMATS:
+        raise SubstitutionError(place, f"sink format {fmt!r} cannot be observed: the kit observes `foreachBatch`, "
+                                       f"`toTable(...)` and the file formats ({', '.join(SINK_FORMATS[1:5])}); a "
+                                       "sink that leaves the job (kafka, a connector) is never started under test")
+    path = writer.path
+    if not path:
+        raise SubstitutionError(writer.place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
+    inside = os.path.abspath(path.removeprefix("file:")).startswith(os.path.abspath(folder) + os.sep)
+    if not inside:
+        raise SubstitutionError(writer.place, f"the {fmt} sink writes to {path!r}, outside the scenario's own "
+                                              "folder: read the path from a `kind: path` contract parameter "
+                                              "(its `conf:`), so that each run writes to a folder of its own")
+    partition_by = writer.partition_by
+
+    def append_to_folder(batch: Any, batch_id: int) -> None:
+        out = batch.write.mode("append").format(fmt)
+        if partition_by:
+            out = out.partitionBy(*partition_by)
+        out.save(path)
+    return append_to_folder
+
+
+def batch_error(batch_id: int, exc: BaseException, writer: WriterCall | None) -> str:
+    """The verdict's text for a batch function that raised: the batch, the exception, the job's frames."""
+    fn = writer.foreach_batch if writer is not None else None
+    name = getattr(fn, "__qualname__", None) or "the job's batch function"
+    frames = user_frames(exc)
+    return (f"the job's foreachBatch function {name} raised {type(exc).__name__} in batch {batch_id}: {exc}"
+            + (f"\n{frames}" if frames else ""))

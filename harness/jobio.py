@@ -1,0 +1,413 @@
+"""A streaming job's own readers and writers, substituted while the job builds its query.
+
+While `substitution(resolve)` is active in a thread, every `spark.readStream...load()` (and its
+shortcuts `table`, `json`, `parquet`, `csv`, `orc`, `text`) made in that thread calls
+`resolve(ReaderCall)` for the streaming DataFrame to use instead of opening a real source, and every
+`writeStream...start()` / `toTable()` records a `WriterCall` and returns a `StandInQuery` instead of
+starting a query. Nothing is connected to, read from or written to. Each call knows where in the
+job's code it was made (`Place`), so an error can name it.
+
+Only classic PySpark's `DataStreamReader`/`DataStreamWriter` are substituted (Spark Connect's live in
+`pyspark.sql.connect.streaming.readwriter` and send the query to a server). The patch is installed
+once per process while any thread uses it; a thread with no active substitution (another scenario
+in a plain pipeline, the kit's own code) gets pyspark's own methods.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+__all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place"]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where in the job's code a call was made."""
+
+    file: str
+    line: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" + (f" (in {self.function})" if self.function else "")
+
+
+class SubstitutionError(Exception):
+    """A call of the job's the substitution cannot honour; the message names the call's place."""
+
+    def __init__(self, place: Place | None, message: str):
+        self.place = place
+        super().__init__(f"{place}: {message}" if place is not None else message)
+
+
+_PYSPARK = f"{os.sep}pyspark{os.sep}"
+_HERE = os.path.abspath(__file__)
+
+
+def caller_place(skip: Callable[[str], bool] | None = None) -> Place | None:
+    """The innermost frame of the caller's stack that is neither pyspark's nor this module's (nor one
+    `skip` says to pass over): the line of the job's own code that made the call."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (os.path.abspath(name) == _HERE or _PYSPARK in name or (skip is not None and skip(name))):
+            return Place(name, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+@dataclass
+class ReaderCall:
+    """One `readStream` chain as the job wrote it: its format, options (keys as written; Spark reads them
+    regardless of case), the path or table it names, the schema it declares, and where each was set."""
+
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    option_places: dict[str, Place | None] = field(default_factory=dict)
+    path: str | None = None
+    table: str | None = None
+    schema: Any = None  # a StructType or a DDL string, when the job gives one
+    place: Place | None = None  # where the chain was loaded (`load()`, `table()`, `json()`...)
+    method: str = "load"
+
+    def option(self, key: str) -> str | None:
+        """An option's value, its key matched regardless of case (as Spark does)."""
+        wanted = key.lower()
+        return next((v for k, v in self.options.items() if k.lower() == wanted), None)
+
+    def describe(self) -> str:
+        parts = [f"format {self.format!r}" if self.format else None,
+                 f"path {self.path!r}" if self.path else None,
+                 f"table {self.table!r}" if self.table else None]
+        parts += [f"{k}={v!r}" for k, v in self.options.items()]
+        return f"readStream.{self.method}(" + ", ".join(p for p in parts if p) + ")"
+
+
+@dataclass
+class WriterCall:
+    """One `writeStream` chain as the job wrote it, up to its `start()` or `toTable()`."""
+
+    df: Any
+    format: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    output_mode: str | None = None
+    partition_by: tuple[str, ...] = ()
+    trigger: dict[str, Any] = field(default_factory=dict)
+    query_name: str | None = None
+    foreach_batch: Callable[[Any, int], Any] | None = None
+    foreach: Any = None
+    table: str | None = None
+    path: str | None = None
+    place: Place | None = None  # where it was started (None: returned unstarted)
+    format_place: Place | None = None
+    started: bool = False
+
+    def option(self, key: str) -> str | None:
+        wanted = key.lower()
+        return next((v for k, v in self.options.items() if k.lower() == wanted), None)
+
+
+class StandInQuery:
+    """What a substituted `start()` returns: the kit runs the query itself, so waiting on this one returns
+    at once (a job's `main` that calls `query.awaitTermination()` returns to the kit)."""
+
+    def __init__(self, writer: WriterCall):
+        self.writer = writer
+        self.name = writer.query_name
+        self.id = None
+        self.runId = None
+
+    def awaitTermination(self, timeout: Any = None) -> bool | None:  # noqa: N802 - pyspark's name
+        return True if timeout is not None else None
+
+    def processAllAvailable(self) -> None:  # noqa: N802
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802
+        return False
+
+    def exception(self) -> None:
+        return None
+
+
+class _Active:
+    """The substitution of one thread: how readers resolve, and what writers were started."""
+
+    def __init__(self, resolve: Callable[[ReaderCall], Any]):
+        self.resolve = resolve
+        self.writers: list[WriterCall] = []  # started, in order
+        self.returned: WriterCall | None = None
+
+
+_local = threading.local()
+_lock = threading.Lock()
+_installed: dict[str, Any] = {}  # "Class.method" -> pyspark's own function, while patched
+_users = 0
+
+
+def _active() -> _Active | None:
+    return getattr(_local, "active", None)
+
+
+@contextlib.contextmanager
+def substitution(resolve: Callable[[ReaderCall], Any]) -> Iterator[_Active]:
+    """Substitute the readers and writers of the code run in this thread inside the block."""
+    global _users
+    if _active() is not None:
+        raise RuntimeError("a substitution is already active in this thread")
+    with _lock:
+        if _users == 0:
+            _install()
+        _users += 1
+    active = _Active(resolve)
+    _local.active = active
+    try:
+        yield active
+    finally:
+        _local.active = None
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _uninstall()
+
+
+def writer_call(writer: Any) -> WriterCall | None:
+    """The recorded chain of a DataStreamWriter made under a substitution (None for any other object)."""
+    return getattr(writer, "_eventtime_writer", None)
+
+
+# -- the patches ------------------------------------------------------------------------------------
+def _reader_of(obj: Any) -> ReaderCall:
+    call = getattr(obj, "_eventtime_reader", None)
+    if call is None:
+        call = ReaderCall()
+        obj._eventtime_reader = call
+    return call
+
+
+def _writer_of(obj: Any) -> WriterCall:
+    call = getattr(obj, "_eventtime_writer", None)
+    if call is None:
+        call = WriterCall(df=getattr(obj, "_df", None))
+        obj._eventtime_writer = call
+    return call
+
+
+def _passthrough(key: str, record: Callable[..., Any]) -> Callable[..., Any]:
+    """A method that records the call under a substitution, then does what pyspark's does."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _active() is not None:
+            record(self, *args, **kwargs)
+        return _installed[key](self, *args, **kwargs)
+    method.__name__ = key.rpartition(".")[2]
+    return method
+
+
+def _replacing(key: str, replace: Callable[..., Any]) -> Callable[..., Any]:
+    """A method replaced under a substitution; pyspark's own otherwise."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        active = _active()
+        if active is None:
+            return _installed[key](self, *args, **kwargs)
+        return replace(active, self, *args, **kwargs)
+    method.__name__ = key.rpartition(".")[2]
+    return method
+
+
+def _set_option(call: ReaderCall | WriterCall, key: str, value: Any) -> None:
+    if value is None:
+        return
+    text = value if isinstance(value, str) else (str(value).lower() if isinstance(value, bool) else str(value))
+    call.options[str(key)] = text
+    if isinstance(call, ReaderCall):
+        call.option_places[str(key)] = caller_place()
+
+
+def _r_format(self: Any, source: str) -> None:
+    _reader_of(self).format = source
+
+
+def _r_option(self: Any, key: str, value: Any) -> None:
+    _set_option(_reader_of(self), key, value)
+
+
+def _r_options(self: Any, **options: Any) -> None:
+    for k, v in options.items():
+        _set_option(_reader_of(self), k, v)
+
+
+def _r_schema(self: Any, schema: Any) -> None:
+    _reader_of(self).schema = schema
+
+
+def _load(active: _Active, self: Any, path: str | None = None, format: str | None = None,
+          schema: Any = None, **options: Any) -> Any:
+    call = _reader_of(self)
+    if format is not None:
+        call.format = format
+    if schema is not None:
+        call.schema = schema
+    for k, v in options.items():
+        _set_option(call, k, v)
+    if path is not None:
+        call.path = path
+    call.place = caller_place()
+    return active.resolve(call)
+
+
+def _shortcut(fmt: str) -> Callable[..., Any]:
+    def load(active: _Active, self: Any, path: str, *args: Any, schema: Any = None, **options: Any) -> Any:
+        call = _reader_of(self)
+        call.format, call.method = fmt, fmt
+        return _load(active, self, path, schema=schema, **options)
+    return load
+
+
+def _table(active: _Active, self: Any, tableName: str) -> Any:  # noqa: N803 - pyspark's name
+    call = _reader_of(self)
+    call.table, call.method = tableName, "table"
+    call.place = caller_place()
+    return active.resolve(call)
+
+
+def _w_format(self: Any, source: str) -> None:
+    call = _writer_of(self)
+    call.format, call.format_place = source, caller_place()
+
+
+def _w_option(self: Any, key: str, value: Any) -> None:
+    _set_option(_writer_of(self), key, value)
+
+
+def _w_options(self: Any, **options: Any) -> None:
+    for k, v in options.items():
+        _set_option(_writer_of(self), k, v)
+
+
+def _w_output_mode(self: Any, outputMode: str) -> None:  # noqa: N803
+    _writer_of(self).output_mode = outputMode
+
+
+def _w_partition_by(self: Any, *cols: Any) -> None:
+    if len(cols) == 1 and isinstance(cols[0], (list, tuple)):
+        cols = tuple(cols[0])
+    _writer_of(self).partition_by = tuple(str(c) for c in cols)
+
+
+def _w_query_name(self: Any, queryName: str) -> None:  # noqa: N803
+    _writer_of(self).query_name = queryName
+
+
+def _w_trigger(active: _Active, self: Any, *args: Any, **kwargs: Any) -> Any:
+    _writer_of(self).trigger = dict(kwargs)
+    return self
+
+
+def _w_foreach_batch(active: _Active, self: Any, func: Callable[[Any, int], Any]) -> Any:
+    call = _writer_of(self)
+    call.foreach_batch, call.format, call.format_place = func, "foreachBatch", caller_place()
+    return self
+
+
+def _w_foreach(active: _Active, self: Any, f: Any) -> Any:
+    call = _writer_of(self)
+    call.foreach, call.format, call.format_place = f, "foreach", caller_place()
+    return self
+
+
+def _started(active: _Active, self: Any, *, path: str | None, format: str | None, outputMode: str | None,  # noqa: N803
+             partitionBy: Any, queryName: str | None, table: str | None, options: dict) -> StandInQuery:
+    call = _writer_of(self)
+    place = caller_place()
+    if active.writers:
+        first = active.writers[0].place
+        raise SubstitutionError(place, f"a second streaming query is started (the first was started at {first}); "
+                                       "the kit runs one query per job: build one query, or test each in its own job")
+    if format is not None:
+        call.format, call.format_place = format, place
+    if outputMode is not None:
+        call.output_mode = outputMode
+    if partitionBy is not None:
+        _w_partition_by(self, partitionBy)
+    if queryName is not None:
+        call.query_name = queryName
+    for k, v in options.items():
+        _set_option(call, k, v)
+    call.path = path if path is not None else call.option("path")
+    call.table, call.place, call.started = table, place, True
+    active.writers.append(call)
+    return StandInQuery(call)
+
+
+def _start(active: _Active, self: Any, path: str | None = None, format: str | None = None,
+           outputMode: str | None = None, partitionBy: Any = None, queryName: str | None = None,  # noqa: N803
+           **options: Any) -> StandInQuery:
+    return _started(active, self, path=path, format=format, outputMode=outputMode, partitionBy=partitionBy,
+                    queryName=queryName, table=None, options=options)
+
+
+def _to_table(active: _Active, self: Any, tableName: str, format: str | None = None,  # noqa: N803
+              outputMode: str | None = None, partitionBy: Any = None, queryName: str | None = None,  # noqa: N803
+              **options: Any) -> StandInQuery:
+    return _started(active, self, path=None, format=format, outputMode=outputMode, partitionBy=partitionBy,
+                    queryName=queryName, table=tableName, options=options)
+
+
+def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
+
+    def passthrough(cls: Any, name: str, record: Callable[..., Any]) -> None:
+        key = f"{cls.__name__}.{name}"
+        out[key] = (cls, name, _passthrough(key, record))
+
+    def replacing(cls: Any, name: str, replace: Callable[..., Any]) -> None:
+        if hasattr(cls, name):
+            key = f"{cls.__name__}.{name}"
+            out[key] = (cls, name, _replacing(key, replace))
+
+    passthrough(DataStreamReader, "format", _r_format)
+    passthrough(DataStreamReader, "option", _r_option)
+    passthrough(DataStreamReader, "options", _r_options)
+    passthrough(DataStreamReader, "schema", _r_schema)
+    replacing(DataStreamReader, "load", _load)
+    replacing(DataStreamReader, "table", _table)
+    for fmt in ("json", "parquet", "csv", "orc", "text", "xml"):
+        replacing(DataStreamReader, fmt, _shortcut(fmt))
+    passthrough(DataStreamWriter, "format", _w_format)
+    passthrough(DataStreamWriter, "option", _w_option)
+    passthrough(DataStreamWriter, "options", _w_options)
+    passthrough(DataStreamWriter, "outputMode", _w_output_mode)
+    passthrough(DataStreamWriter, "partitionBy", _w_partition_by)
+    passthrough(DataStreamWriter, "queryName", _w_query_name)
+    replacing(DataStreamWriter, "trigger", _w_trigger)
+    replacing(DataStreamWriter, "foreachBatch", _w_foreach_batch)
+    replacing(DataStreamWriter, "foreach", _w_foreach)
+    replacing(DataStreamWriter, "start", _start)
+    replacing(DataStreamWriter, "toTable", _to_table)
+    return out
+
+
+def _install() -> None:
+    for key, (cls, name, method) in _patches().items():
+        _installed[key] = cls.__dict__[name]
+        setattr(cls, name, method)
+
+
+def _uninstall() -> None:
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    for key, original in list(_installed.items()):
+        cls_name, _, name = key.partition(".")
+        cls = DataStreamReader if cls_name == "DataStreamReader" else DataStreamWriter
+        setattr(cls, name, original)
+        del _installed[key]

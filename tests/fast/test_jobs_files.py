@@ -1,0 +1,135 @@
+"""A job's contract and scenario keys without Spark: `from:`, `kind: path` parameters, checks of what a job
+wrote (`table:`, `written:`, `where:`), `rerun_last_batch`, each problem at its line; which functions are
+jobs; which reader a source stands in for (`eventtime.jobs`, docs/jobs.md)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from eventtime.contracts import Column, Contract, ParamSpec, SourceSpec
+from eventtime.harness.jobio import ReaderCall
+from eventtime.jobs import _matches, reads_of
+from eventtime.loader import ScenarioInvalid, load_scenario
+from eventtime.signatures import is_job
+
+CONTRACT = textwrap.dedent("""\
+    contract: page_counts
+    description: clicks -> clicks per page, written by the job.
+    sources:
+      clicks:
+        columns: "page string, ts timestamp"
+        event_time: ts
+        from: {format: json, path: /data/clicks}
+    params:
+      out: {kind: path, conf: jobs.out}
+      limit: {kind: int, default: 3}
+    output:
+      columns: "page string, clicks bigint"
+      modes: [update]
+    """)
+
+SCENARIO = textwrap.dedent("""\
+    scenario: s
+    description: d
+    contract: page_counts
+    steps:
+      - add: {clicks: [[home, "00:00:01"]]}
+      - process
+      - expect: {written: out, where: {page: home}, rows: [[home, 1]]}
+      - expect: {table: page_counts, rows: []}
+      - restart: {rerun_last_batch: true}
+    """)
+
+
+def _write(tmp_path, contract=CONTRACT, scenario=SCENARIO):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "page_counts.contract.yaml").write_text(contract)
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(scenario)
+    return path
+
+
+def _problems(path):
+    with pytest.raises(ScenarioInvalid) as info:
+        load_scenario(str(path))
+    return [str(p) for p in info.value.problems]
+
+
+def test_a_jobs_contract_and_scenario_are_read(tmp_path):
+    sc = load_scenario(str(_write(tmp_path)))
+    assert sc.contract.source("clicks").reads == (("format", "json"), ("path", "/data/clicks"))
+    assert sc.contract.param("out").kind == "path" and not sc.contract.param("out").required
+    written, table = sc.steps[2].written, sc.steps[3].written
+    assert (written.path, written.table, written.format, written.filter) == ("out", None, "parquet", (("page", "home"),))
+    assert (table.table, table.path) == ("page_counts", None)
+    assert sc.steps[4].rerun_last_batch and sc.steps[4].restart
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("from: {format: json, path: /data/clicks}", "from: [json]", ":7:", "`from` of source 'clicks' is a mapping"),
+    ("from: {format: json, path: /data/clicks}", "from: {table: t, format: delta}", ":7:", "give `table:` alone"),
+    ("from: {format: json, path: /data/clicks}", "from: {format: [json]}", ":7:", "`from: {format: ...}` is text"),
+    ("out: {kind: path, conf: jobs.out}", "out: {kind: path, default: /tmp/x}", ":9:", "takes no default"),
+], ids=["from-not-a-mapping", "table-and-format", "from-not-text", "path-with-default"])
+def test_contract_problems_are_at_their_line(tmp_path, old, new, place, message):
+    found = _problems(_write(tmp_path, contract=CONTRACT.replace(old, new)))
+    assert any(place in p and message in p for p in found), found
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("written: out, where", "written: limit, where", ":7:", "`written` names a path parameter of contract"),
+    ("where: {page: home}", "where: {pages: home}", ":7:", "has no output column 'pages'"),
+    ("{table: page_counts, rows: []}", "{table: page_counts, rows: [], watermark: initial}", ":8:",
+     "put `watermark` in an expect of its own"),
+    ("{table: page_counts, rows: []}", "{table: page_counts, written: out, rows: []}", ":8:", "not both"),
+    ("{table: page_counts, rows: []}", "{rows: [], format: csv}", ":8:", "`format` goes with `table:` or `written:`"),
+    ("{table: page_counts, rows: []}", "{table: page_counts}", ":8:", "say which rows the job must have written"),
+    ("restart: {rerun_last_batch: true}", "stop\n  - start: {rerun_last_batch: true}", ":10:",
+     "`rerun_last_batch` goes with `restart`"),
+], ids=["written-not-a-path", "where-unknown-column", "stream-check-beside", "table-and-written", "format-alone",
+        "no-rows", "rerun-on-start"])
+def test_scenario_problems_are_at_their_line(tmp_path, old, new, place, message):
+    found = _problems(_write(tmp_path, scenario=SCENARIO.replace(old, new)))
+    assert any(place in p and message in p for p in found), found
+
+
+def test_a_scenario_gives_a_path_parameter_no_value(tmp_path):
+    found = _problems(_write(tmp_path, scenario=SCENARIO.replace("contract: page_counts\n",
+                                                                 "contract: page_counts\nparams: {out: /etc}\n")))
+    assert any("a folder the kit makes for each run" in p for p in found), found
+
+
+def _contract(*sources: SourceSpec, params=()) -> Contract:
+    return Contract("c", "c", "c", sources, tuple(params), (Column("n", "long"),), "")
+
+
+def test_a_function_whose_one_required_parameter_is_spark_is_a_job():
+    clicks = SourceSpec("clicks", (Column("v", "string"),))
+
+    def main(spark): ...
+
+    def build(spark, verbose=False): ...
+
+    def transform(clicks): ...
+
+    def two(spark, clicks): ...
+
+    assert is_job(main, _contract(clicks)) and is_job(build, _contract(clicks))
+    assert not is_job(transform, _contract(clicks)) and not is_job(two, _contract(clicks))
+    # a contract that supplies `spark` itself: the function is a pipeline of that source
+    assert not is_job(main, _contract(SourceSpec("spark", (Column("v", "string"),))))
+    assert not is_job(main, _contract(clicks, params=[ParamSpec("spark", "string", "d")]))
+
+
+def test_a_reader_matches_a_source_on_every_key_of_its_from():
+    source = SourceSpec("clicks", (), reads=(("format", "kafka"), ("subscribe", "clicks")))
+    reader = ReaderCall(format="kafka", options={"kafka.bootstrap.servers": "k:9092", "SUBSCRIBE": "clicks"})
+    assert _matches(reader, reads_of(source))  # option keys regardless of case; other options do not count
+    assert not _matches(ReaderCall(format="kafka", options={"subscribe": "Clicks"}), reads_of(source))  # values exactly
+    assert not _matches(ReaderCall(format="json", options={"subscribe": "clicks"}), reads_of(source))
+    assert not _matches(reader, reads_of(SourceSpec("clicks", ())))  # no `from:`: read by no reader
+    kafka = SourceSpec("clicks", (), kind="kafka", topic="shop.clicks")  # a kafka source: by its topic
+    assert reads_of(kafka) == (("format", "kafka"), ("subscribe", "shop.clicks"))
+    assert _matches(ReaderCall(format="kafka", options={"subscribe": "shop.clicks"}), reads_of(kafka))
+    assert _matches(ReaderCall(table="users"), reads_of(SourceSpec("u", (), reads=(("table", "users"),))))
