@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .coltypes import _describe  # how a value is named in messages, as column values are
 from .contracts import Column
 
 __all__ = ["SOURCE_KINDS", "KAFKA_COLUMNS", "KAFKA_HEADERS", "TEXT_COLUMNS", "RowProblem", "PayloadReader",
@@ -57,11 +58,6 @@ class RowProblem(ValueError):
         self.message = message
         self.path = path
         self.key = key
-
-
-def _describe(raw: Any) -> str:
-    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "text", list: "a list"}.get(type(raw))
-    return f"{kind} {raw!r}" if kind else f"{type(raw).__name__} {raw!r}"
 
 
 def _json_text(raw: Any, path: tuple) -> str:
