@@ -38,11 +38,12 @@ def build_appending(spark):
 
 
 def main(spark):
-    """A job's entry point as it ships: starts its query and waits on it."""
+    """A job's entry point as it ships: starts its query and waits on it (and on any query)."""
     clicks = spark.readStream.json("/data/clicks", schema="page string, ts timestamp")
     query = (_counts(clicks).writeStream.outputMode("append").option("checkpointLocation", "/checkpoints/x")
              .toTable("page_counts"))
     query.awaitTermination()
+    spark.streams.awaitAnyTermination()
 
 
 def unmatched_reader(spark):
