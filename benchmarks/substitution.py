@@ -7,10 +7,12 @@ The same query (clicks per page and 1-minute window, update mode) runs two ways,
 one SparkSession: *plain*, a `transform(clicks)` pipeline whose output the kit's memory sink keeps;
 *job*, a `build(spark)` job reading `readStream.json(...)` (substituted) and writing through a
 `foreachBatch` function that overwrites the touched partitions of a parquet folder, checked after each
-step with `expect: {written: ...}`. Each scenario has `--cycles` cycles of add, process, expect and
-restart. Printed, as medians and job/plain ratios: a query start (the `restart` step: build, start,
-first trigger), a step (`process`), and a step's check (the plain `rows` check against the job's
-`rows` check plus reading its table back).
+step with `expect: {written: ...}`; *idle job*, the same job whose batch function does nothing (the
+substitution's own cost: Spark's foreachBatch sink, the Python call per batch, the batch observed).
+Each scenario has `--cycles` cycles of add, process, expect and restart. Printed, as medians and
+ratios to plain: a query start (the `restart` step: build, start, first trigger), a step (`process`),
+a step with its checks (`process` plus the expects after it: the job's includes reading its table
+back).
 """
 from __future__ import annotations
 
@@ -58,13 +60,26 @@ def transform(clicks: Any) -> Any:
 
 
 def _overwrite(batch: Any, batch_id: int) -> None:
-    (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("page")
+    from pyspark.sql import functions as F
+
+    (batch.withColumn("slot", F.date_format("window_start", "HHmm"))
+     .write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("slot", "page")
      .parquet(batch.sparkSession.conf.get("bench.out")))
 
 
 def build(spark: Any) -> Any:
     clicks = spark.readStream.schema("page string, ts timestamp").json("/data/clicks")
     return _counts(clicks).writeStream.outputMode("update").foreachBatch(_overwrite)
+
+
+def _nothing(batch: Any, batch_id: int) -> None:
+    return None
+
+
+def build_idle(spark: Any) -> Any:
+    """The same job with a batch function that does nothing: what the substitution itself costs."""
+    clicks = spark.readStream.schema("page string, ts timestamp").json("/data/clicks")
+    return _counts(clicks).writeStream.outputMode("update").foreachBatch(_nothing)
 
 
 def scenario_text(cycles: int, job: bool) -> str:
@@ -92,7 +107,8 @@ def main() -> None:
     from eventtime.harness.session import get_session
 
     spark = get_session()
-    checks: dict[str, list[float]] = {"plain": [], "job": []}
+    sides = {"plain": transform, "idle": build_idle, "job": build}
+    checks: dict[str, list[float]] = {side: [] for side in sides}
     original_expect = runner._SparkSteps.expect
 
     def timed_expect(self: Any, step: Any, since: Any) -> bool:
@@ -100,47 +116,55 @@ def main() -> None:
         try:
             return original_expect(self, step, since)
         finally:
-            checks["job" if self.build.job else "plain"].append(time.perf_counter() - t0)
+            checks[current[0]].append(time.perf_counter() - t0)
 
+    current = ["plain"]
     runner._SparkSteps.expect = timed_expect  # type: ignore[method-assign]
     folder = Path(tempfile.mkdtemp(prefix="bench-substitution-"))
     (folder / "pyproject.toml").write_text("")
     (folder / "bench.contract.yaml").write_text(CONTRACT)
     scenarios = {}
-    for side in ("plain", "job"):
+    for side in sides:
         path = folder / f"{side}.scenario.yaml"
         path.write_text(scenario_text(args.cycles, side == "job"))
         scenarios[side] = load_scenario(str(path))
-    starts: dict[str, list[float]] = {"plain": [], "job": []}
-    steps: dict[str, list[float]] = {"plain": [], "job": []}
-    step_checks: dict[str, list[float]] = {"plain": [], "job": []}
+    starts: dict[str, list[float]] = {side: [] for side in sides}
+    steps: dict[str, list[float]] = {side: [] for side in sides}
+    step_checks: dict[str, list[float]] = {side: [] for side in sides}
+    order = list(sides)
     for round_ in range(args.rounds + 1):  # round 0 warms the JVM up and is not counted
-        for side, fn in (("plain", transform), ("job", build)) if round_ % 2 else (("job", build), ("plain", transform)):
+        for side in order[round_ % 3:] + order[:round_ % 3]:  # each side first in turn
+            fn = sides[side]
+            current[0] = side
             checks[side].clear()
             result = run_scenario(scenarios[side], fn, session=spark)
             if result.status != "passed":
-                raise SystemExit(f"{side}: {result.status}: {result.reason or [s.message for s in result.steps]}")
+                from eventtime.textreport import describe_failure
+
+                raise SystemExit(f"{side}: {describe_failure(result)}")
             if round_ == 0:
                 continue
             starts[side] += [s.seconds for s in result.steps if s.kind == "restart"]
-            steps[side] += [s.seconds for s in result.steps if s.kind == "process"]
+            processes = [s.seconds for s in result.steps if s.kind == "process"]
+            steps[side] += processes
             per_cycle = len(checks[side]) // args.cycles
-            step_checks[side] += [sum(checks[side][i:i + per_cycle]) for i in range(0, len(checks[side]), per_cycle)]
+            step_checks[side] += [p + sum(checks[side][i * per_cycle:(i + 1) * per_cycle])
+                                  for i, p in enumerate(processes)]
             print(f"round {round_} {side}: {result.seconds:.1f} s", flush=True)
 
     def row(what: str, values: dict[str, list[float]]) -> None:
-        plain, job = statistics.median(values["plain"]), statistics.median(values["job"])
-        print(f"| {what} | {plain * 1000:.0f} ms | {job * 1000:.0f} ms | **{job / plain:.2f}** | "
-              f"n={len(values['plain'])}/{len(values['job'])} |")
+        plain, idle, job = (statistics.median(values[side]) for side in sides)
+        print(f"| {what} | {plain * 1000:.0f} ms | {idle * 1000:.0f} ms (**{idle / plain:.2f}**) | "
+              f"{job * 1000:.0f} ms (**{job / plain:.2f}**) | n={len(values['plain'])} each |")
 
     import pyspark
 
     print(f"\nSpark {pyspark.__version__}, {args.rounds} rounds x {args.cycles} cycles, rounds alternated")
-    print("| what | plain (memory sink) median | job (substituted, foreachBatch) median | ratio | samples |")
+    print("| what | plain (memory sink) | idle job (ratio to plain) | job writing parquet (ratio to plain) | samples |")
     print("| --- | ---: | ---: | ---: | --- |")
     row("query start (`restart`: build, start, first trigger)", starts)
-    row("step (`process`: add's batch and its no-data batch)", steps)
-    row("a step's checks (plain: `rows`; job: `rows` + `written` read back)", step_checks)
+    row("step (`process`: the add's batch and its no-data batch)", steps)
+    row("step with its checks (job: + its folder read back)", step_checks)
 
 
 if __name__ == "__main__":

@@ -171,8 +171,9 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
         if returned is not None and returned is not writer:
             raise SubstitutionError(returned.place or caller_place(_is_kit), "the job returns a DataStreamWriter "
                                     f"besides the query it started at {writer.place}: the kit runs one query per job")
-    elif returned is not None:
+    elif returned is not None:  # returned unstarted: its path, if any, is an option
         writer = returned
+        writer.path = writer.path or writer.option("path")
     elif value is not None and getattr(value, "isStreaming", False):
         return JobOutput(value, "append", None, None, tuple(notes))  # a streaming DataFrame: the plain path
     else:
@@ -211,10 +212,10 @@ def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:
                                        "sink that leaves the job (kafka, a connector) is never started under test")
     path = writer.path
     if not path:
-        raise SubstitutionError(writer.place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
+        raise SubstitutionError(place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
     inside = os.path.abspath(path.removeprefix("file:")).startswith(os.path.abspath(folder) + os.sep)
     if not inside:
-        raise SubstitutionError(writer.place, f"the {fmt} sink writes to {path!r}, outside the scenario's own "
+        raise SubstitutionError(writer.place or place, f"the {fmt} sink writes to {path!r}, outside the scenario's own "
                                               "folder: read the path from a `kind: path` contract parameter "
                                               "(its `conf:`), so that each run writes to a folder of its own")
     partition_by = writer.partition_by

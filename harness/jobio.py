@@ -4,7 +4,7 @@ While `substitution(resolve)` is active in a thread, every `spark.readStream...l
 shortcuts `table`, `json`, `parquet`, `csv`, `orc`, `text`) made in that thread calls
 `resolve(ReaderCall)` for the streaming DataFrame to use instead of opening a real source, and every
 `writeStream...start()` / `toTable()` records a `WriterCall` and returns a `StandInQuery` instead of
-starting a query. Nothing is connected to, read from or written to. Each call knows where in the
+starting a query (and `spark.streams.awaitAnyTermination()` returns at once). Nothing is connected to, read from or written to. Each call knows where in the
 job's code it was made (`Place`), so an error can name it.
 
 Only classic PySpark's `DataStreamReader`/`DataStreamWriter` are substituted (Spark Connect's live in
@@ -361,7 +361,13 @@ def _to_table(active: _Active, self: Any, tableName: str, format: str | None = N
                     queryName=queryName, table=tableName, options=options)
 
 
+def _await_any(active: _Active, self: Any, timeout: Any = None) -> bool | None:
+    """`spark.streams.awaitAnyTermination()` in a job's `main`: the kit runs the query, so it returns at once."""
+    return True if timeout is not None else None
+
+
 def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
+    from pyspark.sql.streaming.query import StreamingQueryManager
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
     out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
@@ -394,6 +400,7 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
     replacing(DataStreamWriter, "foreach", _w_foreach)
     replacing(DataStreamWriter, "start", _start)
     replacing(DataStreamWriter, "toTable", _to_table)
+    replacing(StreamingQueryManager, "awaitAnyTermination", _await_any)
     return out
 
 
@@ -404,10 +411,11 @@ def _install() -> None:
 
 
 def _uninstall() -> None:
+    from pyspark.sql.streaming.query import StreamingQueryManager
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
+    classes = {c.__name__: c for c in (DataStreamReader, DataStreamWriter, StreamingQueryManager)}
     for key, original in list(_installed.items()):
         cls_name, _, name = key.partition(".")
-        cls = DataStreamReader if cls_name == "DataStreamReader" else DataStreamWriter
-        setattr(cls, name, original)
+        setattr(classes[cls_name], name, original)
         del _installed[key]

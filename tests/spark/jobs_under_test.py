@@ -38,11 +38,12 @@ def build_appending(spark):
 
 
 def main(spark):
-    """A job's entry point as it ships: starts its query and waits on it."""
+    """A job's entry point as it ships: starts its query and waits on it (and on any query)."""
     clicks = spark.readStream.json("/data/clicks", schema="page string, ts timestamp")
     query = (_counts(clicks).writeStream.outputMode("append").option("checkpointLocation", "/checkpoints/x")
              .toTable("page_counts"))
     query.awaitTermination()
+    spark.streams.awaitAnyTermination()
 
 
 def unmatched_reader(spark):
@@ -87,3 +88,15 @@ def _reject_cart(batch, batch_id):
     if batch.where("page = 'cart'").count():
         raise ValueError("no carts here")  # <- raise
     overwrite_partitions(batch, batch_id)
+
+
+def file_sink(spark):
+    """A parquet file sink whose path comes from the conf the contract's path parameter sets."""
+    clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
+    return (_counts(clicks).writeStream.outputMode("append").format("parquet")
+            .option("path", spark.conf.get(OUT)).option("checkpointLocation", "/checkpoints/files"))
+
+
+def file_sink_outside(spark):
+    clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
+    _counts(clicks).writeStream.outputMode("append").format("parquet").start("/data/out")  # <- outside

@@ -153,12 +153,32 @@ def test_a_main_that_starts_its_query_and_waits_writes_its_table(spark, scenario
     assert "page_counts" not in [t.name for t in spark.catalog.listTables()], "the table stayed in its scenario"
 
 
+FILES = textwrap.dedent("""\
+    scenario: job-file-sink
+    description: A parquet file sink gets each batch appended to the run's own folder.
+    contract: page_counts
+    steps:
+      - add: {clicks: [{page: home, ts: "00:00:10"}, {page: cart, ts: "00:00:30"}]}
+      - process
+      - expect: {written: out, rows: []}
+      - add: {clicks: [{page: home, ts: "00:01:10"}]}
+      - process
+      - expect: {written: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
+    """)
+
+
+def test_a_file_sink_writes_each_batch_to_the_runs_own_folder(spark, scenario_of):
+    result = run_scenario(scenario_of(FILES), jobs.file_sink, session=spark)
+    assert result.status == "passed", describe_failure(result)
+
+
 @pytest.mark.parametrize("job, marker, words", [
     (jobs.unmatched_reader, "unmatched", "matches no source of contract 'page_counts'"),
     (jobs.second_query, "second", "a second streaming query is started"),
     (jobs.file_age, "option", "option maxFileAge='1h'"),
     (jobs.kafka_sink, "sink", "sink format 'kafka' cannot be observed"),
-], ids=["unmatched-reader", "second-query", "unsupported-option", "unobservable-sink"])
+    (jobs.file_sink_outside, "outside", "the parquet sink writes to '/data/out', outside the scenario's own folder"),
+], ids=["unmatched-reader", "second-query", "unsupported-option", "unobservable-sink", "file-sink-outside"])
 def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, marker, words):
     result = run_scenario(scenario_of(ONE_BATCH), job, session=spark)
     assert result.status == "error"
