@@ -56,9 +56,15 @@ def main() -> int:
         subprocess.run([EVENTTIME, "run", "scenarios/tumbling/append-late-row-dropped.scenario.yaml", "--pipeline",
                         "eventtime.pipelines.reference:tumbling_count", "-q"], cwd=ROOT, env=base,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        if not list(Path(cache).glob("jvm/*.jsa.complete")):
-            raise SystemExit("archive_suite: no archive was recorded")
+        deadline = time.monotonic() + 900
+        while not any("Written dynamic archive" in log.read_text(errors="replace")
+                      for log in Path(cache).glob("jvm/*.part.log")):
+            if time.monotonic() > deadline:
+                raise SystemExit("archive_suite: the recording JVM wrote no archive within 900 s")
+            time.sleep(0.5)  # the recording JVM goes on writing after its run has ended
         on, on_wall = certify("archive", base, out, args.jobs, args.paths)
+        if not list(Path(cache).glob("jvm/*.jsa.complete")):
+            raise SystemExit("archive_suite: the archive run did not put the archive in place")
     print(f"\nwall time: off {off_wall:.0f} s, archive {on_wall:.0f} s, ratio {on_wall / off_wall:.3f}")
     return compare(off, on)
 

@@ -5,7 +5,8 @@ jars (the session, the planner, the first streaming query). JDK 13+ can write th
 loaded to an archive when it exits (`-XX:ArchiveClassesAtExit`) and map that archive into later JVMs
 (`-XX:SharedArchiveFile`), which then skip the parsing and verifying. The harness does this for the
 driver JVMs it launches (`eventtime.harness.session.get_session`): the first JVM of an installed Spark
-and Java records, and is waited for at the process's exit while it writes the archive; every later
+and Java records, and writes the archive when it exits (after its process has ended: nobody waits for
+it); the next start puts the archive in place once the JVM's log says it is whole, and every later
 JVM of that install maps it. Figures: BENCHMARKS.md, "Cold start".
 
 The archive is a cache, never a condition: it lives in a per-user cache folder
@@ -21,7 +22,6 @@ builds a new one.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import os
@@ -30,15 +30,14 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 __all__ = ["ENV_OFF", "ENV_CACHE", "ArchivePlan", "plan_archive", "cache_dir", "archive_key", "java_release",
-           "refused", "enabled", "complete", "discard", "after_launch", "launch_failed", "finish_recording"]
+           "refused", "enabled", "complete", "discard", "after_launch", "launch_failed"]
 
 ENV_OFF = "EVENTTIME_JVM_ARCHIVE"
 ENV_CACHE = "EVENTTIME_CACHE_DIR"
 _OFF = {"0", "off", "false", "no"}
-_WRITE_WAIT = 180.0  # seconds the exiting process waits for the recording JVM to write its archive
 # what a JVM says when it does not map the archive it was given (HotSpot's `cds` log tags)
 _REFUSAL = re.compile(r"\[(warning|error)\]\[cds[\],]|Unable to use shared archive|shared archive file", re.I)
 
@@ -58,8 +57,8 @@ class ArchivePlan:
     def options(self) -> str:
         if self.action == "use":
             return f"-XX:SharedArchiveFile={self.path} -Xshare:auto"
-        if self.action == "record":
-            return f"-XX:ArchiveClassesAtExit={self.part}"
+        if self.action == "record" and self.part is not None:
+            return f"-XX:ArchiveClassesAtExit={self.part} -Xlog:cds+dynamic=info:file={_log_of(self.part)}"
         return ""
 
 
@@ -157,21 +156,25 @@ def _plan(settings: Mapping[str, str], environ: Mapping[str, str], spark: tuple[
     key = archive_key(version, home, java or "", release[1], class_path)
     folder = cache_dir(environ)
     path = folder / f"{key}.jsa"
+    if not complete(path):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            recording = _tidy(folder, key)
+            probe = folder / f".probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            return ArchivePlan("none", note=f"the JVM class-data archive is not built: its folder {folder} "
+                                            f"cannot be written ({exc.strerror or exc})")
+        if recording:  # another JVM records it (or is writing it): this one starts as before
+            return ArchivePlan("none")
     if complete(path):
         return ArchivePlan("use", path=path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _remove_leftovers(folder, key)
-        probe = folder / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        return ArchivePlan("none", note=f"the JVM class-data archive is not built: its folder {folder} "
-                                        f"cannot be written ({exc.strerror or exc})")
     part = folder / f"{key}.jsa.{os.getpid()}.{_next_count()}.part"
     return ArchivePlan("record", path=path, part=part,
                        note=f"recording Spark's classes for a JVM class-data archive in {folder} (once per "
-                            f"Spark and Java install; later starts map it; {ENV_OFF}=off turns it off)")
+                            f"Spark and Java install; the JVM writes it when this run ends, later starts "
+                            f"map it; {ENV_OFF}=off turns it off)")
 
 
 _COUNT = [0]
@@ -182,19 +185,79 @@ def _next_count() -> int:
     return _COUNT[0]
 
 
-def _remove_leftovers(folder: Path, key: str) -> None:
-    """Remove the archives of this Spark home that another key made stale, and parts whose writer is gone."""
+# A recording JVM writes three files beside the archive: `<key>.jsa.<pid>.<n>.part` (the archive, at its
+# exit), `<part>.log` (HotSpot's cds log: its last lines, once the archive is written whole, say so) and
+# `<part>.jvm` (the JVM's pid, written by the harness after the launch). The process that launched it does
+# not wait for it: PySpark's JVM exits when that process ends, and writes the archive then (tens of
+# seconds on a loaded machine). Whichever start comes next finishes the job (`_tidy`).
+_WRITTEN = "Written dynamic archive"
+
+
+def _log_of(part: Path) -> Path:
+    return part.with_name(part.name + ".log")
+
+
+def _pid_file_of(part: Path) -> Path:
+    return part.with_name(part.name + ".jvm")
+
+
+def _tidy(folder: Path, key: str) -> bool:
+    """Put a recorded archive of `key` in place, remove what stale keys and dead recordings left; True
+    while a recording of `key` is still under way (its JVM alive, or its launch not yet told)."""
     prefix = key.rsplit("-", 1)[0] + "-"
-    for entry in folder.iterdir():
+    recording = False
+    for entry in sorted(folder.iterdir()):
         name = entry.name
-        if name.startswith(prefix) and name.endswith((".jsa", ".complete")) and not name.startswith(key):
-            with contextlib.suppress(OSError):
+        if name.startswith(prefix) and not name.startswith(key + "."):
+            with contextlib.suppress(OSError):  # a stale key of this Spark home
                 entry.unlink()
-        elif name.endswith(".part"):
-            pid = name.rsplit(".", 3)[-3] if name.count(".") >= 3 else ""
-            if pid.isdigit() and not _alive(int(pid)):
-                with contextlib.suppress(OSError):
-                    entry.unlink()
+        elif name.startswith(key + ".jsa.") and name.endswith(".part.log"):
+            part = entry.with_name(name[: -len(".log")])
+            state = _recording_state(part)
+            if state == "written":
+                _seal(part, folder / f"{key}.jsa")
+            if state == "running":
+                recording = True
+            else:
+                for victim in (part, entry, _pid_file_of(part)):
+                    with contextlib.suppress(OSError):
+                        victim.unlink()
+    return recording
+
+
+def _recording_state(part: Path) -> str:
+    """"written" (the log says the archive was written whole), "running" (its JVM, or the process
+    launching it, is alive) or "dead"."""
+    try:
+        with open(_log_of(part), "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        tail = ""
+    if _WRITTEN in tail and part.is_file():
+        return "written"
+    try:
+        jvm = int(_pid_file_of(part).read_text("utf-8").strip())
+    except (OSError, ValueError):
+        jvm = None
+    if jvm is not None:
+        return "running" if _alive(jvm) else "dead"
+    launcher = part.name.rsplit(".", 3)[-3] if part.name.count(".") >= 3 else ""
+    return "running" if launcher.isdigit() and _alive(int(launcher)) else "dead"
+
+
+def _seal(part: Path, path: Path) -> None:
+    """Move a whole archive into place and seal it with its size (what `complete` checks)."""
+    try:
+        size = part.stat().st_size
+        os.replace(part, path)
+        seal = _seal_of(path)
+        temp = seal.with_name(seal.name + f".{os.getpid()}")
+        temp.write_text(str(size), "utf-8")
+        os.replace(temp, seal)
+    except OSError:  # another start sealed it first, or the folder went away: the next start sees
+        pass
 
 
 def _alive(pid: int) -> bool:
@@ -212,9 +275,9 @@ def _seal_of(path: Path) -> Path:
 
 
 def complete(path: Path) -> bool:
-    """Whether `path` is an archive a recording JVM finished (its seal, written after the JVM exited
-    cleanly, names its size). The check matters: HotSpot maps an archive without reading it whole, and
-    a truncated one crashes the JVM (SIGBUS, measured on 17) instead of being refused."""
+    """Whether `path` is an archive a recording JVM wrote whole (its seal names its size). The check
+    matters: HotSpot maps an archive without reading it whole, and a truncated one crashes the JVM
+    (SIGBUS, measured on 17) instead of being refused."""
     try:
         return _seal_of(path).read_text("utf-8").strip() == str(path.stat().st_size)
     except (OSError, ValueError):
@@ -238,53 +301,32 @@ def refused(lines: Sequence[str]) -> str | None:
     return None
 
 
-def after_launch(plan: ArchivePlan, startup_lines: Sequence[str], proc: Any,
+def after_launch(plan: ArchivePlan, startup_lines: Sequence[str], jvm_pid: int | None,
                  say: Callable[[str], None] = lambda text: print(f"eventtime: {text}", file=sys.stderr)) -> None:
     """What follows the launch of a JVM under `plan`: a refused archive is said and removed (the next
-    start builds another); a recording JVM is waited for at this process's exit (`finish_recording`)."""
+    start records another); a recording JVM's pid is noted, so that later starts can tell a recording
+    under way from a dead one."""
     if plan.action == "use":
         words = refused(startup_lines)
         if words is not None and plan.path is not None:
             say(f"note: the JVM did not use its class-data archive {plan.path} ({words}); it started "
-                f"without it, and the next start builds a new one")
+                f"without it, and the next start records a new one")
             discard(plan.path)
-    elif plan.action == "record" and proc is not None:
-        atexit.register(finish_recording, plan, proc)
+    elif plan.action == "record" and plan.part is not None and jvm_pid is not None:
+        with contextlib.suppress(OSError):
+            _pid_file_of(plan.part).write_text(str(jvm_pid), "utf-8")
 
 
-def launch_failed(plan: ArchivePlan) -> None:
-    """A JVM launched under `plan` died while its session was created: a used archive is discarded, so
-    that the JVM started next (the harness tries again) does without it rather than dying the same way."""
-    if plan.action == "use":
+_CRASHED = "A fatal error has been detected by the Java Runtime Environment"
+
+
+def launch_failed(plan: ArchivePlan, startup_lines: Sequence[str],
+                  say: Callable[[str], None] = lambda text: print(f"eventtime: {text}", file=sys.stderr)) -> None:
+    """A JVM launched under `plan` failed while its session was created. When it crashed (HotSpot's
+    fatal error report in its output), a used archive is discarded, so that the JVM started next (the
+    harness tries again) does without it rather than crashing the same way; a JVM killed from outside
+    leaves the archive alone."""
+    if plan.action == "use" and any(_CRASHED in line for line in startup_lines):
+        say(f"note: the JVM crashed while mapping its class-data archive {plan.path}; the archive is "
+            f"removed, and the next JVM starts without it")
         discard(plan.path)
-
-
-def finish_recording(plan: ArchivePlan, proc: Any, wait: float = _WRITE_WAIT) -> bool:
-    """At exit: end the recording JVM as PySpark's own exit would (its stdin closed: the gateway then
-    exits normally), wait for it to write the archive, and move the archive into place when the JVM
-    exited cleanly; a JVM that was killed or is too slow leaves no archive (the next start records
-    again). True when the archive is in place."""
-    if plan.part is None or plan.path is None:
-        return False
-    try:
-        if proc.poll() is None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
-            proc.wait(timeout=wait)
-        status = proc.poll()
-    except Exception:  # noqa: BLE001 - a timeout: the JVM goes on; its part is removed by a later start
-        return False
-    done = status == 0 and plan.part.is_file() and plan.part.stat().st_size > 0
-    try:
-        if done:
-            size = plan.part.stat().st_size
-            os.replace(plan.part, plan.path)
-            seal = _seal_of(plan.path)
-            temp = seal.with_name(seal.name + f".{os.getpid()}")
-            temp.write_text(str(size), "utf-8")
-            os.replace(temp, seal)
-        else:
-            plan.part.unlink(missing_ok=True)
-    except OSError:
-        return False
-    return done

@@ -77,7 +77,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             try:
                 spark = builder.getOrCreate()
             except Exception as exc:
-                _launch_failed(archive)
+                _launch_failed(archive, log.since(mark, limit=400) if log is not None else [])
                 if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
                     said = log.since(mark, limit=15)
                     if said:
@@ -114,13 +114,14 @@ def _after_launch(plan: Any, log: Any, mark: int) -> None:
     if plan.action == "none":
         return
     lines = log.since(mark, limit=200) if log is not None else []
-    after_launch(plan, lines, getattr(getattr(SparkContext, "_gateway", None), "proc", None))
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)  # spark-submit execs the JVM: its pid
+    after_launch(plan, lines, getattr(proc, "pid", None))
 
 
-def _launch_failed(plan: Any) -> None:
+def _launch_failed(plan: Any, lines: list[str]) -> None:
     from .jvmarchive import launch_failed
 
-    launch_failed(plan)
+    launch_failed(plan, lines)
 
 
 def prepare_session(spark: Any) -> Any:

@@ -32,38 +32,56 @@ def _plan(install: dict, settings: dict | None = None, **env: str) -> ja.Archive
     return ja.plan_archive(settings or {}, {**install["environ"], **env}, spark=install["spark"])
 
 
-def _finish(plan: ja.ArchivePlan, status: int = 0, content: bytes = b"archive bytes") -> bool:
-    """What a recording JVM does at exit: writes its part, exits with `status`."""
+def _finish(plan: ja.ArchivePlan, *, written: bool = True, content: bytes = b"archive bytes") -> None:
+    """What a recording JVM leaves once it has exited: its part, and a log that says the archive was
+    written whole (or, `written=False`, a JVM killed while writing: no such line). The JVM's pid was
+    noted after its launch; here a process that has already ended."""
     assert plan.part is not None
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    ja.after_launch(plan, [], int(ended.stdout), say=pytest.fail)
     plan.part.write_bytes(content)
-    proc = subprocess.Popen([sys.executable, "-c", f"import sys; sys.stdin.read(); sys.exit({status})"],
-                            stdin=subprocess.PIPE)
-    return ja.finish_recording(plan, proc, wait=60)
+    log = "[0.5s][info][cds,dynamic] Regenerate MethodHandle Holder classes...\n"
+    if written:
+        log += ("[0.6s][info][cds,dynamic] Written dynamic archive 0x800bc7000 - 0x800bdee70 [984 bytes header, "
+                "97904 bytes total]\n[0.6s][info][cds,dynamic] 8 klasses; 12 symbols\n")
+    Path(str(plan.part) + ".log").write_text(log)
 
 
 def test_first_start_records_then_later_starts_use(install):
     first = _plan(install)
     assert first.action == "record" and first.note and "EVENTTIME_JVM_ARCHIVE=off" in first.note
-    assert first.options == f"-XX:ArchiveClassesAtExit={first.part}"
+    assert first.options == (f"-XX:ArchiveClassesAtExit={first.part} "
+                             f"-Xlog:cds+dynamic=info:file={first.part}.log")
     assert first.part.parent == install["cache"] and first.part.name.endswith(".part")
-    assert _finish(first)
-    assert not first.part.exists() and first.path.read_bytes() == b"archive bytes"
-    second = _plan(install)
+    _finish(first)
+    second = _plan(install)  # puts the written archive in place, sealed, and uses it
     assert second.action == "use" and second.path == first.path and second.note is None
     assert second.options == f"-XX:SharedArchiveFile={first.path} -Xshare:auto"
+    assert first.path.read_bytes() == b"archive bytes" and ja.complete(first.path)
+    assert sorted(p.name for p in install["cache"].iterdir()) == [first.path.name, first.path.name + ".complete"]
 
 
-def test_a_jvm_that_did_not_exit_cleanly_leaves_no_archive(install):
+def test_while_a_jvm_records_other_starts_do_without(install):
+    first = _plan(install)
+    ja.after_launch(first, [], os.getpid(), say=pytest.fail)  # a JVM that is alive: this process stands in
+    Path(str(first.part) + ".log").write_text("")
+    assert _plan(install).action == "none"
+    assert first.part.with_name(first.part.name + ".log").exists()
+
+
+def test_a_recording_jvm_that_died_leaves_no_archive(install):
     plan = _plan(install)
-    assert not _finish(plan, status=137)
-    assert not plan.part.exists() and not plan.path.exists()
-    assert _plan(install).action == "record"
+    _finish(plan, written=False, content=b"half an arch")
+    again = _plan(install)
+    assert again.action == "record" and not plan.path.exists()
+    assert not plan.part.exists() and not Path(str(plan.part) + ".log").exists()
 
 
 def test_an_archive_without_its_seal_is_not_used(install):
     # a truncated archive crashes HotSpot 17 (SIGBUS) instead of being refused: only sealed ones are used
     plan = _plan(install)
-    assert _finish(plan)
+    _finish(plan)
+    assert _plan(install).action == "use"
     with open(plan.path, "ab") as fh:
         fh.write(b"more")  # its size no longer matches the seal
     assert _plan(install).action == "record"
@@ -75,7 +93,8 @@ def test_an_archive_without_its_seal_is_not_used(install):
 @pytest.mark.parametrize("change", ["jar touched", "jar added", "pyspark version", "java", "class path"])
 def test_the_key_changes_with_the_install(install, change):
     before = _plan(install)
-    assert _finish(before)
+    _finish(before)
+    assert _plan(install).action == "use"
     settings, spark = {}, install["spark"]
     if change == "jar touched":
         jar = install["spark_home"] / "jars" / "spark-core.jar"
@@ -141,30 +160,40 @@ def test_refusal_is_read_from_the_jvm_output(install):
     said = "[0.237s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: /a.jsa"
     assert ja.refused(["Using Spark's default log4j profile", said]) == said
     assert ja.refused(["[warning][cds] Skipping org/x: Signed JAR", "26/11/23 WARN NativeCodeLoader: ..."]) is None
-    plan = _plan(install)
-    assert _finish(plan)
+    _finish(_plan(install))
     use = _plan(install)
+    assert use.action == "use"
     notes: list[str] = []
-    ja.after_launch(use, [said], proc=None, say=notes.append)
+    ja.after_launch(use, [said], None, say=notes.append)
     assert len(notes) == 1 and "did not use" in notes[0] and str(use.path) in notes[0]
     assert not use.path.exists() and _plan(install).action == "record"
 
 
-def test_a_launch_that_died_on_the_archive_discards_it(install):
-    assert _finish(_plan(install))
+def test_a_launch_that_crashed_on_the_archive_discards_it(install):
+    _finish(_plan(install))
     use = _plan(install)
-    ja.after_launch(use, ["all fine"], proc=None, say=pytest.fail)
+    assert use.action == "use"
+    ja.after_launch(use, ["all fine"], None, say=pytest.fail)
     assert use.path.exists()
-    ja.launch_failed(use)
+    ja.launch_failed(use, ["Exception in thread main: killed"], say=pytest.fail)  # killed from outside: kept
+    assert use.path.exists()
+    notes: list[str] = []
+    ja.launch_failed(use, ["#", "# A fatal error has been detected by the Java Runtime Environment:", "#  SIGBUS"],
+                     say=notes.append)
+    assert len(notes) == 1 and "crashed" in notes[0] and str(use.path) in notes[0]
     assert not use.path.exists() and _plan(install).action == "record"
 
 
-def test_parts_of_ended_processes_are_removed(install):
+def test_leftovers_of_ended_launches_are_removed(install):
     install["cache"].mkdir(parents=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    leftover = install["cache"] / f"spark-4.3.0-aaaaaaaa-bbbbbbbbbbbbbbbb.jsa.{dead.stdout.strip()}.1.part"
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    key = _plan(install).path.name[: -len(".jsa")]
+    leftover = install["cache"] / f"{key}.jsa.{ended.stdout.strip()}.1.part"  # launched, never told its JVM
     leftover.write_bytes(b"half")
-    mine = install["cache"] / f"spark-4.3.0-aaaaaaaa-bbbbbbbbbbbbbbbb.jsa.{os.getpid()}.9.part"
-    mine.write_bytes(b"being written")
-    _plan(install)
-    assert not leftover.exists() and mine.exists()
+    Path(str(leftover) + ".log").write_text("")
+    assert _plan(install).action == "record"
+    assert not leftover.exists() and not Path(str(leftover) + ".log").exists()
+    mine = install["cache"] / f"{key}.jsa.{os.getpid()}.9.part"  # this process is launching it
+    Path(str(mine) + ".log").write_text("")
+    assert _plan(install).action == "none"
+    assert Path(str(mine) + ".log").exists()

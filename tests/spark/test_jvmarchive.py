@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,15 @@ def _run(tmp_path: Path, label: str, **env: str) -> tuple[dict, str]:
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text()), proc.stderr
+
+
+def _archive_written(folder: Path, within: float = 600.0) -> None:
+    """Wait (bounded) until the recording JVM, which goes on after its run has ended, has written the
+    archive: its cds log says so."""
+    deadline = time.monotonic() + within
+    while not any("Written dynamic archive" in log.read_text(errors="replace") for log in folder.glob("*.part.log")):
+        assert time.monotonic() < deadline, f"the recording JVM wrote no archive in {within:.0f} s: {list(folder.iterdir())}"
+        time.sleep(0.5)
 
 
 def _views(results: dict) -> dict:
@@ -43,11 +53,12 @@ def test_a_session_on_the_archive_observes_what_one_without_it_does(tmp_path):
     assert not (tmp_path / "cache").exists()
     recording, said = _run(tmp_path, "record")
     assert "recording Spark's classes" in said
-    archives = list((tmp_path / "cache" / "jvm").glob("*.jsa"))
-    assert len(archives) == 1 and Path(str(archives[0]) + ".complete").is_file(), said
-    using, said = _run(tmp_path, "use")
+    folder = tmp_path / "cache" / "jvm"
+    _archive_written(folder)
+    using, said = _run(tmp_path, "use")  # puts the archive in place and maps it
     assert "recording" not in said and "did not use" not in said, said
-    assert archives[0].exists()  # not refused: a refused archive is removed
+    archives = list(folder.glob("*.jsa"))
+    assert len(archives) == 1 and Path(str(archives[0]) + ".complete").is_file(), list(folder.iterdir())
 
     baseline = _views(off)
     assert len(baseline) >= len(SCENARIOS) and {v[0] for v in baseline.values()} == {"passed"}
