@@ -72,18 +72,23 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
         for key, value in settings.items():
             builder = builder.config(key, value)
+        failure: Exception | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
             try:
                 spark = builder.getOrCreate()
             except Exception as exc:
-                _launch_failed(archive, log.since(mark, limit=400) if log is not None else [])
+                failure = exc
                 if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
                     said = log.since(mark, limit=15)
                     if said:
                         exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
-                raise
-            _after_launch(archive, log, mark)
+        # outside the redirection: what these say goes to this process's stderr, not the driver log
+        startup = log.since(mark, limit=400) if log is not None else []
+        if failure is not None:
+            _launch_failed(archive, startup)
+            raise failure
+        _after_launch(archive, startup)
         spark.sparkContext.setLogLevel("ERROR")
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down
@@ -106,14 +111,13 @@ def _archive_plan(settings: Mapping[str, str]) -> Any:
     return plan
 
 
-def _after_launch(plan: Any, log: Any, mark: int) -> None:
+def _after_launch(plan: Any, lines: list[str]) -> None:
     from pyspark import SparkContext
 
     from .jvmarchive import after_launch
 
     if plan.action == "none":
         return
-    lines = log.since(mark, limit=200) if log is not None else []
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)  # spark-submit execs the JVM: its pid
     after_launch(plan, lines, getattr(proc, "pid", None))
 
