@@ -66,24 +66,67 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         master = check_master(master or DEFAULT_MASTER)
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
+        archive = _archive_plan(settings)
+        if archive.options:
+            driver = settings.get("spark.driver.extraJavaOptions", "")
+            settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
         for key, value in settings.items():
             builder = builder.config(key, value)
+        failure: Exception | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
             try:
                 spark = builder.getOrCreate()
             except Exception as exc:
+                failure = exc
                 if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
                     said = log.since(mark, limit=15)
                     if said:
                         exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
-                raise
+        # outside the redirection: what these say goes to this process's stderr, not the driver log
+        startup = log.since(mark, limit=400) if log is not None else []
+        if failure is not None:
+            _launch_failed(archive, startup)
+            raise failure
+        _after_launch(archive, startup)
         python_loggers_to_log(log)
         spark.sparkContext.setLogLevel("ERROR")
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down
             wait_for_executors(spark, expected_executors(master))
         return prepare_session(spark)
+
+
+def _archive_plan(settings: Mapping[str, str]) -> Any:
+    """The class-data archive plan of the driver JVM `get_session` is about to launch (`jvmarchive`);
+    none when PySpark already has a JVM (its options are fixed)."""
+    from pyspark import SparkContext
+
+    from .jvmarchive import ArchivePlan, plan_archive
+
+    if getattr(SparkContext, "_gateway", None) is not None:
+        return ArchivePlan("none")
+    plan = plan_archive(settings)
+    if plan.note:
+        print(f"eventtime: {plan.note}", file=sys.stderr, flush=True)
+    return plan
+
+
+def _after_launch(plan: Any, lines: list[str]) -> None:
+    from pyspark import SparkContext
+
+    from .jvmarchive import after_launch
+
+    if plan.action == "none":
+        return
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)  # spark-submit execs the JVM: its pid
+    after_launch(plan, lines, getattr(proc, "pid", None))
+
+
+def _launch_failed(plan: Any, lines: list[str]) -> None:
+    from .jvmarchive import launch_failed
+
+    launch_failed(plan, lines)
 
 
 def prepare_session(spark: Any) -> Any:
