@@ -65,8 +65,11 @@ def resolve_pipeline(ref: str) -> Pipeline:
     return fn
 
 
-def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[str]) -> str | None:
-    """Why the scenario does not apply to this Spark (None when it does)."""
+def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[str], *,
+                  connect: bool = False) -> str | None:
+    """Why the scenario does not apply to this Spark (None when it does). `connect`: the features are
+    a Spark Connect client's, which can lack what the same Spark offers a classic session (the reason
+    says so)."""
     if scenario.requires_spark:
         from packaging.specifiers import SpecifierSet
         from packaging.version import Version
@@ -77,12 +80,14 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     missing = [f for f in dict.fromkeys(scenario.requires_features + scenario.contract.requires)
                if f not in features]
     if missing:
-        return f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
+        return (f"needs Spark feature(s) {', '.join(missing)}, not available in Spark {spark_version}"
+                + (f" {OVER_CONNECT}" if connect else ""))
     return None
 
 
 # -- Spark Connect (a session with no JVM in this process; see docs/connect.md) -------------------------
 NO_CLOCK = "needs the manual processing-time clock, which Spark Connect does not offer"
+OVER_CONNECT = "over Spark Connect"  # ends the reason of a feature the Connect client lacks
 
 
 def connect_applicability(scenario: m.Scenario) -> str | None:
@@ -301,7 +306,7 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
     """The pipeline's caller and its implementation info; None when the scenario does not run here
     (the result then says why: not applicable, or an error in the pipeline's binding)."""
     scenario = result.scenario
-    reason = applicability(scenario, result.spark_version or "", compat.features) or (
+    reason = applicability(scenario, result.spark_version or "", compat.features, connect=compat.connect) or (
         connect_applicability(scenario) if compat.connect else None)
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
@@ -332,6 +337,8 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
         result.status, result.reason = ERROR, str(exc)
         return None
     reason = info.not_applicable(scenario.params, compat.features)
+    if reason and compat.connect and any(f not in compat.features for f in info.requires):
+        reason += f", not available {OVER_CONNECT}"
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
         return None

@@ -26,8 +26,9 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 # How long a Python worker the server starts (the streaming data source's runner, the foreachBatch
 # worker) waits to connect and authenticate to the JVM: Spark's default, 15 s, ran out at a load
 # average of 18 on two cores (CANNOT_OPEN_SOCKET in the server's log, measured). A bound, not a pace.
-# The JVM's own wait for such a worker to connect back is fixed at 10 s (Spark 4.3's
-# PythonWorkerFactory.createSimpleWorker has no setting for it): under that load it can still fail
+# The JVM's own wait for such a worker to connect back is fixed at 10 s (PythonWorkerFactory.
+# createSimpleWorker in Spark 4.0 to 4.3 selects with a constant 10000 ms; no setting lengthens it, and
+# these workers never go through the daemon, whose wait is 60 s): under that load it can still fail
 # ("Python worker failed to connect back"), an error of the run, never a verdict.
 WORKER_CONNECT_TIMEOUT_S = 120
 

@@ -114,7 +114,8 @@ class StagedStreamReader(DataSourceStreamReader):
         return {"adds": adds, "source": self.source}
 
     # The no-argument form, which every Spark 4.x calls once per trigger (4.2 added start and limit).
-    def latestOffset(self) -> dict:  # type: ignore[override]
+    # (override: 4.2+ stubs declare those arguments; unused-ignore: 4.0-4.1 stubs do not)
+    def latestOffset(self) -> dict:  # type: ignore[override, unused-ignore]
         self.calls += 1
         gen = self._pinned(self.calls)
         adds = sum(len(self._source_adds(g)) for g in range(1, gen + 1))
