@@ -11,7 +11,8 @@ Spark's own split of a trigger (`durationMs`: addBatch, queryPlanning, walCommit
 latestOffset, getBatch, triggerExecution) cannot come from the harness's queries: Spark times those parts
 with the trigger clock, and the harness's clock is stepped, so every part reads 0. It comes from the same
 query on the same data run bare (memory sink, default trigger, the real clock: addData,
-processAllAvailable), medians per batch, data batches and no-data batches apart.
+processAllAvailable; the harness's query settings, `compat.query_conf`), medians per batch, data
+batches and no-data batches apart.
 
 Modes are SQL settings given to the query at start (the harness's `start(conf=...)`); rounds alternate
 the modes in one process, one session, so machine noise hits all of them. The figure per mode is the
@@ -102,10 +103,12 @@ class TimedRun(StreamRun):
 
 def bare_run(spark: Any, shape: str, mode: str, steps: int, rows: int) -> list[dict[str, float]]:
     """Spark's durationMs of every batch of the bare query (the first step's batches left out)."""
+    from eventtime.harness.compat import compat_for
     from eventtime.harness.stream import apply_conf, restore_conf
 
     build, sources, data = SHAPES[shape](spark, steps, rows)
-    previous = apply_conf(spark, MODES[mode])
+    # the harness's own query settings too (its checkpoint file manager), so the log writes compare
+    previous = apply_conf(spark, {**compat_for(spark).query_conf, **MODES[mode]})
     try:
         df, output_mode = build()
         query = (df.writeStream.format("memory").queryName(f"bare_{shape}_{time.monotonic_ns()}")
