@@ -236,6 +236,10 @@ def runtime_info(spark: Any) -> dict[str, str]:
 
 _DEATH_WAIT = 10.0  # seconds a lost connection waits for the JVM's exit to be reported
 _DRIVERS: dict[int, "_Driver"] = {}  # id(gateway) -> what was known of its JVM while it lived
+# gateways whose JVM died and were discarded: py4j objects still bound to one (a JavaObject that Python's
+# garbage collector finalizes later, sending its "detach" command) fail on its closed connection at any
+# later moment, with a traceback on the root logger, while a fresh session runs on a new JVM
+_DISCARDED_GATEWAYS: list[int] = []
 
 
 @dataclass
@@ -459,6 +463,8 @@ class _DeadDriverFilter(logging.Filter):
         if record.exc_info and _interrupted(record.exc_info[1]):
             return False  # Ctrl-C or SIGTERM cut a py4j call: the caller says it was interrupted
         lost = bool(record.exc_info and connection_lost(record.exc_info[1]))
+        if lost and _DISCARDED_GATEWAYS:
+            return False  # a dead JVM's connection, already said; a live one's loss reaches its caller anyway
         return not ((record.name.startswith("py4j") or lost) and _any_dead(_DEATH_WAIT if lost else 0.0))
 
 
@@ -517,6 +523,7 @@ def discard_dead_session() -> None:
             except Exception:  # noqa: BLE001
                 pass
             _DRIVERS.pop(id(gateway), None)
+            _DISCARDED_GATEWAYS.append(id(gateway))
         for cls, attrs in ((SparkContext, ("_active_spark_context", "_gateway", "_jvm")),
                            (SparkSession, ("_instantiatedSession", "_activeSession"))):
             for attr in attrs:

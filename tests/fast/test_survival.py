@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import signal
+import sys
 import threading
 from importlib import resources
 from pathlib import Path
@@ -408,3 +410,27 @@ def test_the_harness_own_file_errors_name_the_temporary_directory(code, cause):
     assert (fault.cause if fault else None) == cause
     if fault is not None:
         assert TMP in fault.reason and os.strerror(code) in fault.reason
+
+
+def _lost_connection_record() -> logging.LogRecord:
+    try:
+        raise ConnectionResetError(104, "Connection reset by peer")
+    except ConnectionResetError:
+        # py4j's own words, on the root logger (java_gateway.GatewayClient.send_command)
+        return logging.getLogger().makeRecord("root", logging.ERROR, __file__, 1, "Exception while sending command.",
+                                              (), sys.exc_info())
+
+
+def test_a_discarded_dead_jvms_late_connection_errors_are_not_logged_again(monkeypatch):
+    # a JavaObject of the dead gateway finalized while a fresh session runs: py4j logs the broken
+    # connection with a traceback, long after the death was said
+    monkeypatch.setattr(hs, "_DEATH_WAIT", 0.0)
+    monkeypatch.setattr(hs, "_DRIVERS", {})
+    monkeypatch.setattr(hs, "_launch_died", lambda: False)
+    monkeypatch.setattr(hs, "_DISCARDED_GATEWAYS", [])
+    record = _lost_connection_record()
+    assert hs._FILTER.filter(record) is True  # control: no JVM has died, the record is shown
+    hs._DISCARDED_GATEWAYS.append(1)
+    assert hs._FILTER.filter(record) is False
+    other = logging.getLogger().makeRecord("root", logging.ERROR, __file__, 1, "a pipeline's own error", (), None)
+    assert hs._FILTER.filter(other) is True  # only lost connections are dropped
