@@ -11,6 +11,7 @@ import pytest
 
 from eventtime import load_scenario, run_scenario
 from eventtime.textreport import describe_failure
+from tests.user_project import user_scenario
 from tests.spark.test_available_now import _bundled, tumbling_count
 from tests.spark.test_kafka_source import SCENARIO, CONTRACT, misnamed_field, parse_records
 
@@ -24,10 +25,8 @@ def test_a_kafka_source_over_connect_and_a_wrong_json_schema_fails(tmp_path, rem
     moves processing time is not applicable there), so the second add's records are stamped 00:00:00."""
     text = SCENARIO.replace("  - advance: 10s\n", "").replace('"00:00:10", 0]', '"00:00:00", 0]')
     assert text.count('"00:00:00", 0]') == 4 and "advance" not in text
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (tmp_path / "kafka_records.contract.yaml").write_text(CONTRACT)
-    (tmp_path / "records.scenario.yaml").write_text(text)
-    scenario = load_scenario(tmp_path / "records.scenario.yaml")
+    scenario = user_scenario(tmp_path, contract=("kafka_records.contract.yaml", CONTRACT),
+                             scenario=("records.scenario.yaml", text))
     result = run_scenario(scenario, parse_records, session=remote_spark, timeout=TIMEOUT)
     assert result.status == "passed", describe_failure(result)
     wrong = run_scenario(scenario, misnamed_field, session=remote_spark, timeout=TIMEOUT)

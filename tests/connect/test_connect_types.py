@@ -11,8 +11,9 @@ import decimal
 
 import pytest
 
-from eventtime import load_scenario, run_scenario
+from eventtime import run_scenario
 from eventtime.textreport import describe_failure
+from tests.user_project import user_scenario
 from tests.spark.test_user_types import CONTRACT, EVERY_TYPE, SCENARIO, transform, wrong_decimal
 
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
@@ -45,12 +46,8 @@ def test_every_type_round_trips_over_connect_with_nulls_at_every_depth(remote_sp
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shop")
-    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (root / "shop_clicks.contract.yaml").write_text(CONTRACT)
-    path = root / "typed.scenario.yaml"
-    path.write_text(SCENARIO)
-    return load_scenario(path)
+    return user_scenario(tmp_path_factory.mktemp("shop"), contract=("shop_clicks.contract.yaml", CONTRACT),
+                         scenario=("typed.scenario.yaml", SCENARIO))
 
 
 def test_a_users_typed_contract_passes_over_connect_and_a_wrong_decimal_fails(scenario, remote_spark):

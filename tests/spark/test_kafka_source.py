@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from eventtime import load_scenario, run_scenario
 from eventtime.textreport import describe_failure
+from tests.user_project import user_scenario
 
 pytestmark = pytest.mark.spark
 
@@ -78,12 +79,8 @@ def misnamed_field(clicks):
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shop")
-    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (root / "kafka_records.contract.yaml").write_text(CONTRACT)
-    path = root / "records.scenario.yaml"
-    path.write_text(SCENARIO)
-    return load_scenario(path)
+    return user_scenario(tmp_path_factory.mktemp("shop"), contract=("kafka_records.contract.yaml", CONTRACT),
+                         scenario=("records.scenario.yaml", SCENARIO))
 
 
 def test_the_jobs_from_json_runs_unchanged_on_a_kafka_source(scenario, spark):
@@ -138,11 +135,9 @@ def page_counts(clicks):
 
 
 def test_the_event_time_comes_from_the_payload_across_a_restart(tmp_path, spark):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (tmp_path / "kafka_page_counts.contract.yaml").write_text(WINDOWED_CONTRACT)
-    path = tmp_path / "counts.scenario.yaml"
-    path.write_text(WINDOWED)
-    result = run_scenario(load_scenario(path), page_counts, session=spark)
+    scenario = user_scenario(tmp_path, contract=("kafka_page_counts.contract.yaml", WINDOWED_CONTRACT),
+                             scenario=("counts.scenario.yaml", WINDOWED))
+    result = run_scenario(scenario, page_counts, session=spark)
     assert result.status == "passed", describe_failure(result)
 
 

@@ -12,8 +12,9 @@ import textwrap
 import pytest
 from pyspark.sql import functions as F
 
-from eventtime import load_scenario, run_scenario
+from eventtime import run_scenario
 from eventtime.textreport import describe_failure
+from tests.user_project import user_scenario
 
 pytestmark = pytest.mark.spark
 
@@ -62,12 +63,8 @@ def reordered(clicks):
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shop")
-    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (root / "page_revenue.contract.yaml").write_text(CONTRACT)
-    path = root / "schema.scenario.yaml"
-    path.write_text(SCENARIO)
-    return load_scenario(path)
+    return user_scenario(tmp_path_factory.mktemp("shop"), contract=("page_revenue.contract.yaml", CONTRACT),
+                         scenario=("schema.scenario.yaml", SCENARIO))
 
 
 def test_the_jobs_schema_passes(scenario, spark):

@@ -12,9 +12,10 @@ import textwrap
 import pytest
 from pyspark.sql import functions as F
 
-from eventtime import load_scenario, run_scenario
+from eventtime import run_scenario
 from eventtime.harness.cluster import child_environment
 from eventtime.textreport import describe_failure
+from tests.user_project import user_scenario
 
 pytestmark = pytest.mark.spark
 
@@ -96,12 +97,8 @@ def wrong_type(clicks, window, watermark_delay):
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
-    root = tmp_path_factory.mktemp("shop")
-    (root / "pyproject.toml").write_text("[project]\nname = 'shop'\n")
-    (root / "shop_clicks.contract.yaml").write_text(CONTRACT)
-    path = root / "typed.scenario.yaml"
-    path.write_text(SCENARIO)
-    return load_scenario(path)
+    return user_scenario(tmp_path_factory.mktemp("shop"), contract=("shop_clicks.contract.yaml", CONTRACT),
+                         scenario=("typed.scenario.yaml", SCENARIO))
 
 
 def test_the_users_pipeline_passes_with_every_type(scenario, spark):
