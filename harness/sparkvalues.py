@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Sequence
 
-__all__ = ["parse_schema", "arrow_payload", "to_spark_python", "read_back_exprs", "from_spark_python"]
+__all__ = ["parse_schema", "arrow_payload", "to_spark_python", "positional_schema", "read_back_exprs", "from_spark_python"]
 
 _EPOCH = _dt.datetime(1970, 1, 1)
 _EPOCH_UTC = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
@@ -139,6 +139,14 @@ def _micros(expr: str, dt: Any, depth: int = 0) -> str:
                        f"{_micros(f'{expr}.`' + f.name.replace('`', '``') + '`', f.dataType, depth + 1)}"
                        for f in dt.fields)
     return f"if({expr} IS NULL, NULL, named_struct({fields}))"
+
+
+def positional_schema(schema: Any) -> Any:
+    """`schema` with its fields named `_0`, `_1`, ... by position (types and nullability kept): what
+    `read_back_exprs` selects from."""
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(f"_{i}", f.dataType, f.nullable) for i, f in enumerate(schema.fields)])
 
 
 def read_back_exprs(schema: Any) -> list[str]:

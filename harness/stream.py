@@ -13,7 +13,8 @@ from typing import Any, Callable, Mapping, Sequence
 from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
 from .observations import BatchObservation
-from .sparkvalues import arrow_payload, from_spark_python, parse_schema, read_back_exprs, to_spark_python
+from .sparkvalues import (arrow_payload, from_spark_python, parse_schema, positional_schema, read_back_exprs,
+                          to_spark_python)
 
 __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
            "QueryFailed", "BatchFunctionSink", "read_rows"]
@@ -90,7 +91,7 @@ class MemorySource:
                     [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], self._schema)
                 jrows = local._jdf.collectAsList()
             else:
-                jrows = self.spark.sparkContext._jvm.java.util.ArrayList()
+                jrows = self._compat.java("java.util.ArrayList")()
             self._stream.addData(self._compat.to_seq(jrows))
         self.offsets += 1
         self._log.append(rows)
@@ -264,7 +265,9 @@ class StreamRun:
                           else self.compat.new_memory_sink())
             self._schema = [(f.name, f.dataType.simpleString()) for f in df.schema.fields]
             self._struct = df.schema
-            self._jschema = df._jdf.schema()
+            # the sink's rows are read back under positional names (`_0`, `_1`, ...): an output may
+            # have two columns of one name (a join keeping both sides' times)
+            self._jschema = self.spark._jsparkSession.parseDataType(positional_schema(df.schema).json())
             self._select = read_back_exprs(df.schema)
             # A new clock per start: the old one stays freed so its thread can never block again.
             self.clock = SteppedClock(self.clock.now_ms, trigger_ms=self.trigger_ms,
@@ -458,11 +461,9 @@ class StreamRun:
         from pyspark.sql import DataFrame
 
         jdf = self.spark._jsparkSession.createDataFrame(self.compat.to_java_list(data), self._jschema)
-        # by position: an output may have two columns of one name (a join keeping both sides' times)
-        positional = DataFrame(jdf, self.spark).toDF(*[f"_{i}" for i in range(len(self._select))])
         fields = self._struct.fields
         return [tuple(from_spark_python(v, f.dataType) for v, f in zip(r, fields))
-                for r in positional.selectExpr(*self._select).collect()]
+                for r in DataFrame(jdf, self.spark).selectExpr(*self._select).collect()]
 
     # -- conf ----------------------------------------------------------------------------------------
     def _apply_conf(self, conf: Mapping[str, str]) -> dict[str, str | None]:

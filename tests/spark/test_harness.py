@@ -128,8 +128,8 @@ steps:
 CHECKPOINT_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 
 
-def _conf_seen_at_start(spark, tmp_path):
-    """The checkpoint file manager setting a harness query started with (read while it is built)."""
+def _conf_seen_at_start(spark, tmp_path, key=CHECKPOINT_KEY):
+    """The value of `key` a harness query started with (read while it is built)."""
     import datetime
 
     from eventtime.pipelines.reference import tumbling_count
@@ -138,7 +138,7 @@ def _conf_seen_at_start(spark, tmp_path):
     seen = []
 
     def pipeline(sources, params):
-        seen.append(spark.conf.get(CHECKPOINT_KEY, None))
+        seen.append(spark.conf.get(key, None))
         return tumbling_count(sources, params)
 
     run, sources = events_run(spark, pipeline, tmp_path / "checkpoint")
@@ -163,6 +163,26 @@ def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_
     assert spark.conf.get(CHECKPOINT_KEY, None) is None
     assert _conf_seen_at_start(spark, tmp_path) == chosen
     assert spark.conf.get(CHECKPOINT_KEY, None) is None  # restored after the start
+
+
+TUNING = {"spark.sql.streaming.pollingDelay": "0", "spark.sql.codegen.wholeStage": "false",
+          "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+@pytest.mark.parametrize("key", sorted(TUNING))
+def test_queries_start_with_the_settings_for_tiny_batches_unless_the_session_sets_them(spark, tmp_path, key):
+    from eventtime.harness import tuning
+
+    assert tuning.QUERY_CONF == TUNING  # what this test checks is what the harness gives
+    assert spark.conf.get(key, None) is None
+    assert _conf_seen_at_start(spark, tmp_path / "ours", key) == TUNING[key]
+    assert spark.conf.get(key, None) is None  # restored after the start
+    theirs = {"0": "10ms", "false": "true", "NO_CODEGEN": "FALLBACK"}[TUNING[key]]
+    spark.conf.set(key, theirs)
+    try:
+        assert _conf_seen_at_start(spark, tmp_path / "theirs", key) == theirs  # the session's own value wins
+    finally:
+        spark.conf.unset(key)
 
 
 def test_a_checkpoint_manager_the_session_sets_is_kept(spark, tmp_path):
