@@ -39,7 +39,6 @@ BASE_US = 1_704_067_200_000_000
 PARAMS = Params({"window": parse_duration("10s"), "watermark_delay": parse_duration("5s"),
                  "output_mode": "append"})
 COLUMNS = [("key", "string"), ("ts", "timestamp")]
-SCHEMA = parse_schema(COLUMNS)
 
 
 def events(rows: int, batches: int) -> tuple[tuple[tuple, ...], ...]:
@@ -60,11 +59,12 @@ def bare(spark, data) -> tuple[list[float], float]:
     df = compat.memory_stream_df(stream)
     query = (tumbling_count({"events": df}, PARAMS).writeStream.format("memory").queryName(name)
              .outputMode("append").option("checkpointLocation", tempfile.mkdtemp(prefix="bench-bare-")).start())
+    schema = parse_schema(COLUMNS)  # parsed by the running session's JVM
     times, adding = [], 0.0
     try:
         for rows in data:
             t0 = time.perf_counter()
-            stream.addData(compat.rows_from_arrow(arrow_payload(SCHEMA, rows), jschema, deserializer))
+            stream.addData(compat.rows_from_arrow(arrow_payload(schema, rows), jschema, deserializer))
             adding += time.perf_counter() - t0
             query.processAllAvailable()
             spark.table(name).collect()
