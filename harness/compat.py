@@ -39,12 +39,12 @@ _MEMORY_SINK_CLASSES = (
 
 
 def _jvm_class(jvm: Any, name: str) -> Any | None:
-    """The py4j JavaClass for `name`, or None: a missing class comes back as a JavaPackage."""
+    """The py4j JavaClass for `name`, or None: a missing class comes back as a JavaPackage. Asked for by
+    its full name in one call: walking `jvm.a.b.C` would also ask the JVM about every package prefix,
+    each a failed class lookup over the class path (see `SparkCompat.java`)."""
     from py4j.java_gateway import JavaClass
 
-    obj = jvm
-    for part in name.split("."):
-        obj = getattr(obj, part)
+    obj = getattr(jvm, name)
     return obj if isinstance(obj, JavaClass) else None
 
 
@@ -291,7 +291,7 @@ class SparkCompat:
         `--jobs 3` run of the whole suite), which callers skip."""
         try:
             client = self.spark.sparkContext._gateway.java_gateway_server.getCallbackClient()
-            field = self.jvm.java.lang.Class.forName("py4j.CallbackClient").getDeclaredField("connections")
+            field = self.java("java.lang.Class").forName("py4j.CallbackClient").getDeclaredField("connections")
             field.setAccessible(True)
             return client, field.get(client).toArray()
         except Exception:  # noqa: BLE001 - another py4j (or callback-server mode): nothing pooled

@@ -194,3 +194,44 @@ def test_a_checkpoint_manager_the_session_sets_is_kept(spark, tmp_path):
         assert _conf_seen_at_start(spark, tmp_path) == theirs
     finally:
         spark.conf.unset(CHECKPOINT_KEY)
+
+
+def test_a_step_names_no_jvm_class_by_walking_packages(spark, tmp_path, monkeypatch):
+    # `jvm.a.b.C` asks the JVM about every package prefix (failed class lookups over the whole class
+    # path); the harness names the classes it calls on every add and batch once per session
+    # (SparkCompat.java). Counted: py4j name lookups made from harness code while steps run.
+    import datetime
+    import os
+    import traceback
+
+    import py4j.java_gateway as jg
+
+    import eventtime.harness as harness_pkg
+    from eventtime.harness.compat import _jvm_class, compat_for
+    from eventtime.pipelines.reference import tumbling_count
+    from tests.spark.pipelines import events_run
+
+    harness_dir = os.path.dirname(harness_pkg.__file__)
+    lookups = []
+    for cls in (jg.JVMView, jg.JavaPackage):
+        original = cls.__getattr__
+
+        def counting(self, name, _original=original):
+            caller = next((f for f in reversed(traceback.extract_stack()[:-1]) if "py4j" not in f.filename), None)
+            if caller is not None and caller.filename.startswith(harness_dir) and not name.startswith("_"):
+                lookups.append(f"{caller.filename}:{caller.lineno} .{name}")
+            return _original(self, name)
+
+        monkeypatch.setattr(cls, "__getattr__", counting)
+    run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint")
+    try:
+        run.start()
+        lookups.clear()  # starting a query may look a class up
+        for second in (3, 14, 25):
+            sources["events"].add([("a", datetime.datetime(2024, 1, 1, 0, 0, second))])
+            assert run.process()
+    finally:
+        run.close()
+    assert lookups == []
+    assert _jvm_class(compat_for(spark).jvm, "java.util.ArrayList") is not None
+    assert len(lookups) == 1  # control: a lookup from harness code is counted
