@@ -199,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     # SIGTERM unwinds like Ctrl-C (stop the running query, write the results) and exits 143
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
+    _STOP.clear()
+    main_thread = _main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    previous_int = signal.signal(signal.SIGINT, _on_sigint) if main_thread else None
     try:
         return _command(args)
     except KeyboardInterrupt:
@@ -211,6 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -318,8 +323,21 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM: wha
 MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
 
 
+# Why the run must stop, noted by the signal handlers before they raise: the exception a handler
+# raises lands in whatever Python code runs at that moment, and some code swallows it (a py4j object's
+# finalizer, where Python only prints "Exception ignored"; PySpark 3.x's type parsing, which answers any
+# BaseException with its own error). The run loop checks the note after every result.
+_STOP: list[tuple[str, int]] = []
+
+
 def _on_sigterm(signum: int, frame: Any) -> None:
+    _STOP.append(("terminated (SIGTERM)", EXIT_TERMINATED))
     raise Terminated()
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    _STOP.append(("interrupted (Ctrl-C)", EXIT_INTERRUPTED))
+    raise KeyboardInterrupt()
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
@@ -416,6 +434,8 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
                 if jvm not in said:  # with --jobs, every pair running on that JVM died with it: say it once
                     said.add(jvm)
                     print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
+            if _STOP:  # the signal's exception was swallowed on its way (see _STOP)
+                return results, _STOP[0]
     except KeyboardInterrupt:
         return results, ("interrupted (Ctrl-C)", EXIT_INTERRUPTED)
     except Terminated:
@@ -423,11 +443,13 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
     except _NoDriver:
         return results, (f"the Spark driver died {MAX_DEATHS} times in a row while starting", EXIT_FAILED)
     except Exception as exc:
+        if _STOP:  # the signal's exception came out as another error (see _STOP)
+            return results, _STOP[0]
         # a bug of the kit: the results so far are written, then the traceback is shown as it is
         if writer is not None:
             writer.finish(f"the kit failed: {type(exc).__name__}: {exc}", _not_run(pairs, results))
         raise
-    return results, None
+    return results, (_STOP[0] if _STOP else None)  # a signal swallowed during the last pair still ends it so
 
 
 def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], recovery: Any, certify: bool) -> None:

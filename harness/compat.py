@@ -95,6 +95,19 @@ class SparkCompat:
     def to_java_list(self, seq: Any) -> Any:
         return self.java("scala.collection.JavaConverters").seqAsJavaList(seq)
 
+    def struct_type(self, columns: Sequence[tuple[str, str]]) -> Any:
+        """The StructType of (name, Spark DDL type) columns, every column nullable, parsed by the JVM
+        in one call. Not PySpark's `_parse_datatype_string`: it reaches StructType by walking
+        `jvm.org.apache...` (failed class lookups per package, see `java`) once per column, and on 3.x
+        it turns any BaseException raised inside it, such as the `Terminated` of a SIGTERM, into its
+        own parse error."""
+        from pyspark.sql.types import StructField, StructType, _parse_datatype_json_string
+
+        ddl = ", ".join(f"`{name.replace('`', '``')}` {type_}" for name, type_ in columns)
+        parsed = _parse_datatype_json_string(self.java("org.apache.spark.sql.types.StructType").fromDDL(ddl).json())
+        assert isinstance(parsed, StructType)
+        return StructType([StructField(name, f.dataType, True) for (name, _), f in zip(columns, parsed.fields)])
+
     # -- MemoryStream -------------------------------------------------------------------------
     @cached_property
     def memory_stream_class(self) -> Any:
@@ -427,6 +440,12 @@ class ConnectCompat(SparkCompat):
     @property
     def jvm(self) -> Any:
         raise RuntimeError("a Spark Connect session has no JVM in this process")
+
+    def struct_type(self, columns: Sequence[tuple[str, str]]) -> Any:
+        """Parsed by the Connect client (no JVM here)."""
+        from .sparkvalues import parse_schema
+
+        return parse_schema(columns)
 
     @cached_property
     def query_conf(self) -> dict[str, str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
 from .observations import BatchObservation
-from .sparkvalues import (arrow_payload, from_spark_python, parse_schema, positional_schema, read_back_exprs,
+from .sparkvalues import (arrow_payload, from_spark_python, positional_schema, read_back_exprs,
                           to_spark_python)
 
 __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "HarnessTimeout",
@@ -63,7 +63,7 @@ class MemorySource:
         self.columns = list(columns)
         self.num_partitions = num_partitions
         self._compat = compat_for(spark)
-        self._schema = parse_schema(self.columns)
+        self._schema = self._compat.struct_type(self.columns)
         jschema = spark._jsparkSession.parseDataType(self._schema.json())
         self._stream = self._compat.memory_stream(jschema, num_partitions)
         self._jschema = jschema
