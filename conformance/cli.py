@@ -200,9 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # SIGTERM unwinds like Ctrl-C (stop the running query, write the results) and exits 143
     _STOP.clear()
-    main_thread = _main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
-    previous_int = signal.signal(signal.SIGINT, _on_sigint) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if _main_thread() else None
     try:
         return _command(args)
     except KeyboardInterrupt:
@@ -214,8 +212,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        if previous_int is not None:
-            signal.signal(signal.SIGINT, previous_int)
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -332,12 +328,27 @@ _STOP: list[tuple[str, int]] = []
 
 def _on_sigterm(signum: int, frame: Any) -> None:
     _STOP.append(("terminated (SIGTERM)", EXIT_TERMINATED))
-    raise Terminated()
+    if not _in_py4j_finalizer(frame):
+        raise Terminated()
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
     _STOP.append(("interrupted (Ctrl-C)", EXIT_INTERRUPTED))
-    raise KeyboardInterrupt()
+    if not _in_py4j_finalizer(frame):
+        raise KeyboardInterrupt()
+
+
+def _in_py4j_finalizer(frame: Any) -> bool:
+    """Whether the signal came while py4j's finalizer of a Java object ran (a weakref callback):
+    an exception raised there is printed with a traceback ("Exception ignored in ...") and lost, so
+    the handler only notes the signal and the run stops after the pair it came in."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.endswith("java_gateway.py") and (
+                code.co_name.startswith("_garbage_collect") or (code.co_name == "<lambda>" and "wr" in code.co_varnames)):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
@@ -415,7 +426,23 @@ def _open_session(args: Any) -> tuple[Any, int]:
 def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
              ) -> tuple[list[Any], tuple[str, int] | None]:
     """Run the pairs, writing and printing each result as it comes: (the results, in the order of
-    `pairs`; why the run stopped early and its exit code, or None)."""
+    `pairs`; why the run stopped early and its exit code, or None).
+
+    Ctrl-C is noted by `_on_sigint` while the pairs run: the handler PySpark installs with its
+    SparkContext cancels Spark's jobs over py4j from inside whatever py4j call it interrupted, which
+    can turn the interrupt into a lost connection and an error verdict, and the run went on."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, _on_sigint) if _main_thread() else None
+    try:
+        return _run_pairs_noting_signals(pairs, args, spark, conf, recovery, writer)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run_pairs_noting_signals(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
+                              ) -> tuple[list[Any], tuple[str, int] | None]:
     from .parallel import run_pairs
     from .textreport import summary_line
 

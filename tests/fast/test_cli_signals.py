@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from eventtime import cli, parallel
+from eventtime.cli import Terminated
 
 
 def _passed(n):
@@ -64,3 +65,25 @@ def test_control_without_a_signal_every_pair_runs_and_an_error_is_the_kits(monke
     monkeypatch.setattr(parallel, "run_pairs", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         cli._run_all(list(range(5)), ARGS, None, None, None, None)  # noqa: SLF001
+
+
+def _as_py4j_finalizer():
+    """A function that looks, to the handler, like py4j's finalizer of a Java object."""
+    namespace = {}
+    source = "def _garbage_collect_object(handler):\n    import sys\n    handler(15, sys._getframe())\n"
+    exec(compile(source, "/site-packages/py4j/java_gateway.py", "exec"), namespace)  # noqa: S102
+    return namespace["_garbage_collect_object"]
+
+
+def test_inside_a_py4j_finalizer_the_handler_only_notes_the_signal():
+    _as_py4j_finalizer()(cli._on_sigterm)  # noqa: SLF001 - no exception: it would be printed and lost there
+    assert cli._STOP == [("terminated (SIGTERM)", 143)]  # noqa: SLF001
+    with pytest.raises(Terminated):  # control: anywhere else it raises
+        cli._on_sigterm(15, __import__("sys")._getframe())  # noqa: SLF001
+
+
+def test_ctrl_c_is_noted_and_raised_the_same_way():
+    with pytest.raises(KeyboardInterrupt):
+        cli._on_sigint(2, __import__("sys")._getframe())  # noqa: SLF001
+    assert cli._STOP == [("interrupted (Ctrl-C)", 130)]  # noqa: SLF001
+    _as_py4j_finalizer()(cli._on_sigint)  # noqa: SLF001
