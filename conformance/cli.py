@@ -426,23 +426,7 @@ def _open_session(args: Any) -> tuple[Any, int]:
 def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
              ) -> tuple[list[Any], tuple[str, int] | None]:
     """Run the pairs, writing and printing each result as it comes: (the results, in the order of
-    `pairs`; why the run stopped early and its exit code, or None).
-
-    Ctrl-C is noted by `_on_sigint` while the pairs run: the handler PySpark installs with its
-    SparkContext cancels Spark's jobs over py4j from inside whatever py4j call it interrupted, which
-    can turn the interrupt into a lost connection and an error verdict, and the run went on."""
-    import signal
-
-    previous = signal.signal(signal.SIGINT, _on_sigint) if _main_thread() else None
-    try:
-        return _run_pairs_noting_signals(pairs, args, spark, conf, recovery, writer)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
-
-
-def _run_pairs_noting_signals(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
-                              ) -> tuple[list[Any], tuple[str, int] | None]:
+    `pairs`; why the run stopped early and its exit code, or None)."""
     from .parallel import run_pairs
     from .textreport import summary_line
 
@@ -539,12 +523,13 @@ def _start_session(master: str | None, fresh: bool = False) -> Any:
 def _own_sigint(spark: Any) -> Any:
     """Take Ctrl-C back from PySpark: its handler (installed with each SparkContext) cancels jobs
     through py4j from inside the signal handler, on the connection the interrupted call is using
-    (py4j then fails with a reentrant call). Plain KeyboardInterrupt unwinds the run instead, and
-    the running query is stopped on the way out."""
+    (py4j then fails with a reentrant call, and the interrupt became an error verdict while the run
+    went on). `_on_sigint` notes it and raises KeyboardInterrupt, which unwinds the run; the running
+    query is stopped on the way out."""
     import signal
 
     if _main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _on_sigint)
     return spark
 
 
