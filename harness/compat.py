@@ -213,9 +213,9 @@ class SparkCompat:
         The field and `ForeachBatchSink(batchWriter, encoder)` are the same on 3.4 - 4.3."""
         from pyspark.java_gateway import ensure_callback_server_started
 
-        jvm = self.jvm
         jwriter = jdf.writeStream()
-        jvm.org.apache.spark.sql.execution.streaming.sources.PythonForeachBatchHelper.callForeachBatch(jwriter, function)
+        self.java("org.apache.spark.sql.execution.streaming.sources.PythonForeachBatchHelper").callForeachBatch(
+            jwriter, function)
         ensure_callback_server_started(self.spark.sparkContext._gateway)
         cls = jwriter.getClass()
         while cls is not None:
@@ -227,7 +227,8 @@ class SparkCompat:
         else:
             raise RuntimeError(f"no foreachBatchWriter field in Spark {self.version}'s DataStreamWriter")
         fld.setAccessible(True)
-        return jvm.org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink(fld.get(jwriter), jdf.exprEnc())
+        sink = self.java("org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink")
+        return sink(fld.get(jwriter), jdf.exprEnc())
 
     @cached_property
     def _start_query_arity(self) -> int:
