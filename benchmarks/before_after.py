@@ -149,13 +149,23 @@ def step(side: Side, steps: int) -> dict:
     raise SystemExit(f"{side.name}: the step run printed no figures:\n{done.stdout}\n{done.stderr[-3000:]}")
 
 
-def certify(side: Side, folder: str) -> tuple[float, dict[str, str]]:
-    results = Path(folder) / f"results-{side.name}-{time.monotonic_ns()}.json"
-    t0 = time.monotonic()
-    done = subprocess.run(side.cli() + ["certify", "--jobs", "3", "--json", str(results), *side.conf_args()],
-                          cwd=side.tree, env=side.env(), capture_output=True, text=True, timeout=WAIT)
-    wall = time.monotonic() - t0
-    if not results.exists():
+def certify(side: Side, folder: str, attempts: int = 3) -> tuple[float, dict[str, str]]:
+    """The wall time and verdicts of one whole-suite run. A run that crashed before writing its results
+    is run again (at most `attempts` in all, each said): the earlier tree has a rare crash of its own
+    (an AttributeError releasing a py4j callback connection that is already gone, fixed since), and a
+    crashed run has no wall time to compare."""
+    for attempt in range(1, attempts + 1):
+        results = Path(folder) / f"results-{side.name}-{time.monotonic_ns()}.json"
+        t0 = time.monotonic()
+        done = subprocess.run(side.cli() + ["certify", "--jobs", "3", "--json", str(results), *side.conf_args()],
+                              cwd=side.tree, env=side.env(), capture_output=True, text=True, timeout=WAIT)
+        wall = time.monotonic() - t0
+        if results.exists():
+            break
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        print(f"{side.name}: certify crashed without results (exit {done.returncode}, attempt {attempt} of "
+              f"{attempts}): {last}", flush=True)
+    else:
         raise SystemExit(f"{side.name}: certify wrote no results (exit {done.returncode}):\n{done.stderr[-3000:]}")
     data = json.loads(results.read_text())
     # the earlier tree's import root was `conformance`: its pipelines are named conformance.pipelines...

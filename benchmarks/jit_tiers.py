@@ -25,7 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-MODES = {"c1-only": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1", "default": "-Duser.timezone=UTC"}
+# c1-only is what the harness's JVMs run (`harness.session._TEST_JVM`, with the code cache it needs)
+MODES = {"c1-only": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
+         "default": "-Duser.timezone=UTC"}
 
 
 def _stat(pid: int) -> list[str]:

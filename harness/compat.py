@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
-from . import tuning
+from . import checkpointfiles, tuning
 
 __all__ = ["SparkCompat", "ConnectCompat", "compat_for", "is_connect"]
 
@@ -189,11 +189,14 @@ class SparkCompat:
     def query_conf(self) -> dict[str, str]:
         """SQL settings the harness gives its own queries at start (a query keeps the settings it
         started with), unless the session already sets them: the checkpoint file manager (see
-        `_CHECKPOINT_FILE_MANAGER_CLASSES`) and the settings for tiny batches (`tuning.query_conf`)."""
+        `_CHECKPOINT_FILE_MANAGER_CLASSES`; with the settings for tiny batches on, its subclass that
+        writes local files without a child process, `checkpointfiles`) and the settings for tiny
+        batches (`tuning.query_conf`)."""
         found = dict(tuning.query_conf())
         for name in _CHECKPOINT_FILE_MANAGER_CLASSES:
             if _jvm_class(self.jvm, name) is not None:
-                found[_CHECKPOINT_FILE_MANAGER_KEY] = name
+                local = checkpointfiles.install(self, name) if tuning.enabled() else None
+                found[_CHECKPOINT_FILE_MANAGER_KEY] = local or name
                 break
         return found
 

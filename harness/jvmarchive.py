@@ -13,7 +13,9 @@ The archive is a cache, never a condition: it lives in a per-user cache folder
 (`EVENTTIME_CACHE_DIR`, else `$XDG_CACHE_HOME/eventtime`, else `~/.cache/eventtime`), under a name
 keyed by the pyspark version, the Spark jars (names, sizes, modification times), the extra driver
 class path and the Java installation, so a changed install gets a new archive and the stale one of
-that Spark home is removed. Anything that keeps it from being built or used (no Java 13+, a cache
+that Spark home is removed. Every start also removes what is of no more use: the archives of Spark
+homes that no longer exist (a removed virtualenv; each key notes its home in `<key>.jsa.home`) and the
+files of recordings that ended without becoming the archive. Anything that keeps it from being built or used (no Java 13+, a cache
 folder that cannot be written, a JVM that refuses the archive) leaves the JVM as it would be without
 it, with at most a one-line note. `EVENTTIME_JVM_ARCHIVE=off` turns it off. The JVM refuses an
 archive it cannot use by itself (it checks the jars and its own build) and starts without it; the
@@ -156,10 +158,13 @@ def _plan(settings: Mapping[str, str], environ: Mapping[str, str], spark: tuple[
     key = archive_key(version, home, java or "", release[1], class_path)
     folder = cache_dir(environ)
     path = folder / f"{key}.jsa"
-    if not complete(path):
+    if complete(path):
+        with contextlib.suppress(OSError):  # what other recordings and removed installs left
+            _tidy(folder, key, home)
+    else:
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            recording = _tidy(folder, key)
+            recording = _tidy(folder, key, home)
             probe = folder / f".probe-{os.getpid()}"
             probe.write_bytes(b"")
             probe.unlink()
@@ -201,21 +206,30 @@ def _pid_file_of(part: Path) -> Path:
     return part.with_name(part.name + ".jvm")
 
 
-def _tidy(folder: Path, key: str) -> bool:
-    """Put a recorded archive of `key` in place, remove what stale keys and dead recordings left; True
-    while a recording of `key` is still under way (its JVM alive, or its launch not yet told)."""
+def _tidy(folder: Path, key: str, home: str) -> bool:
+    """Put a recorded archive of `key` in place (unless one is already), note the Spark home `key`
+    belongs to, and remove what is of no more use: other keys of this Spark home (a changed install),
+    every file of a key whose Spark home is gone (a removed virtualenv), and ended recordings of `key`.
+    True while a recording of `key` is still under way (its JVM alive, or its launch not yet told)."""
     prefix = key.rsplit("-", 1)[0] + "-"
+    path = folder / f"{key}.jsa"
+    home_file = _home_file_of(path)
+    if not home_file.is_file():
+        home_file.write_text(os.path.realpath(home), "utf-8")
+    entries = sorted(folder.iterdir())
+    gone = [e.name[: -len(".jsa.home")] + "." for e in entries
+            if e.name.endswith(".jsa.home") and not os.path.isdir(_read(e))]
     recording = False
-    for entry in sorted(folder.iterdir()):
+    for entry in entries:
         name = entry.name
-        if name.startswith(prefix) and not name.startswith(key + "."):
-            with contextlib.suppress(OSError):  # a stale key of this Spark home
+        if (name.startswith(prefix) and not name.startswith(key + ".")) or name.startswith(tuple(gone)):
+            with contextlib.suppress(OSError):  # a stale key of this Spark home, or of one removed
                 entry.unlink()
         elif name.startswith(key + ".jsa.") and name.endswith(".part.log"):
             part = entry.with_name(name[: -len(".log")])
             state = _recording_state(part)
-            if state == "written":
-                _seal(part, folder / f"{key}.jsa")
+            if state == "written" and not complete(path):
+                _seal(part, path)
             if state == "running":
                 recording = True
             else:
@@ -223,6 +237,17 @@ def _tidy(folder: Path, key: str) -> bool:
                     with contextlib.suppress(OSError):
                         victim.unlink()
     return recording
+
+
+def _home_file_of(path: Path) -> Path:
+    return path.with_name(path.name + ".home")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text("utf-8").strip()
+    except OSError:
+        return ""
 
 
 def _recording_state(part: Path) -> str:

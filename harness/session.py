@@ -28,7 +28,11 @@ DEFAULT_MASTER = "local[2]"
 # The JVMs the harness launches compile with C1 only (-XX:TieredStopAtLevel=1), as build tools do
 # for short-lived test JVMs: a test run is over before C2's optimised code pays back the CPU its
 # compiler threads take on two cores (benchmarks/jit_tiers.py, BENCHMARKS.md "JIT tiers").
-_TEST_JVM = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1"
+# C1 only also shrinks the JIT's code cache to 48 MB (the JVM's default without tiers), which a long run
+# fills within half a minute (measured: `certify` of the whole suite, 28 s): the JIT stops for good, the
+# rest of the run is interpreted, and the first method-handle adapter the JVM cannot place kills it
+# (`VirtualMachineError: Out of space in CodeCache`, Spark's exit 50). 240 MB is the tiered default.
+_TEST_JVM = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 TEST_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.session.timeZone": "UTC",

@@ -58,7 +58,9 @@ def test_first_start_records_then_later_starts_use(install):
     assert second.action == "use" and second.path == first.path and second.note is None
     assert second.options == f"-XX:SharedArchiveFile={first.path} -Xshare:auto"
     assert first.path.read_bytes() == b"archive bytes" and ja.complete(first.path)
-    assert sorted(p.name for p in install["cache"].iterdir()) == [first.path.name, first.path.name + ".complete"]
+    assert sorted(p.name for p in install["cache"].iterdir()) == [
+        first.path.name, first.path.name + ".complete", first.path.name + ".home"]
+    assert Path(str(first.path) + ".home").read_text() == os.path.realpath(install["spark"][1])
 
 
 def test_while_a_jvm_records_other_starts_do_without(install):
@@ -197,3 +199,46 @@ def test_leftovers_of_ended_launches_are_removed(install):
     Path(str(mine) + ".log").write_text("")
     assert _plan(install).action == "none"
     assert Path(str(mine) + ".log").exists()
+
+
+def _other_install(install: dict, name: str) -> dict:
+    """A second Spark home beside `install`'s, sharing its cache."""
+    home = install["spark_home"].parent / name
+    (home / "jars").mkdir(parents=True)
+    (home / "jars" / "spark-core.jar").write_bytes(b"other jar")
+    return {**install, "spark": ("4.3.0", str(home)), "spark_home": home}
+
+
+def test_the_archives_of_a_removed_spark_home_go_at_the_next_start(install):
+    import shutil
+
+    removed, kept = _other_install(install, "venv-removed"), _other_install(install, "venv-kept")
+    for other in (removed, kept):
+        plan = _plan(other)
+        _finish(plan)
+        assert _plan(other).action == "use"
+        leftover = plan.path.with_name(plan.path.name + ".99999999.7.part.log")  # a recording that never ended well
+        leftover.write_text("")
+        other["path"] = plan.path
+    shutil.rmtree(removed["spark_home"])
+    assert _plan(install).action == "record"  # any start tidies, here one of a third install
+    names = sorted(p.name for p in install["cache"].iterdir())
+    assert not [n for n in names if n.startswith(removed["path"].name[: -len(".jsa")])]
+    assert ja.complete(kept["path"]) and _plan(kept).action == "use"  # control: its home is still there
+
+
+def test_once_the_archive_is_whole_other_recordings_of_it_go(install):
+    first, second = _plan(install), None
+    ja.after_launch(first, [], os.getpid(), say=pytest.fail)  # recording (this process stands in for its JVM)
+    Path(str(first.part) + ".log").write_text("")
+    # a second JVM that started while the first recorded... is started without recording; one that
+    # recorded all the same (two processes planning at one instant) leaves a second part
+    twin = first.part.with_name(first.part.name.replace(".1.part", ".2.part"))
+    second = ja.ArchivePlan("record", path=first.path, part=twin)
+    _finish(second, content=b"twin archive")
+    assert _plan(install).action == "use" and first.path.read_bytes() == b"twin archive"
+    _finish(first, content=b"first archive")  # the first JVM writes its archive later
+    assert _plan(install).action == "use"
+    assert first.path.read_bytes() == b"twin archive" and ja.complete(first.path)  # the archive in use is kept
+    assert sorted(p.name for p in install["cache"].iterdir()) == [
+        first.path.name, first.path.name + ".complete", first.path.name + ".home"]

@@ -151,18 +151,102 @@ def _conf_seen_at_start(spark, tmp_path, key=CHECKPOINT_KEY):
     return seen[0]
 
 
-def test_queries_use_the_filesystem_checkpoint_manager_and_leave_the_session_as_it_was(spark, tmp_path):
+def _fs_manager(spark):
+    from eventtime.harness.compat import _CHECKPOINT_FILE_MANAGER_CLASSES
+
+    jclass = spark._jvm.java.lang.Class
+    for name in _CHECKPOINT_FILE_MANAGER_CLASSES:
+        try:
+            jclass.forName(name)
+            return name
+        except Exception:  # noqa: BLE001 - not in this Spark line
+            continue
+    raise AssertionError("no FileSystem-based checkpoint file manager found")
+
+
+def test_queries_use_the_local_checkpoint_manager_and_leave_the_session_as_it_was(spark, tmp_path):
+    from eventtime.harness import checkpointfiles
     from eventtime.harness.compat import compat_for
 
     chosen = compat_for(spark).query_conf[CHECKPOINT_KEY]
-    assert chosen.endswith(".FileSystemBasedCheckpointFileManager")
+    assert chosen == checkpointfiles.MANAGER
     jclass = spark._jvm.java.lang.Class
-    manager = jclass.forName(chosen.rpartition(".")[0] + ".CheckpointFileManager")  # the interface beside it
-    assert manager.isAssignableFrom(jclass.forName(chosen))
-    assert not manager.isAssignableFrom(jclass.forName("java.lang.String"))  # control: the check can say no
+    loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    base = jclass.forName(_fs_manager(spark))
+    assert base.isAssignableFrom(jclass.forName(chosen, True, loader))  # Spark's manager, one method changed
+    assert not base.isAssignableFrom(jclass.forName("java.lang.String"))  # control: the check can say no
     assert spark.conf.get(CHECKPOINT_KEY, None) is None
     assert _conf_seen_at_start(spark, tmp_path) == chosen
     assert spark.conf.get(CHECKPOINT_KEY, None) is None  # restored after the start
+
+
+def _checkpoint_files(spark, checkpoint, managers=(None,)):
+    """Steps of the tumbling count on one checkpoint, one query start per entry of `managers` (the
+    session's checkpoint manager for that start; None: the harness's choice), a window closed and
+    emitted after each start; the rows emitted and the checkpoint's files relative to it."""
+    import datetime
+
+    from eventtime.pipelines.reference import tumbling_count
+    from tests.spark.pipelines import events_run
+
+    run, sources = events_run(spark, tumbling_count, checkpoint)
+    emitted = []
+    try:
+        for i, manager in enumerate(managers):
+            if manager is not None:
+                spark.conf.set(CHECKPOINT_KEY, manager)
+            try:
+                run.start()  # a restart after the first: the query resumes from the checkpoint
+            finally:
+                spark.conf.unset(CHECKPOINT_KEY)
+            sources["events"].add([("a", datetime.datetime(2024, 1, 1, 0, 0, 3 + 15 * i))])
+            run.process()
+            sources["events"].add([("a", datetime.datetime(2024, 1, 1, 0, 0, 16 + 15 * i))])
+            emitted += [tuple(r) for b in run.process() for r in b.rows]
+            run.stop()
+    finally:
+        run.close()
+    files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
+    return emitted, files
+
+
+def test_the_local_checkpoint_manager_writes_no_checksum_files_and_the_same_checkpoint(spark, tmp_path):
+    ours_rows, ours = _checkpoint_files(spark, tmp_path / "ours")
+    # control: Spark's manager, as a session may set it
+    theirs_rows, theirs = _checkpoint_files(spark, tmp_path / "theirs", managers=(_fs_manager(spark),))
+    assert ours_rows == theirs_rows and len(ours_rows) == 1  # the window [0, 10) closed once
+    checksums = [f for f in theirs if f.endswith(".crc")]
+    assert any(f.startswith("offsets/") for f in checksums) and any(f.startswith("state/") for f in checksums)
+    assert not [f for f in ours if f.endswith(".crc")]
+    assert ours == [f for f in theirs if not f.endswith(".crc")]  # offsets, commits, state of every batch
+    assert any(f.startswith("state/") and f.endswith(".delta") for f in ours)
+
+
+def test_a_checkpoint_either_manager_wrote_is_continued_by_the_other(spark, tmp_path):
+    fs_manager = _fs_manager(spark)
+    first, files_a = _checkpoint_files(spark, tmp_path / "a", managers=(fs_manager, None))
+    second, files_b = _checkpoint_files(spark, tmp_path / "b", managers=(None, fs_manager))
+    assert first == second and len(first) == 2  # [0, 10) closed before the restart, [10, 20) after it
+    assert any(f.endswith(".crc") and f.startswith("offsets/") for f in files_a)  # Spark's wrote the first part
+    assert any(f.endswith(".crc") and f.startswith("offsets/") for f in files_b)  # and the second part here
+
+
+def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, monkeypatch):
+    from eventtime.harness import checkpointfiles
+    from eventtime.harness.compat import SparkCompat
+
+    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})  # as if this JVM had not made it yet
+    monkeypatch.setattr(checkpointfiles, "_SOURCE", checkpointfiles._SOURCE.replace("super(path, conf);", "super(;"))
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
+    monkeypatch.undo()
+    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})
+    monkeypatch.setattr(checkpointfiles, "PROBE_TIMEOUT_S", 0)  # the probe job is not done at once: bounded wait
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
+    monkeypatch.undo()
+    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == checkpointfiles.MANAGER  # control
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == checkpointfiles.MANAGER  # made once per JVM
+    assert len(checkpointfiles._INSTALLED) == 1
 
 
 TUNING = {"spark.sql.streaming.pollingDelay": "0", "spark.sql.codegen.wholeStage": "false",
@@ -186,9 +270,7 @@ def test_queries_start_with_the_settings_for_tiny_batches_unless_the_session_set
 
 
 def test_a_checkpoint_manager_the_session_sets_is_kept(spark, tmp_path):
-    from eventtime.harness.compat import compat_for
-
-    theirs = compat_for(spark).query_conf[CHECKPOINT_KEY].replace("FileSystemBased", "FileContextBased")
+    theirs = _fs_manager(spark).replace("FileSystemBased", "FileContextBased")
     spark.conf.set(CHECKPOINT_KEY, theirs)
     try:
         assert _conf_seen_at_start(spark, tmp_path) == theirs

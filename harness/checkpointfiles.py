@@ -1,0 +1,146 @@
+"""Checkpoint files on a local disk written without a child process per file.
+
+Without Hadoop's native library (PySpark's wheel has none), Hadoop's local file system sets the
+permission of every file it creates by running `chmod` as a child process of the JVM, and writes a
+checksum (`.crc`) file beside it, with a `chmod` of its own. Every micro-batch of a stateful query
+creates three files this way (its offsets, its commit, a state store delta), so six child processes
+per batch, twelve per harness step: about a fifth of a step on a tiny batch (BENCHMARKS.md,
+"Checkpoint files without a chmod per file").
+
+`LocalCheckpointFileManager` is Spark's FileSystem-based checkpoint file manager (the class the seam,
+`compat`, found) with two methods changed, for paths on the local file system only: the temporary file
+of an atomic write (when its folder exists) is created with `java.io`, so it gets the permission the
+process's umask gives (what `chmod` applies with Hadoop's default umask: 0644 under umask 022) and no
+checksum file; and folders are made with `java.io` (0755 under umask 022, as Hadoop's). The rename that
+commits a file, reads, listings, deletes and every other file system (HDFS, object stores) go through
+Spark's manager unchanged. Hadoop reads a file that has no checksum file unverified, and its rename
+removes a stale checksum file of the target, so a checkpoint written either way is read by both.
+
+The class is compiled at run time by Janino, the Java compiler Spark ships for its own code
+generation, against the Spark in the JVM, once per SparkContext; it is added to the driver's class
+loader and, with `addJar`, to the executors'. It is used only after a one-task job has loaded it on an
+executor;
+anything that keeps it from working leaves the queries on Spark's FileSystem-based manager (a debug
+log line says why). `EVENTTIME_SPARK_TUNING=off` turns it off with the other settings for tiny
+batches (`tuning`), and a session that sets `spark.sql.streaming.checkpointFileManagerClass` keeps
+its own manager. A Spark Connect client has no JVM to compile into: its server keeps its manager.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import shutil
+import threading
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MANAGER", "install"]
+
+MANAGER = "eventtime.jvm.LocalCheckpointFileManager"
+_PROBE = MANAGER + "$ExecutorClassProbe"
+
+_log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 30  # the one-task job that checks an executor finds the class
+
+# The probe runs in a task: an executor's class loader must find the manager before a query names it.
+_SOURCE = """
+package eventtime.jvm;
+
+public class LocalCheckpointFileManager extends {base} {{
+    public LocalCheckpointFileManager(org.apache.hadoop.fs.Path path, org.apache.hadoop.conf.Configuration conf) {{
+        super(path, conf);
+    }}
+
+    public org.apache.hadoop.fs.FSDataOutputStream createTempFile(org.apache.hadoop.fs.Path path)
+            throws java.io.IOException {{
+        org.apache.hadoop.fs.FileSystem fs = fs();
+        if (fs instanceof org.apache.hadoop.fs.LocalFileSystem) {{
+            java.io.File file = ((org.apache.hadoop.fs.LocalFileSystem) fs).pathToFile(path);
+            java.io.File folder = file.getParentFile();
+            if (folder != null && folder.isDirectory()) {{
+                return new org.apache.hadoop.fs.FSDataOutputStream(
+                    new java.io.BufferedOutputStream(new java.io.FileOutputStream(file), 65536), null);
+            }}
+        }}
+        return super.createTempFile(path);
+    }}
+
+    public void mkdirs(org.apache.hadoop.fs.Path path) {{
+        org.apache.hadoop.fs.FileSystem fs = fs();
+        if (fs instanceof org.apache.hadoop.fs.LocalFileSystem) {{
+            java.io.File folder = ((org.apache.hadoop.fs.LocalFileSystem) fs).pathToFile(path);
+            if (folder.mkdirs() || folder.isDirectory()) {{
+                return;
+            }}
+        }}
+        super.mkdirs(path);
+    }}
+
+    public static class ExecutorClassProbe implements org.apache.spark.api.java.function.Function {{
+        public Object call(Object ignored) throws Exception {{
+            return Class.forName("{manager}", true, Thread.currentThread().getContextClassLoader()).getName();
+        }}
+    }}
+}}
+"""
+
+
+# per SparkContext (one JVM's class loaders; every session of it shares them): (its JavaSparkContext, result)
+_INSTALLED: dict[int, tuple[Any, str | None]] = {}
+_LOCK = threading.Lock()
+_JARS = itertools.count(1)
+
+
+def install(compat: Any, base: str) -> str | None:
+    """Compile `LocalCheckpointFileManager` over Spark's FileSystem-based manager `base` into the JVM of
+    this session (once per SparkContext) and return its class name, or None (the reason logged) when it
+    cannot be used."""
+    jsc = compat.spark.sparkContext._jsc
+    with _LOCK:
+        found = _INSTALLED.get(id(jsc))
+        if found is None or found[0] is not jsc:
+            try:
+                result: str | None = _install(compat, base)
+            except Exception as exc:  # a speed-up only: any failure keeps Spark's own manager
+                _log.debug("checkpoint files keep %s: %s: %s", base, type(exc).__name__, exc)
+                result = None
+            found = _INSTALLED[id(jsc)] = (jsc, result)
+        return found[1]
+
+
+def _install(compat: Any, base: str) -> str:
+    loader = compat.java("java.lang.Thread").currentThread().getContextClassLoader()
+    if not compat.java("java.lang.Class").forName("org.apache.spark.util.MutableURLClassLoader").isInstance(loader):
+        raise RuntimeError(f"the driver's class loader is a {loader.getClass().getName()}, not Spark's "
+                           "MutableURLClassLoader")
+    compiler = compat.java("org.codehaus.janino.SimpleCompiler")()
+    compiler.setParentClassLoader(loader)
+    compiler.cook(_SOURCE.format(base=base, manager=MANAGER))
+    bytecodes = compiler.getBytecodes()
+    folder = tempfile.mkdtemp(prefix="eventtime-jvm-")
+    atexit.register(shutil.rmtree, folder, True)
+    # named apart: Spark's file server refuses a second jar of the same name (a fresh session's JVM is new)
+    jar = Path(folder) / f"eventtime-jvm-{os.getpid()}-{next(_JARS)}.jar"
+    with zipfile.ZipFile(jar, "w") as out:
+        for name in bytecodes.keySet():
+            out.writestr(name.replace(".", "/") + ".class", bytes(bytecodes.get(name)))
+    loader.addURL(compat.java("java.io.File")(str(jar)).toURI().toURL())
+    jsc = compat.spark.sparkContext._jsc
+    jsc.addJar(str(jar))  # for executors of other JVMs (a cluster); in local mode they find it through the driver's
+    one = compat.java("java.util.ArrayList")()
+    one.add(1)
+    probe = compat.java(_PROBE)()  # py4j finds classes with its thread's loader: the one just extended
+    job = jsc.parallelize(one, 1).map(probe).collectAsync()
+    try:
+        found = list(job.get(PROBE_TIMEOUT_S, compat.java("java.util.concurrent.TimeUnit").SECONDS))
+    except Exception:
+        job.cancel(True)  # e.g. no executor free within the bound: the queries keep Spark's manager
+        raise
+    if found != [MANAGER]:
+        raise RuntimeError(f"an executor task found {found!r}")
+    return MANAGER
