@@ -41,8 +41,8 @@ ISSUE_21_BASE = "77a89d6"
 SCENARIO = "scenarios/tumbling/append-late-row-dropped.scenario.yaml"
 WAIT = 1800.0
 
-# Runs inside either tree: the earlier one has the import roots `conformance` and `harness`, today's
-# `eventtime` and `eventtime.harness`. argv: package root, harness package, steps, JSON of extra settings.
+# Runs inside either tree: a tree from before the one import root has `conformance` and `harness`, a
+# later one (and today's) `eventtime` and `eventtime.harness`. argv: package root, harness package, steps, JSON of extra settings.
 STEP = r'''
 import importlib, json, statistics, sys, tempfile, time
 root, harness_pkg, steps, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
@@ -107,18 +107,38 @@ def _base_tree(commit: str, into: str) -> Path:
     return tree
 
 
+def _import_path(tree: Path) -> tuple[str, bool]:
+    """The folder that makes an earlier tree's own packages importable ahead of the installed project,
+    and whether the tree names them `eventtime` (as today) rather than `conformance` and `harness`.
+
+    A tree with the `eventtime` root (conformance/ installed as `eventtime`, harness/ and scenarios/ as
+    its subpackages) gets a folder holding `eventtime` as a link to its conformance/, and links to its
+    harness/ and scenarios/ inside that: the layout the wheel installs. Entries of PYTHONPATH come
+    before the editable install's import hook, so the earlier tree's modules are the ones imported."""
+    if '"eventtime" = "conformance"' not in (tree / "pyproject.toml").read_text():
+        return str(tree), False
+    shim = tree.parent / "base-imports"
+    if not shim.exists():
+        shim.mkdir()
+        (shim / "eventtime").symlink_to(tree / "conformance", target_is_directory=True)
+        for sub in ("harness", "scenarios"):  # the worktree is temporary: links inside it are removed with it
+            (tree / "conformance" / sub).symlink_to(tree / sub, target_is_directory=True)
+    return os.pathsep.join([str(shim), str(tree)]), True
+
+
 class Side:
     """One version of the code: where it runs from, how its modules are named, what it adds."""
 
     def __init__(self, name: str, tree: Path, *, base: bool, extra: dict[str, str], env: dict[str, str]):
         self.name, self.tree, self.base, self.extra, self.extra_env = name, tree, base, extra, env
-        self.root = "conformance" if base else "eventtime"
-        self.harness = "harness" if base else "eventtime.harness"
+        self.path, named_as_today = _import_path(tree) if base else ("", True)
+        self.root = "eventtime" if named_as_today else "conformance"
+        self.harness = "eventtime.harness" if named_as_today else "harness"
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, EVENTTIME_DRIVER_LOG=os.devnull, **self.extra_env)
         if self.base:  # the earlier tree's packages come from the tree itself, not from the installed project
-            env["PYTHONPATH"] = str(self.tree)
+            env["PYTHONPATH"] = self.path
         return env
 
     def cli(self) -> list[str]:

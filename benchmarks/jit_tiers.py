@@ -25,9 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# c1-only is what the harness's JVMs run (`harness.session._TEST_JVM`, with the code cache it needs)
-MODES = {"c1-only": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m",
-         "default": "-Duser.timezone=UTC"}
+# c1-only is what the harness's JVMs run (`harness.session._TEST_JVM`, with the code cache it needs);
+# both modes run the harness's garbage collector, so that only the JIT differs
+MODES = {"c1-only": "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC",
+         "default": "-Duser.timezone=UTC -XX:+UseSerialGC"}
 
 
 def _stat(pid: int) -> list[str]:

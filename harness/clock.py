@@ -38,6 +38,10 @@ class SteppedClock:
         self._parks = 0  # how many times the stream thread has come to wait
         self._target: int | None = None  # what it waits for, while it waits
         self._free = False  # once freed (before stop), every wait returns at once
+        # The JVM object Spark is given instead of this one, when it could be made
+        # (`jvmclasses.ClockFront`): it answers `getTimeMillis` and `nanoTime` in the JVM from the time it
+        # is told here, and calls `waitTillTime` here.
+        self._front: Any = None
 
     # -- org.apache.spark.util.Clock, called from the JVM -----------------------------------------
     def getTimeMillis(self) -> int:  # noqa: N802 - Java interface
@@ -74,12 +78,19 @@ class SteppedClock:
         with self._cv:
             return self._parks
 
+    def attach_front(self, front: Any) -> None:
+        """Tell `front` (a JVM `ClockFront` over this clock) the time whenever it moves."""
+        self._front = front
+
     def advance(self, ms: int) -> bool:
         """Move time forward; True if a processing-time trigger has become due for the parked thread."""
         with self._cv:
             self._now += int(ms)
-            return (self._trigger_ms is not None and self._target is not None
-                    and self._target <= self._now)
+            now = self._now
+            due = self._trigger_ms is not None and self._target is not None and self._target <= now
+        if self._front is not None:  # outside the lock: the stream thread's callbacks take it
+            self._front.setTime(now)
+        return due
 
     def grant(self) -> int:
         """Let the parked stream thread run one trigger; returns the park count to wait past."""

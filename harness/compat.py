@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Sequence
 
-from . import checkpointfiles, tuning
+from . import jvmclasses, tuning
 
 __all__ = ["SparkCompat", "ConnectCompat", "compat_for", "is_connect"]
 
@@ -190,12 +190,12 @@ class SparkCompat:
         """SQL settings the harness gives its own queries at start (a query keeps the settings it
         started with), unless the session already sets them: the checkpoint file manager (see
         `_CHECKPOINT_FILE_MANAGER_CLASSES`; with the settings for tiny batches on, its subclass that
-        writes local files without a child process, `checkpointfiles`) and the settings for tiny
+        writes local files without a child process, `jvmclasses`) and the settings for tiny
         batches (`tuning.query_conf`)."""
         found = dict(tuning.query_conf())
         for name in _CHECKPOINT_FILE_MANAGER_CLASSES:
             if _jvm_class(self.jvm, name) is not None:
-                local = checkpointfiles.install(self, name) if tuning.enabled() else None
+                local = jvmclasses.checkpoint_manager(self, name) if tuning.enabled() else None
                 found[_CHECKPOINT_FILE_MANAGER_KEY] = local or name
                 break
         return found
@@ -242,6 +242,14 @@ class SparkCompat:
             if arity in arities:
                 return arity
         raise RuntimeError(f"StreamingQueryManager.startQuery has arities {arities}; the harness knows 12 and 13")
+
+    def trigger_clock(self, clock: Any) -> Any:
+        """What Spark is given as the trigger clock for the stepped `clock`: a JVM front that answers the
+        time without calling into Python (`jvmclasses.ClockFront`), made with the settings for tiny
+        batches; else `clock` itself."""
+        if not tuning.enabled():
+            return clock
+        return jvmclasses.clock_front(self, clock) or clock
 
     def start_query(self, *, name: str, checkpoint: str, jdf: Any, sink: Any, output_mode: str,
                     trigger_ms: int, clock: Any) -> Any:

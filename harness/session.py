@@ -32,7 +32,10 @@ DEFAULT_MASTER = "local[2]"
 # fills within half a minute (measured: `certify` of the whole suite, 28 s): the JIT stops for good, the
 # rest of the run is interpreted, and the first method-handle adapter the JVM cannot place kills it
 # (`VirtualMachineError: Out of space in CodeCache`, Spark's exit 50). 240 MB is the tiered default.
-_TEST_JVM = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+# The serial garbage collector: on a machine with two cores and a heap of Spark's default 1 GB, G1's
+# concurrent threads and costlier write barriers take more than its short pauses give back
+# (BENCHMARKS.md "Garbage collector"); which collector runs cannot change what a query computes.
+_TEST_JVM = "-Duser.timezone=UTC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 TEST_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.session.timeZone": "UTC",

@@ -276,7 +276,8 @@ class StreamRun:
             seen = self.clock.parks
             self._query = self.compat.start_query(
                 name=self.name, checkpoint=self.checkpoint, jdf=df._jdf, sink=self._sink,
-                output_mode=output_mode, trigger_ms=self.trigger_ms or 1000, clock=self.clock)
+                output_mode=output_mode, trigger_ms=self.trigger_ms or 1000,
+                clock=self.compat.trigger_clock(self.clock))
         finally:
             self._restore_conf(applied)
         self.runs += 1

@@ -13,7 +13,12 @@ Each one leaves every verdict and every batch's observations of the whole suite 
   first `add` and `process` steps). Spark's own test suites run their queries both ways and require the
   same answers.
 
-`EVENTTIME_SPARK_TUNING=off` leaves Spark's defaults, e.g. to rule out a code-generation difference when
+With them go the two classes the harness compiles into the driver JVM (`jvmclasses`): the checkpoint
+file manager that writes local files without a `chmod` process each, and the front that answers the
+stepped clock's time in the JVM.
+
+`EVENTTIME_SPARK_TUNING=off` leaves Spark's defaults (and Spark's own FileSystem checkpoint manager,
+the Python clock called directly), e.g. to rule out a code-generation difference when
 a pipeline behaves unlike production.
 """
 from __future__ import annotations

@@ -165,11 +165,11 @@ def _fs_manager(spark):
 
 
 def test_queries_use_the_local_checkpoint_manager_and_leave_the_session_as_it_was(spark, tmp_path):
-    from eventtime.harness import checkpointfiles
+    from eventtime.harness import jvmclasses
     from eventtime.harness.compat import compat_for
 
     chosen = compat_for(spark).query_conf[CHECKPOINT_KEY]
-    assert chosen == checkpointfiles.MANAGER
+    assert chosen == jvmclasses.MANAGER
     jclass = spark._jvm.java.lang.Class
     loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
     base = jclass.forName(_fs_manager(spark))
@@ -232,21 +232,21 @@ def test_a_checkpoint_either_manager_wrote_is_continued_by_the_other(spark, tmp_
 
 
 def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, monkeypatch):
-    from eventtime.harness import checkpointfiles
+    from eventtime.harness import jvmclasses
     from eventtime.harness.compat import SparkCompat
 
-    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})  # as if this JVM had not made it yet
-    monkeypatch.setattr(checkpointfiles, "_SOURCE", checkpointfiles._SOURCE.replace("super(path, conf);", "super(;"))
+    monkeypatch.setattr(jvmclasses, "_INSTALLED", {})  # as if this JVM had not made it yet
+    monkeypatch.setattr(jvmclasses, "_SOURCE", jvmclasses._SOURCE.replace("super(path, conf);", "super(;"))
     assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
     monkeypatch.undo()
-    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})
-    monkeypatch.setattr(checkpointfiles, "PROBE_TIMEOUT_S", 0)  # the probe job is not done at once: bounded wait
+    monkeypatch.setattr(jvmclasses, "_INSTALLED", {})
+    monkeypatch.setattr(jvmclasses, "PROBE_TIMEOUT_S", 0)  # the probe job is not done at once: bounded wait
     assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
     monkeypatch.undo()
-    monkeypatch.setattr(checkpointfiles, "_INSTALLED", {})
-    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == checkpointfiles.MANAGER  # control
-    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == checkpointfiles.MANAGER  # made once per JVM
-    assert len(checkpointfiles._INSTALLED) == 1
+    monkeypatch.setattr(jvmclasses, "_INSTALLED", {})
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == jvmclasses.MANAGER  # control
+    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == jvmclasses.MANAGER  # made once per JVM
+    assert len(jvmclasses._INSTALLED) == 1
 
 
 TUNING = {"spark.sql.streaming.pollingDelay": "0", "spark.sql.codegen.wholeStage": "false",
@@ -317,3 +317,43 @@ def test_a_step_names_no_jvm_class_by_walking_packages(spark, tmp_path, monkeypa
     assert lookups == []
     assert _jvm_class(compat_for(spark).jvm, "java.util.ArrayList") is not None
     assert len(lookups) == 1  # control: a lookup from harness code is counted
+
+
+def _clock_calls(spark, tmp_path, monkeypatch):
+    """How often Spark called the stepped clock's methods in Python over a start and two steps."""
+    import datetime
+
+    from eventtime.harness.clock import SteppedClock
+    from eventtime.pipelines.reference import tumbling_count
+    from tests.spark.pipelines import events_run
+
+    calls = {"getTimeMillis": 0, "waitTillTime": 0}
+
+    def counting(name):
+        real = getattr(SteppedClock, name)
+
+        def counted(self, *args):
+            calls[name] += 1
+            return real(self, *args)
+        return counted
+
+    for name in calls:
+        monkeypatch.setattr(SteppedClock, name, counting(name))
+    run, sources = events_run(spark, tumbling_count, tmp_path / "checkpoint")
+    try:
+        run.start()
+        for second in (3, 16):
+            sources["events"].add([("a", datetime.datetime(2024, 1, 1, 0, 0, second))])
+            run.process()
+    finally:
+        run.close()
+    monkeypatch.undo()
+    return calls
+
+
+def test_spark_reads_the_stepped_clock_s_time_in_the_jvm(spark, tmp_path, monkeypatch):
+    ours = _clock_calls(spark, tmp_path / "ours", monkeypatch)
+    assert ours["waitTillTime"] >= 4 and ours["getTimeMillis"] == 0  # parks come to Python, the time does not
+    monkeypatch.setenv("EVENTTIME_SPARK_TUNING", "off")  # control: the clock itself, called for the time
+    theirs = _clock_calls(spark, tmp_path / "theirs", monkeypatch)
+    assert theirs["waitTillTime"] == ours["waitTillTime"] and theirs["getTimeMillis"] > 10

@@ -1,4 +1,8 @@
-"""Checkpoint files on a local disk written without a child process per file.
+"""Java classes the harness compiles into the driver JVM at run time, for speed only.
+
+- `LocalCheckpointFileManager`: checkpoint files on a local disk written without a child process per
+  file.
+- `ClockFront`: the stepped clock's time answered in the JVM.
 
 Without Hadoop's native library (PySpark's wheel has none), Hadoop's local file system sets the
 permission of every file it creates by running `chmod` as a child process of the JVM, and writes a
@@ -16,10 +20,16 @@ commits a file, reads, listings, deletes and every other file system (HDFS, obje
 Spark's manager unchanged. Hadoop reads a file that has no checksum file unverified, and its rename
 removes a stale checksum file of the target, so a checkpoint written either way is read by both.
 
-The class is compiled at run time by Janino, the Java compiler Spark ships for its own code
-generation, against the Spark in the JVM, once per SparkContext; it is added to the driver's class
-loader and, with `addJar`, to the executors'. It is used only after a one-task job has loaded it on an
-executor;
+`ClockFront` stands between Spark and the harness's stepped clock (`clock.SteppedClock`, a Python
+object the JVM calls through py4j): Spark asks a trigger clock for the time about twenty times per
+micro-batch (the progress's timings), each a call into Python; the front answers those from a field
+the harness sets whenever it moves time, and passes `waitTillTime`, where the stream thread parks
+between triggers, on to the stepped clock. What Spark reads is the same time.
+
+The classes are compiled at run time by Janino, the Java compiler Spark ships for its own code
+generation, against the Spark in the JVM, once per SparkContext; they are added to the driver's class
+loader and, with `addJar`, to the executors'. They are used only after a one-task job has loaded the
+manager on an executor;
 anything that keeps it from working leaves the queries on Spark's FileSystem-based manager (a debug
 log line says why). `EVENTTIME_SPARK_TUNING=off` turns it off with the other settings for tiny
 batches (`tuning`), and a session that sets `spark.sql.streaming.checkpointFileManagerClass` keeps
@@ -38,9 +48,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MANAGER", "install"]
+__all__ = ["MANAGER", "CLOCK", "checkpoint_manager", "clock_front"]
 
 MANAGER = "eventtime.jvm.LocalCheckpointFileManager"
+CLOCK = "eventtime.jvm.ClockFront"
 _PROBE = MANAGER + "$ExecutorClassProbe"
 
 _log = logging.getLogger(__name__)
@@ -90,16 +101,68 @@ public class LocalCheckpointFileManager extends {base} {{
 """
 
 
+_CLOCK_SOURCE = """
+package eventtime.jvm;
+
+public class ClockFront implements org.apache.spark.util.Clock {
+    private final org.apache.spark.util.Clock stepped;
+    private volatile long now;
+
+    public ClockFront(org.apache.spark.util.Clock stepped, long now) {
+        this.stepped = stepped;
+        this.now = now;
+    }
+
+    public long getTimeMillis() {
+        return now;
+    }
+
+    public long nanoTime() {
+        return now * 1000000L;
+    }
+
+    public long waitTillTime(long targetTime) {
+        long time = stepped.waitTillTime(targetTime);
+        now = time;
+        return time;
+    }
+
+    public void setTime(long time) {
+        now = time;
+    }
+}
+"""
+
+
 # per SparkContext (one JVM's class loaders; every session of it shares them): (its JavaSparkContext, result)
 _INSTALLED: dict[int, tuple[Any, str | None]] = {}
 _LOCK = threading.Lock()
 _JARS = itertools.count(1)
 
 
-def install(compat: Any, base: str) -> str | None:
-    """Compile `LocalCheckpointFileManager` over Spark's FileSystem-based manager `base` into the JVM of
-    this session (once per SparkContext) and return its class name, or None (the reason logged) when it
-    cannot be used."""
+def checkpoint_manager(compat: Any, base: str) -> str | None:
+    """The class name of `LocalCheckpointFileManager` over Spark's FileSystem-based manager `base`, made
+    in this session's JVM, or None when the classes cannot be made there."""
+    return MANAGER if _installed(compat, base) else None
+
+
+def clock_front(compat: Any, clock: Any) -> Any | None:
+    """A `ClockFront` in the JVM for the stepped `clock` (which it tells on every move of time), or None
+    when the classes were not made in this session's JVM (`checkpoint_manager` makes them: the
+    harness asks for both when a query starts)."""
+    jsc = compat.spark.sparkContext._jsc
+    with _LOCK:
+        found = _INSTALLED.get(id(jsc))
+    if found is None or found[0] is not jsc or found[1] is None:
+        return None
+    front = compat.java(CLOCK)(clock, clock.now_ms)
+    clock.attach_front(front)
+    return front
+
+
+def _installed(compat: Any, base: str) -> str | None:
+    """Compile the classes (the manager over `base`) into the JVM of this session once per SparkContext;
+    the manager's name, or None (the reason logged) when they cannot be used."""
     jsc = compat.spark.sparkContext._jsc
     with _LOCK:
         found = _INSTALLED.get(id(jsc))
@@ -118,17 +181,20 @@ def _install(compat: Any, base: str) -> str:
     if not compat.java("java.lang.Class").forName("org.apache.spark.util.MutableURLClassLoader").isInstance(loader):
         raise RuntimeError(f"the driver's class loader is a {loader.getClass().getName()}, not Spark's "
                            "MutableURLClassLoader")
-    compiler = compat.java("org.codehaus.janino.SimpleCompiler")()
-    compiler.setParentClassLoader(loader)
-    compiler.cook(_SOURCE.format(base=base, manager=MANAGER))
-    bytecodes = compiler.getBytecodes()
+    bytecodes: dict[str, bytes] = {}
+    for source in (_SOURCE.format(base=base, manager=MANAGER), _CLOCK_SOURCE):
+        compiler = compat.java("org.codehaus.janino.SimpleCompiler")()
+        compiler.setParentClassLoader(loader)
+        compiler.cook(source)
+        made = compiler.getBytecodes()
+        bytecodes.update({str(name): bytes(made.get(name)) for name in made.keySet()})
     folder = tempfile.mkdtemp(prefix="eventtime-jvm-")
     atexit.register(shutil.rmtree, folder, True)
     # named apart: Spark's file server refuses a second jar of the same name (a fresh session's JVM is new)
     jar = Path(folder) / f"eventtime-jvm-{os.getpid()}-{next(_JARS)}.jar"
     with zipfile.ZipFile(jar, "w") as out:
-        for name in bytecodes.keySet():
-            out.writestr(name.replace(".", "/") + ".class", bytes(bytecodes.get(name)))
+        for name, code in bytecodes.items():
+            out.writestr(name.replace(".", "/") + ".class", code)
     loader.addURL(compat.java("java.io.File")(str(jar)).toURI().toURL())
     jsc = compat.spark.sparkContext._jsc
     jsc.addJar(str(jar))  # for executors of other JVMs (a cluster); in local mode they find it through the driver's
