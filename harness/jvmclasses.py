@@ -27,8 +27,10 @@ the harness sets whenever it moves time, and passes `waitTillTime`, where the st
 between triggers, on to the stepped clock. What Spark reads is the same time.
 
 The classes are compiled at run time by Janino, the Java compiler Spark ships for its own code
-generation, against the Spark in the JVM, once per SparkContext; they are added to the driver's class
-loader and, with `addJar`, to the executors'. They are used only after a one-task job has loaded the
+generation, against the Spark in the JVM, and kept as a jar of a few kilobytes in the per-user cache
+folder of the class-data archive (`jvmarchive.cache_dir`), keyed by the sources, the Spark version and
+the jar Spark's manager comes from: later runs on that Spark load the jar without compiling. Once per
+SparkContext the jar is added to the driver's class loader and, with `addJar`, to the executors'. They are used only after a one-task job has loaded the
 manager on an executor;
 anything that keeps it from working leaves the queries on Spark's FileSystem-based manager (a debug
 log line says why). `EVENTTIME_SPARK_TUNING=off` turns it off with the other settings for tiny
@@ -38,6 +40,8 @@ its own manager. A Spark Connect client has no JVM to compile into: its server k
 from __future__ import annotations
 
 import atexit
+import contextlib
+import hashlib
 import itertools
 import logging
 import os
@@ -47,6 +51,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from .jvmarchive import cache_dir
 
 __all__ = ["MANAGER", "CLOCK", "checkpoint_manager", "clock_front"]
 
@@ -161,7 +167,7 @@ def clock_front(compat: Any, clock: Any) -> Any | None:
 
 
 def _installed(compat: Any, base: str) -> str | None:
-    """Compile the classes (the manager over `base`) into the JVM of this session once per SparkContext;
+    """Load the classes (the manager over `base`) into the JVM of this session once per SparkContext;
     the manager's name, or None (the reason logged) when they cannot be used."""
     jsc = compat.spark.sparkContext._jsc
     with _LOCK:
@@ -176,25 +182,83 @@ def _installed(compat: Any, base: str) -> str | None:
         return found[1]
 
 
-def _install(compat: Any, base: str) -> str:
-    loader = compat.java("java.lang.Thread").currentThread().getContextClassLoader()
-    if not compat.java("java.lang.Class").forName("org.apache.spark.util.MutableURLClassLoader").isInstance(loader):
-        raise RuntimeError(f"the driver's class loader is a {loader.getClass().getName()}, not Spark's "
-                           "MutableURLClassLoader")
+def _jar(compat: Any, loader: Any, base: str) -> Path:
+    """The jar of the classes over `base`: the one an earlier run left in the per-user cache
+    (`jvmarchive.cache_dir`) for the same sources and the same Spark classes, else compiled now and
+    left there. Janino's first compilation in a JVM takes about a quarter of a second, on every
+    cold start otherwise (BENCHMARKS.md, "Compiled classes kept"). A cache folder that cannot be
+    written gets the jar in a temporary folder of this process instead."""
+    sources = (_SOURCE.format(base=base, manager=MANAGER), _CLOCK_SOURCE)
+    name = f"eventtime-jvm-{_jar_key(compat, base, sources)}.jar"
+    cached = cache_dir() / name
+    if _whole(cached):
+        return cached
+    bytecodes = _compile(compat, loader, sources)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part = cached.with_name(f".{name}.{os.getpid()}.{next(_JARS)}.part")
+        _write_jar(part, bytecodes)
+        os.replace(part, cached)  # whole or absent: a concurrent run writes the same bytes
+        return cached
+    except OSError as exc:
+        _log.debug("compiled classes not cached in %s: %s", cached.parent, exc)
+    folder = tempfile.mkdtemp(prefix="eventtime-jvm-")
+    atexit.register(shutil.rmtree, folder, True)
+    # named apart: Spark's file server refuses a second jar of one name from another path
+    jar = Path(folder) / f"eventtime-jvm-{os.getpid()}-{next(_JARS)}.jar"
+    _write_jar(jar, bytecodes)
+    return jar
+
+
+def _jar_key(compat: Any, base: str, sources: tuple[str, ...]) -> str:
+    """What the compiled classes depend on, hashed: the sources, the Spark version, and the jar `base`
+    comes from (its path, size and modification time: a rebuilt Spark of the same version)."""
+    digest = hashlib.sha256()
+    url = compat.java("java.lang.Class").forName(base).getProtectionDomain().getCodeSource().getLocation()
+    location = str(compat.java("java.io.File")(url.toURI()).getPath())
+    parts = [*sources, str(compat.spark.version), location]
+    with contextlib.suppress(OSError):
+        stat = os.stat(location)
+        parts.append(f"{stat.st_size}:{stat.st_mtime_ns}")
+    for part in parts:
+        digest.update(part.encode("utf-8", "replace") + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _whole(jar: Path) -> bool:
+    """A readable jar with every class `_install` needs (a damaged one is compiled and written again)."""
+    try:
+        with zipfile.ZipFile(jar) as found:
+            names = set(found.namelist())
+            return found.testzip() is None and all(
+                c.replace(".", "/") + ".class" in names for c in (MANAGER, CLOCK, _PROBE))
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def _compile(compat: Any, loader: Any, sources: tuple[str, ...]) -> dict[str, bytes]:
     bytecodes: dict[str, bytes] = {}
-    for source in (_SOURCE.format(base=base, manager=MANAGER), _CLOCK_SOURCE):
+    for source in sources:
         compiler = compat.java("org.codehaus.janino.SimpleCompiler")()
         compiler.setParentClassLoader(loader)
         compiler.cook(source)
         made = compiler.getBytecodes()
         bytecodes.update({str(name): bytes(made.get(name)) for name in made.keySet()})
-    folder = tempfile.mkdtemp(prefix="eventtime-jvm-")
-    atexit.register(shutil.rmtree, folder, True)
-    # named apart: Spark's file server refuses a second jar of the same name (a fresh session's JVM is new)
-    jar = Path(folder) / f"eventtime-jvm-{os.getpid()}-{next(_JARS)}.jar"
-    with zipfile.ZipFile(jar, "w") as out:
+    return bytecodes
+
+
+def _write_jar(path: Path, bytecodes: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w") as out:
         for name, code in bytecodes.items():
             out.writestr(name.replace(".", "/") + ".class", code)
+
+
+def _install(compat: Any, base: str) -> str:
+    loader = compat.java("java.lang.Thread").currentThread().getContextClassLoader()
+    if not compat.java("java.lang.Class").forName("org.apache.spark.util.MutableURLClassLoader").isInstance(loader):
+        raise RuntimeError(f"the driver's class loader is a {loader.getClass().getName()}, not Spark's "
+                           "MutableURLClassLoader")
+    jar = _jar(compat, loader, base)
     loader.addURL(compat.java("java.io.File")(str(jar)).toURI().toURL())
     jsc = compat.spark.sparkContext._jsc
     jsc.addJar(str(jar))  # for executors of other JVMs (a cluster); in local mode they find it through the driver's

@@ -249,6 +249,36 @@ def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, mo
     assert len(jvmclasses._INSTALLED) == 1
 
 
+def test_the_compiled_classes_are_kept_and_a_damaged_jar_is_compiled_again(spark, tmp_path, monkeypatch):
+    from eventtime.harness import jvmclasses
+    from eventtime.harness.compat import SparkCompat
+
+    monkeypatch.setenv("EVENTTIME_CACHE_DIR", str(tmp_path))
+    compiled = []
+    real = jvmclasses._compile
+
+    def counted(*args):
+        compiled.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(jvmclasses, "_compile", counted)
+
+    def made():  # as a new SparkContext would: the classes loaded afresh
+        monkeypatch.setattr(jvmclasses, "_INSTALLED", {})
+        return SparkCompat(spark).query_conf[CHECKPOINT_KEY]
+
+    def jars():
+        return sorted((tmp_path / "jvm").glob("eventtime-jvm-*.jar"))
+
+    assert made() == jvmclasses.MANAGER and len(compiled) == 1 and len(jars()) == 1
+    assert made() == jvmclasses.MANAGER and len(compiled) == 1  # the kept jar, not compiled again
+    jars()[0].write_bytes(jars()[0].read_bytes()[:200])  # damaged (a full disk, a killed writer)
+    assert made() == jvmclasses.MANAGER and len(compiled) == 2 and len(jars()) == 1
+    assert made() == jvmclasses.MANAGER and len(compiled) == 2
+    monkeypatch.setattr(jvmclasses, "_CLOCK_SOURCE", jvmclasses._CLOCK_SOURCE + "\n")  # other sources: other key
+    assert made() == jvmclasses.MANAGER and len(compiled) == 3 and len(jars()) == 2
+    assert not list((tmp_path / "jvm").glob(".*.part"))  # nothing half-written left behind
+
 TUNING = {"spark.sql.streaming.pollingDelay": "0", "spark.sql.codegen.wholeStage": "false",
           "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
