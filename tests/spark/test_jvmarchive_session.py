@@ -50,7 +50,7 @@ def test_a_session_on_the_archive_observes_what_one_without_it_does(tmp_path):
     for path in SCENARIOS:
         assert (ROOT / path).is_file(), path
     off, _ = _run(tmp_path, "off", EVENTTIME_JVM_ARCHIVE="off")
-    assert not (tmp_path / "cache").exists()
+    assert not list((tmp_path / "cache").rglob("*.jsa*"))  # no archive (the harness's compiled classes may be kept there)
     recording, said = _run(tmp_path, "record")
     assert "recording Spark's classes" in said
     folder = tmp_path / "cache" / "jvm"
