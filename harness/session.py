@@ -434,9 +434,14 @@ def _launch_died() -> bool:
 
 def _any_dead(within: float = 0.0) -> bool:
     """Whether a driver JVM of this process has died; `within`: wait that long for its exit to be
-    reported (a lost connection is seen a moment before the process can be reaped), polling."""
+    reported (a lost connection is seen a moment before the process can be reaped), polling.
+    A gateway discarded during the wait counts: the run saw the death first, forgot that driver
+    and may have launched a live one, and then no driver left is dead."""
     deadline = time.monotonic() + within
+    discarded = len(_DISCARDED_GATEWAYS)
     while True:
+        if len(_DISCARDED_GATEWAYS) > discarded:
+            return True
         if any(_exit_status(d) is not None for d in list(_DRIVERS.values())) or _launch_died():
             return True
         if time.monotonic() >= deadline:
