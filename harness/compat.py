@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Sequence
@@ -482,15 +483,17 @@ class ConnectCompat(SparkCompat):
 
 
 _CACHE: dict[int, SparkCompat] = {}
+_CACHE_LOCK = threading.Lock()  # one SparkCompat per session, also when threads ask at once (session.py)
 
 
 def compat_for(spark: Any) -> SparkCompat:
-    if is_connect(spark):
-        key = id(spark)
-        if key not in _CACHE or _CACHE[key].spark is not spark:
-            _CACHE[key] = ConnectCompat(spark)
+    with _CACHE_LOCK:
+        if is_connect(spark):
+            key = id(spark)
+            if key not in _CACHE or _CACHE[key].spark is not spark:
+                _CACHE[key] = ConnectCompat(spark)
+            return _CACHE[key]
+        key = id(spark._jsparkSession)
+        if key not in _CACHE:
+            _CACHE[key] = SparkCompat(spark)
         return _CACHE[key]
-    key = id(spark._jsparkSession)
-    if key not in _CACHE:
-        _CACHE[key] = SparkCompat(spark)
-    return _CACHE[key]

@@ -79,6 +79,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
         for key, value in settings.items():
             builder = builder.config(key, value)
+        _warm_argument_converters_while_launching()
         failure: Exception | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
@@ -101,7 +102,58 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down
             wait_for_executors(spark, expected_executors(master))
-        return prepare_session(spark)
+        spark = prepare_session(spark)
+        _prepare_queries_meanwhile(spark)
+        return spark
+
+
+def _prepare_queries_meanwhile(spark: Any) -> threading.Thread:
+    """Make, on a thread, what the harness's first query on a new JVM asks of it once (`compat.query_conf`:
+    loading the harness's compiled classes and the one-task job that checks an executor finds them,
+    0.3-0.6 s of a cold start) while the caller goes on loading scenarios and building the pipeline's
+    DataFrame. The first query's start takes what was made, waiting for it if it is not done (the
+    classes are made once per SparkContext, under `jvmclasses`' lock); a failure here is met, and
+    handled, again there. Concurrent with the caller's own calls: a plain one-task job, no query."""
+    from .compat import compat_for
+
+    def prepare() -> None:
+        try:
+            compat_for(spark).query_conf  # noqa: B018 - computed and kept for the first query
+        except Exception:  # noqa: BLE001 - the first query asks again and meets it (a dead JVM: its caller says so)
+            pass
+
+    thread = threading.Thread(target=prepare, name="eventtime-prepare-queries", daemon=True)
+    thread.start()
+    return thread
+
+
+def _warm_argument_converters_while_launching() -> threading.Thread | None:
+    """Run PySpark's py4j argument converters once, on a thread, while the driver JVM launches.
+
+    The first py4j call with an argument asks every registered converter whether it converts it,
+    and some converters import what they test for on that first ask (PySpark 4's numpy converters
+    import `pyspark.testing.utils`, which imports pandas, pyarrow and protobuf: 0.4-0.9 s measured).
+    Asked here with an object no converter takes, the imports happen while the main thread only
+    waits for the JVM to report its port; a converter that fails to import fails again on the main
+    thread, as it would have. Asking is side-effect free: a converter's `can_convert` is a test."""
+    from pyspark import SparkContext
+
+    if getattr(SparkContext, "_gateway", None) is not None:
+        return None  # no launch to wait for
+
+    def ask() -> None:
+        from py4j import protocol
+
+        probe = object()
+        for converter in list(getattr(protocol, "INPUT_CONVERTER", [])):
+            try:
+                converter.can_convert(probe)
+            except Exception:  # noqa: BLE001 - the main thread's first call meets it again and says it
+                pass
+
+    thread = threading.Thread(target=ask, name="eventtime-warm-converters", daemon=True)
+    thread.start()
+    return thread
 
 
 def _archive_plan(settings: Mapping[str, str]) -> Any:

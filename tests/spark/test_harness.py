@@ -279,6 +279,23 @@ def test_the_compiled_classes_are_kept_and_a_damaged_jar_is_compiled_again(spark
     assert made() == jvmclasses.MANAGER and len(compiled) == 3 and len(jars()) == 2
     assert not list((tmp_path / "jvm").glob(".*.part"))  # nothing half-written left behind
 
+def test_a_new_session_makes_what_its_first_query_asks_of_the_jvm_on_a_thread(spark, monkeypatch):
+    from eventtime.harness import jvmclasses
+    from eventtime.harness import session as hs
+    from eventtime.harness.compat import compat_for
+
+    monkeypatch.setattr(jvmclasses, "_INSTALLED", {})  # as on a new JVM: the classes not loaded yet
+    other = spark.newSession()
+    assert "query_conf" not in vars(compat_for(other))  # control: nothing made for it yet
+    thread = hs._prepare_queries_meanwhile(other)
+    thread.join(jvmclasses.PROBE_TIMEOUT_S + 60)
+    assert not thread.is_alive()
+    made = vars(compat_for(other)).get("query_conf")  # kept for the session's first query
+    assert made is not None and made[CHECKPOINT_KEY] == jvmclasses.MANAGER
+    assert list(jvmclasses._INSTALLED.values())[0][1] == jvmclasses.MANAGER
+    assert compat_for(other).query_conf is made
+
+
 TUNING = {"spark.sql.streaming.pollingDelay": "0", "spark.sql.codegen.wholeStage": "false",
           "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
