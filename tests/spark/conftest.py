@@ -6,6 +6,14 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="session")
 def spark():
+    import threading
+
     from eventtime.harness.session import get_session
 
-    return get_session()
+    session = get_session()
+    # a new session makes its first query's classes on a thread (session._prepare_queries_meanwhile):
+    # tests that replace jvmclasses' state must not race it
+    for thread in threading.enumerate():
+        if thread.name == "eventtime-prepare-queries":
+            thread.join(120)
+    return session
