@@ -421,13 +421,19 @@ def _lost_connection_record() -> logging.LogRecord:
                                               (), sys.exc_info())
 
 
-def test_a_discarded_dead_jvms_late_connection_errors_are_not_logged_again(monkeypatch):
-    # a JavaObject of the dead gateway finalized while a fresh session runs: py4j logs the broken
-    # connection with a traceback, long after the death was said
-    monkeypatch.setattr(hs, "_DEATH_WAIT", 0.0)
+def _no_driver_dead(monkeypatch, death_wait):
+    """The death filter's view of a process whose drivers all live and none was discarded; a lost
+    connection waits `death_wait` seconds for a death to be seen."""
+    monkeypatch.setattr(hs, "_DEATH_WAIT", death_wait)
     monkeypatch.setattr(hs, "_DRIVERS", {})
     monkeypatch.setattr(hs, "_launch_died", lambda: False)
     monkeypatch.setattr(hs, "_DISCARDED_GATEWAYS", [])
+
+
+def test_a_discarded_dead_jvms_late_connection_errors_are_not_logged_again(monkeypatch):
+    # a JavaObject of the dead gateway finalized while a fresh session runs: py4j logs the broken
+    # connection with a traceback, long after the death was said
+    _no_driver_dead(monkeypatch, 0.0)
     record = _lost_connection_record()
     assert hs._FILTER.filter(record) is True  # control: no JVM has died, the record is shown
     hs._DISCARDED_GATEWAYS.append(1)
@@ -440,10 +446,7 @@ def test_a_lost_connection_seen_while_the_run_replaces_the_dead_driver_is_not_lo
     # a py4j thread logs the broken connection and its filter waits for the JVM's exit; meanwhile
     # the run sees the death, discards that driver and starts a live one: no driver left is dead,
     # yet the record is the same death said again (seen in a clean-clone CI run on 3.4.4)
-    monkeypatch.setattr(hs, "_DEATH_WAIT", 5.0)
-    monkeypatch.setattr(hs, "_DRIVERS", {})
-    monkeypatch.setattr(hs, "_launch_died", lambda: False)
-    monkeypatch.setattr(hs, "_DISCARDED_GATEWAYS", [])
+    _no_driver_dead(monkeypatch, 5.0)
     record = _lost_connection_record()
     discard = threading.Timer(0.2, lambda: hs._DISCARDED_GATEWAYS.append(1))
     discard.start()
@@ -451,6 +454,5 @@ def test_a_lost_connection_seen_while_the_run_replaces_the_dead_driver_is_not_lo
         assert hs._FILTER.filter(record) is False
     finally:
         discard.cancel()
-    monkeypatch.setattr(hs, "_DISCARDED_GATEWAYS", [])
-    monkeypatch.setattr(hs, "_DEATH_WAIT", 0.3)
+    _no_driver_dead(monkeypatch, 0.3)
     assert hs._FILTER.filter(record) is True  # control: nothing discarded during the wait, the record is shown
