@@ -107,6 +107,9 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         return spark
 
 
+_PREPARING = "eventtime-prepare-queries"  # the thread's name (tests wait for it before touching jvmclasses)
+
+
 def _prepare_queries_meanwhile(spark: Any) -> threading.Thread:
     """Make, on a thread, what the harness's first query on a new JVM asks of it once (`compat.query_conf`:
     loading the harness's compiled classes and the one-task job that checks an executor finds them,
@@ -122,7 +125,7 @@ def _prepare_queries_meanwhile(spark: Any) -> threading.Thread:
         except Exception:  # noqa: BLE001 - the first query asks again and meets it (a dead JVM: its caller says so)
             pass
 
-    thread = threading.Thread(target=prepare, name="eventtime-prepare-queries", daemon=True)
+    thread = threading.Thread(target=prepare, name=_PREPARING, daemon=True)
     thread.start()
     return thread
 

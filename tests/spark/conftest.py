@@ -8,12 +8,12 @@ pytestmark = pytest.mark.spark
 def spark():
     import threading
 
-    from eventtime.harness.session import get_session
+    from eventtime.harness.session import _PREPARING, get_session
 
     session = get_session()
     # a new session makes its first query's classes on a thread (session._prepare_queries_meanwhile):
     # tests that replace jvmclasses' state must not race it
     for thread in threading.enumerate():
-        if thread.name == "eventtime-prepare-queries":
+        if thread.name == _PREPARING:
             thread.join(120)
     return session
