@@ -142,6 +142,9 @@ class Side:
         return env
 
     def cli(self) -> list[str]:
+        """The side's `eventtime` command as its console script runs it (`console_main` since it exists)."""
+        if "def console_main(" in (Path(self.tree) / "conformance" / "cli.py").read_text():
+            return [sys.executable, "-c", f"from {self.root}.cli import console_main; console_main()"]
         return [sys.executable, "-c", f"import sys; from {self.root}.cli import main; sys.exit(main())"]
 
     def conf_args(self) -> list[str]:
