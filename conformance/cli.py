@@ -1,5 +1,6 @@
 """The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage,
-130 Ctrl-C, 143 SIGTERM; `run` and `certify` write their results file before either of the last two)."""
+130 Ctrl-C, 143 SIGTERM, 141 when the reader of its output went away, e.g. `| head`; `run` and
+`certify` write their results file before either of 130 and 143)."""
 from __future__ import annotations
 
 import argparse
@@ -223,7 +224,10 @@ def console_main() -> NoReturn:
     run"), for a JVM that exits by itself when this process's end closes its standard input."""
     import threading
 
-    code = main()
+    try:
+        code = main()
+    except BrokenPipeError:  # the output's reader went away (`eventtime run ... | head`): end as a shell
+        code = EXIT_OUTPUT_GONE  # tool ends on SIGPIPE, without a traceback
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()
@@ -233,9 +237,14 @@ def console_main() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a reader that went away (`| head`), a stream already closed
+        except BrokenPipeError:  # what is left in the buffer has no reader
+            code = EXIT_OUTPUT_GONE
+        except (OSError, ValueError):  # e.g. a stream already closed
             code = code or 120  # what the interpreter returns when its final flush fails
     os._exit(code)
+
+
+EXIT_OUTPUT_GONE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROGRAM = textwrap.dedent("""
     import atexit, sys, threading, time
     from pathlib import Path
@@ -59,3 +61,45 @@ def test_control_a_plain_exit_tears_down(tmp_path):
     assert done.returncode == 3, done.stderr
     assert done.stdout == "verdicts\n"
     assert found == {"thread": "done", "handler": "ran", "torn-down": "yes"}
+
+
+GONE = textwrap.dedent("""
+    import sys
+    from eventtime import cli
+
+    def main():
+        sys.stdin.read()  # the test has closed its end of stdout by the time stdin ends
+        print("PASS  a-scenario")
+        if sys.argv[2] == "flushed":  # else it stays in the buffer until the exit's own flush
+            sys.stdout.flush()
+        return 0
+
+    cli.main = main
+    if sys.argv[1] == "console":
+        cli.console_main()
+    else:
+        sys.exit(cli.main())
+""")
+
+
+def _reader_gone(how, when="flushed"):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.Popen([sys.executable, "-c", GONE, how, when], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    proc.stdout.close()  # `| head` that has read what it wanted
+    proc.stdin.close()
+    err = proc.stderr.read()
+    return proc.wait(timeout=120), err
+
+
+@pytest.mark.parametrize("when", ["flushed", "buffered"])  # met in main(), or in the exit's own flush
+def test_a_reader_that_went_away_ends_the_command_quietly(when):
+    code, err = _reader_gone("console", when)
+    assert code == 141
+    assert err == ""
+
+
+def test_control_a_plain_exit_shows_the_broken_pipe():
+    code, err = _reader_gone("plain")
+    assert code != 141
+    assert "BrokenPipeError" in err
