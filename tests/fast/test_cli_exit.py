@@ -7,6 +7,16 @@ import textwrap
 
 import pytest
 
+# How each program below ends, by its last argument: the console script, or main() returned to the
+# interpreter as a plain script would.
+ENDING = textwrap.dedent("""
+    cli.main = main
+    if sys.argv[-1] == "console":
+        cli.console_main()
+    else:
+        sys.exit(cli.main())
+""")
+
 PROGRAM = textwrap.dedent("""
     import atexit, sys, threading, time
     from pathlib import Path
@@ -28,13 +38,7 @@ PROGRAM = textwrap.dedent("""
         threading.Thread(target=late).start()
         atexit.register(lambda: (out / "handler").write_text("ran"))
         return 3
-
-    cli.main = main
-    if sys.argv[2] == "console":
-        cli.console_main()
-    else:
-        sys.exit(cli.main())
-""")
+""") + ENDING
 
 
 def _end(tmp_path, how):
@@ -70,21 +74,15 @@ GONE = textwrap.dedent("""
     def main():
         sys.stdin.read()  # the test has closed its end of stdout by the time stdin ends
         print("PASS  a-scenario")
-        if sys.argv[2] == "flushed":  # else it stays in the buffer until the exit's own flush
+        if sys.argv[1] == "flushed":  # else it stays in the buffer until the exit's own flush
             sys.stdout.flush()
         return 0
-
-    cli.main = main
-    if sys.argv[1] == "console":
-        cli.console_main()
-    else:
-        sys.exit(cli.main())
-""")
+""") + ENDING
 
 
 def _reader_gone(how, when="flushed"):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    proc = subprocess.Popen([sys.executable, "-c", GONE, how, when], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", GONE, when, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     proc.stdout.close()  # `| head` that has read what it wanted
     proc.stdin.close()
