@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import datetime as _dt
 import os
 import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -222,8 +224,6 @@ def console_main() -> NoReturn:
     session's stop; logging's flush) and the standard streams are flushed. What is skipped is freeing
     every imported module and py4j proxy one by one (0.3 s after a run: BENCHMARKS.md "The end of a
     run"), for a JVM that exits by itself when this process's end closes its standard input."""
-    import threading
-
     try:
         code = main()
     except BrokenPipeError:  # the output's reader went away (`eventtime run ... | head`): end as a shell
@@ -231,8 +231,6 @@ def console_main() -> NoReturn:
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
             thread.join()
-    import atexit
-
     atexit._run_exitfuncs()  # noqa: SLF001 - the interpreter's own exit step, run where it would run
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -242,9 +240,6 @@ def console_main() -> NoReturn:
         except (OSError, ValueError):  # e.g. a stream already closed
             code = code or 120  # what the interpreter returns when its final flush fails
     os._exit(code)
-
-
-EXIT_OUTPUT_GONE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader went away
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -349,6 +344,7 @@ class Terminated(BaseException):
 
 
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM: what a shell reports
+EXIT_OUTPUT_GONE = 141  # 128 + SIGPIPE: a tool whose output's reader went away (`| head`)
 MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
 
 
