@@ -40,6 +40,7 @@ __all__ = ["ENV_OFF", "ENV_CACHE", "ArchivePlan", "plan_archive", "cache_dir", "
 ENV_OFF = "EVENTTIME_JVM_ARCHIVE"
 ENV_CACHE = "EVENTTIME_CACHE_DIR"
 _OFF = {"0", "off", "false", "no"}
+_IN_PLACE_SINCE = 14  # the first JDK with ArchiveRelocationMode (an older one refuses to start on it)
 # what a JVM says when it does not map the archive it was given (HotSpot's `cds` log tags)
 _REFUSAL = re.compile(r"\[(warning|error)\]\[cds[\],]|Unable to use shared archive|shared archive file", re.I)
 
@@ -54,11 +55,18 @@ class ArchivePlan:
     path: Path | None = None
     part: Path | None = None
     note: str | None = None
+    # Map the archive where it was written rather than at a random address (`ArchiveRelocationMode=0`,
+    # a diagnostic option of JDK 14+; JDK 17's default is 1, always elsewhere, for address-space
+    # randomisation): a relocation rewrites every pointer in the archive, 0.14 s of each start for
+    # Spark's 170 MB (BENCHMARKS.md, "Cold start"). Where that address is taken the JVM relocates as
+    # before. Where classes sit in memory cannot change what a query computes.
+    in_place: bool = False
 
     @property
     def options(self) -> str:
         if self.action == "use":
-            return f"-XX:SharedArchiveFile={self.path} -Xshare:auto"
+            mapping = " -XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0" if self.in_place else ""
+            return f"-XX:SharedArchiveFile={self.path} -Xshare:auto{mapping}"
         if self.action == "record" and self.part is not None:
             return f"-XX:ArchiveClassesAtExit={self.part} -Xlog:cds+dynamic=info:file={_log_of(self.part)}"
         return ""
@@ -174,7 +182,7 @@ def _plan(settings: Mapping[str, str], environ: Mapping[str, str], spark: tuple[
         if recording:  # another JVM records it (or is writing it): this one starts as before
             return ArchivePlan("none")
     if complete(path):
-        return ArchivePlan("use", path=path)
+        return ArchivePlan("use", path=path, in_place=release[0] >= _IN_PLACE_SINCE)
     part = folder / f"{key}.jsa.{os.getpid()}.{_next_count()}.part"
     return ArchivePlan("record", path=path, part=part,
                        note=f"recording Spark's classes for a JVM class-data archive in {folder} (once per "

@@ -56,11 +56,23 @@ def test_first_start_records_then_later_starts_use(install):
     _finish(first)
     second = _plan(install)  # puts the written archive in place, sealed, and uses it
     assert second.action == "use" and second.path == first.path and second.note is None
-    assert second.options == f"-XX:SharedArchiveFile={first.path} -Xshare:auto"
+    assert second.options == (f"-XX:SharedArchiveFile={first.path} -Xshare:auto "
+                              f"-XX:+UnlockDiagnosticVMOptions -XX:ArchiveRelocationMode=0")
     assert first.path.read_bytes() == b"archive bytes" and ja.complete(first.path)
     assert sorted(p.name for p in install["cache"].iterdir()) == [
         first.path.name, first.path.name + ".complete", first.path.name + ".home"]
     assert Path(str(first.path) + ".home").read_text() == os.path.realpath(install["spark"][1])
+
+
+@pytest.mark.parametrize("release, in_place", [("13.0.2", False), ("14", True), ("21.0.5", True)])
+def test_the_archive_is_mapped_in_place_where_the_jdk_can(install, release, in_place):
+    # ArchiveRelocationMode is JDK 14+: a JDK 13 would refuse to start on it, and maps the archive as it does
+    (install["java_home"] / "release").write_text(f'JAVA_VERSION="{release}"\n')
+    _finish(_plan(install))
+    plan = _plan(install)
+    assert plan.action == "use" and plan.in_place is in_place
+    assert ("-XX:ArchiveRelocationMode=0" in plan.options) is in_place
+    assert plan.options.startswith(f"-XX:SharedArchiveFile={plan.path} -Xshare:auto")
 
 
 def test_while_a_jvm_records_other_starts_do_without(install):
