@@ -21,6 +21,7 @@ scenario once first if there is none yet.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import statistics
@@ -74,7 +75,7 @@ def main() -> int:
                "in place": mapped}
     print(f"archive {plan.path} ({plan.path.stat().st_size / 2**20:.0f} MiB)")
     folder = tempfile.mkdtemp(prefix="archive-mapping-")
-    logs = iter(os.path.join(folder, f"jvm-{n}.log") for n in range(10**6))
+    logs = (os.path.join(folder, f"jvm-{n}.log") for n in itertools.count())
     launch(options["in place"], next(logs))  # untimed: the files read once into the page cache
     times: dict[str, list[tuple[float, float, float]]] = {m: [] for m in MODES}
     for r in range(args.rounds):

@@ -40,7 +40,7 @@ __all__ = ["ENV_OFF", "ENV_CACHE", "ArchivePlan", "plan_archive", "cache_dir", "
 ENV_OFF = "EVENTTIME_JVM_ARCHIVE"
 ENV_CACHE = "EVENTTIME_CACHE_DIR"
 _OFF = {"0", "off", "false", "no"}
-_IN_PLACE_SINCE = 14  # the first JDK with ArchiveRelocationMode (an older one refuses to start on it)
+_IN_PLACE_SINCE = 14  # the first JDK with ArchiveRelocationMode (an older JVM does not know the option)
 # what a JVM says when it does not map the archive it was given (HotSpot's `cds` log tags)
 _REFUSAL = re.compile(r"\[(warning|error)\]\[cds[\],]|Unable to use shared archive|shared archive file", re.I)
 
@@ -57,9 +57,10 @@ class ArchivePlan:
     note: str | None = None
     # Map the archive where it was written rather than at a random address (`ArchiveRelocationMode=0`,
     # a diagnostic option of JDK 14+; JDK 17's default is 1, always elsewhere, for address-space
-    # randomisation): a relocation rewrites every pointer in the archive, 0.14 s of each start for
-    # Spark's 170 MB (BENCHMARKS.md, "Cold start"). Where that address is taken the JVM relocates as
-    # before. Where classes sit in memory cannot change what a query computes.
+    # randomisation): a relocation rewrites every pointer in the archive, 0.16 s of each JVM's creation
+    # for Spark's 170 MB (BENCHMARKS.md, "The class-data archive mapped where it was written"). Where
+    # that address is taken the JVM relocates as before. Where classes sit in memory cannot change
+    # what a query computes.
     in_place: bool = False
 
     @property
