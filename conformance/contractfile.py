@@ -20,6 +20,8 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
                 revenue: "decimal(22,2)"}
       modes: [append, update]                 # the output modes it allows (the first is the default)
       key: [page, country, window_start]      # optional: the columns that identify a row
+    queries:                                  # a job that starts several queries: each one's output, by
+      gold: {columns: "window_start timestamp, revenue decimal(22,2)"}   # the name the user knows it by
     requires: [multiple_stateful_operators]   # optional: Spark features every implementation needs
     implementations: [my_jobs.clicks:count]   # optional: what `eventtime certify` runs without --pipeline
 
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .coltypes import TypeSyntaxError, parse_type
-from .contracts import Column, Contract, ParamSpec, SourceSpec
+from .contracts import Column, Contract, ParamSpec, QuerySpec, SourceSpec
 from .sourcekinds import SOURCE_KINDS, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
@@ -48,7 +50,8 @@ PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool", "path")
 OUTPUT_MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_TOP_KEYS = ("contract", "name", "title", "description", "sources", "params", "output", "requires", "implementations")
+_TOP_KEYS = ("contract", "name", "title", "description", "sources", "params", "output", "queries", "requires",
+             "implementations")
 
 
 class ContractInvalid(ScenarioInvalid):
@@ -215,9 +218,9 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     `name` is the contract's name when the mapping does not say (an inline contract)."""
     r = _Reader(checker, prefix)
     before = len(checker.problems)
-    for key in doc:
-        if key not in _TOP_KEYS:
-            r.at((key,), f"a contract has no key {key!r}{did_you_mean(key, _TOP_KEYS)} "
+    for top in doc:
+        if top not in _TOP_KEYS:
+            r.at((top,), f"a contract has no key {top!r}{did_you_mean(top, _TOP_KEYS)} "
                          f"(keys: {', '.join(_TOP_KEYS)})", key=True)
     given = doc.get("contract", doc.get("name"))
     if given is None and name is None:
@@ -231,7 +234,14 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
 
     sources = _sources(r, doc.get("sources"))
     params = _params(r, doc.get("params"))
-    output, modes, key = _output(r, doc.get("output"))
+    queries = _queries(r, doc.get("queries"))
+    output: tuple[Column, ...] | None
+    modes: tuple[str, ...]
+    key: tuple[str, ...]
+    if "queries" in doc and "output" not in doc:  # a job of several queries: each promises its own output
+        output, modes, key = (), (), ()
+    else:
+        output, modes, key = _output(r, doc.get("output"))
     requires = r.names(doc.get("requires"), ("requires",), "requires") or ()
     if requires:
         from eventtime.harness.features import FEATURES
@@ -250,13 +260,13 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     if modes:
         params = params + (ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises",
                                      required=False, default=modes[0], choices=modes),)
-    if len(checker.problems) > before or sources is None or output is None:
+    if len(checker.problems) > before or sources is None or output is None or queries is None:
         return None
     return Contract(name=contract_name, title=title, description=description, sources=sources, params=params,
                     output=output, reference=implementations[0] if implementations else "",
                     alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
                     where=checker.where(prefix), output_where=checker.where(prefix + ("output", "columns")),
-                    bundled=bundled)
+                    bundled=bundled, queries=queries)
 
 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
@@ -443,6 +453,36 @@ def param_value(kind: str, value: Any, choices: tuple = ()) -> Any:
     if kind == "bool":
         return value if isinstance(value, bool) else _Bad(f"expected true or false, got {_json_type(value)}")
     return _Bad(f"unknown kind {kind!r}")
+
+
+def _queries(r: _Reader, raw: Any) -> tuple[QuerySpec, ...] | None:
+    """`queries: {NAME: {columns: ..., key: [...]}}`: the queries a job starts and the output each promises."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        r.at(("queries",), "`queries` maps each query's name (its queryName, else the path, table or topic it "
+                           f"writes) to {{columns: ...}}, not {_json_type(raw)}")
+        return None
+    out = []
+    for name, spec in raw.items():
+        path = ("queries", name)
+        if not isinstance(spec, dict) or "columns" not in spec:
+            r.at(path, f"query {name!r} needs `columns:` (its output, as `output: {{columns: ...}}`)")
+            continue
+        for key in spec:
+            if key not in ("columns", "key"):
+                r.at(path + (key,), f"a query has no key {key!r} (keys: columns, key); its output mode is the "
+                                    "job's own", key=True)
+        columns = r.columns(spec["columns"], path + ("columns",), f"query {name!r}", duplicates=True)
+        key_names = r.names(spec.get("key"), path + ("key",), "a query's key") or ()
+        if columns is None:
+            continue
+        names = [c.name for c in columns]
+        for i, k in enumerate(key_names):
+            if k not in names:
+                r.at(path + ("key", i), f"key column {k!r} is not a column of query {name!r}{did_you_mean(k, names)}")
+        out.append(QuerySpec(str(name), columns, tuple(key_names), r.c.where(r.prefix + path + ("columns",))))
+    return tuple(out) if len(out) == len(raw) else None
 
 
 def _output(r: _Reader, raw: Any) -> tuple[tuple[Column, ...] | None, tuple[str, ...], tuple[str, ...]]:

@@ -5,13 +5,13 @@ looked up by `registry`; this module holds their shape and the `@implementation`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .coltypes import ColumnType, parse_type
 from .problems import Where
 
-__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "ImplementationInfo", "implementation",
+__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "ImplementationInfo", "implementation",
            "implementation_info", "UNJUDGEABLE"]
 
 
@@ -65,12 +65,26 @@ class Contract:
     where: Where | None = field(default=None, compare=False)  # where it is declared
     output_where: Where | None = field(default=None, compare=False)  # where its output columns are declared
     bundled: bool = False  # one of the kit's own contracts (scenarios/*.contract.yaml)
+    # `queries:` of a job that starts several streaming queries: the output each named query promises
+    # (name as the user knows the query: its queryName, else the path, table or topic it writes)
+    queries: tuple["QuerySpec", ...] = ()
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
 
     def source(self, name: str) -> SourceSpec | None:
         return next((s for s in self.sources if s.name == name), None)
+
+    def query(self, name: str) -> "QuerySpec | None":
+        return next((q for q in self.queries if q.name == name), None)
+
+    def for_query(self, name: str | None) -> "Contract":
+        """The contract as one of its queries sees it: that query's output in place of `output` (the
+        contract itself when `name` is None or names no declared query)."""
+        spec = self.query(name) if name is not None else None
+        if spec is None:
+            return self
+        return replace(self, output=spec.output, key=spec.key, output_where=spec.where)
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -84,6 +98,16 @@ class Contract:
     def output_modes(self) -> tuple[str, ...]:
         spec = self.param("output_mode")
         return tuple(spec.choices) if spec is not None else ("append",)
+
+
+@dataclass(frozen=True)
+class QuerySpec:
+    """One streaming query a job promises: its name and output columns (`queries: {NAME: {columns: ...}}`)."""
+
+    name: str
+    output: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+    where: Where | None = field(default=None, compare=False)
 
 
 # Checks an implementation may declare it cannot be judged on: they read the metrics of Spark's

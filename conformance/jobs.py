@@ -18,7 +18,7 @@ from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, c
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
 
-__all__ = ["JobOutput", "build_job", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
+__all__ = ["JobOutput", "build_job", "query_names", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
 # Reader options that size a production batch: under the kit the scenario decides what each batch
 # reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
@@ -44,13 +44,14 @@ SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "cons
 
 @dataclass
 class JobOutput:
-    """The query a job built: its DataFrame, output mode, and its sink (None: the plain memory sink)."""
+    """One query a job built: its DataFrame, output mode, and its sink (None: the plain memory sink)."""
 
     df: Any
     output_mode: str
     writer: WriterCall | None
     sink: Callable[[Any, int], Any] | None  # the batch function that runs in each micro-batch
     notes: tuple[str, ...] = ()  # what of the job's code the kit did not exercise, for the result
+    name: str = ""  # the name the user knows the query by (`query_names`)
 
 
 def _is_kit(path: str) -> bool:
@@ -151,8 +152,8 @@ def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str]) -
 
 
 def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], contract: Contract,
-              impl_name: str, folder: str) -> JobOutput:
-    """Call the job under the substitution and say what query it built; raises SubstitutionError naming
+              impl_name: str, folder: str) -> list[JobOutput]:
+    """Call the job under the substitution and say what queries it built, in the order it started them; raises SubstitutionError naming
     the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
     A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
     from .signatures import PipelineRaised
@@ -166,21 +167,35 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
         except Exception as exc:  # noqa: BLE001 - the job's own code raised: its frames, not ours
             raise PipelineRaised(impl_name, exc) from exc
     returned = writer_call(value) if value is not None else None
-    if active.writers:
-        writer = active.writers[0]
-        if returned is not None and returned is not writer:
+    writers = list(active.writers)
+    if returned is not None and not any(returned is w for w in writers):
+        if writers:
             raise SubstitutionError(returned.place or caller_place(_is_kit), "the job returns a DataStreamWriter "
-                                    f"besides the query it started at {writer.place}: the kit runs one query per job")
-    elif returned is not None:  # returned unstarted: its path, if any, is an option
-        writer = returned
-        writer.path = writer.path or writer.option("path")
-    elif value is not None and getattr(value, "isStreaming", False):
-        return JobOutput(value, "append", None, None, tuple(notes))  # a streaming DataFrame: the plain path
-    else:
+                                    f"besides the queries it started (the first at {writers[0].place}): start it "
+                                    "too, or return nothing")
+        returned.path = returned.path or returned.option("path")  # returned unstarted: its path is an option
+        writers = [returned]
+    if not writers:
+        if value is not None and getattr(value, "isStreaming", False):  # a streaming DataFrame: the plain path
+            return [JobOutput(value, "append", None, None, tuple(notes))]
         raise SubstitutionError(None, f"job {impl_name} started no streaming query and returned no DataStreamWriter "
                                       f"(it returned {type(value).__name__}): a job's `build(spark)` returns "
                                       "`df.writeStream...` or its `main(spark)` calls `.start()`/`.toTable()`")
-    return JobOutput(writer.df, (writer.output_mode or "append").lower(), writer, _sink(writer, folder), tuple(notes))
+    names = query_names(writers)
+    return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder), tuple(notes), name)
+            for w, name in zip(writers, names)]
+
+
+def query_names(writers: list[WriterCall]) -> list[str]:
+    """The name a user knows each query by: its `queryName`, else the table, path or Kafka topic it
+    writes, else `query<N>` (its place in the order the job started them); a name two queries would
+    share gets `#2`, `#3`... on the later ones."""
+    out: list[str] = []
+    for i, w in enumerate(writers):
+        name = w.query_name or w.table or w.path or w.option("path") or w.option("topic") or f"query{i + 1}"
+        taken = sum(1 for n in out if n == name or n.startswith(name + "#"))
+        out.append(f"{name}#{taken + 1}" if taken else name)
+    return out
 
 
 def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:

@@ -781,10 +781,16 @@ class _Builder:
             if "on_spark" in variant:
                 self.c.at(vpath + ("on_spark",), "a version's checks cannot have versions of their own", key=True)
                 continue
+            if "query" in body and "query" not in variant:  # a version's checks look at the step's query
+                variant = {"query": body["query"], **variant}
             variants.append((str(spec), self.expect_checks(variant, contract, vpath, self.c.where(vpath))))
         return dataclasses.replace(step, variants=tuple(variants))
 
     def expect_checks(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.ExpectStep:
+        checked = self.query_contract(body, contract, path)
+        if checked is None:  # its rows cannot be read without knowing whose they are
+            return m.ExpectStep(where=where)
+        contract = checked
         out_cols = contract.output
         what = f"the output of contract {contract.name!r}"
         selected = self.selected_columns(body, contract, path)
@@ -841,7 +847,29 @@ class _Builder:
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
-            tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None)
+            tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None,
+            query=str(body["query"]) if isinstance(body.get("query"), str) else None)
+
+    def query_contract(self, body: dict, contract: Contract, path: tuple) -> Contract | None:
+        """`query: NAME`: the checks look at that query of a job that starts several, with the output
+        columns the contract declares for it under `queries:`; `written:` of a path a declared query is
+        named after reads with that query's columns."""
+        names = [q.name for q in contract.queries]
+        name = body.get("query")
+        if isinstance(name, str):
+            if names and contract.query(name) is None:
+                self.c.at(path + ("query",), f"contract {contract.name!r} declares no query {name!r}"
+                                             f"{did_you_mean(name, names)} (queries: {', '.join(names)})")
+                return None
+            return contract.for_query(name)
+        written = body.get("written")
+        if isinstance(written, str) and contract.query(written) is not None:
+            return contract.for_query(written)
+        if names and not contract.output and any(k in body for k in _NEEDS_OUTPUT):
+            self.c.at(path, f"contract {contract.name!r} declares several queries ({', '.join(names)}) and no "
+                            "`output`: say which query this expect checks with `query: NAME`")
+            return None
+        return contract
 
     def written_check(self, body: dict, contract: Contract, path: tuple) -> m.WrittenCheck | None:
         """`table: NAME` or `written: PARAM` (+ `format`, `where`): the row checks read what the job wrote."""
@@ -932,6 +960,10 @@ class _Builder:
                 return None
             return kept
         return None
+
+
+# expect keys whose values are read with the output columns of the query checked
+_NEEDS_OUTPUT = ("rows", "output", "last_batch", "no_output", "batches", "columns", "ignore", "where", "schema")
 
 
 def _shape_text(kind: str, topic: str | None, headers: bool) -> str:

@@ -218,6 +218,9 @@ class ExpectStep(Step):
     # what the model of the semantics predicts
     variants: tuple[tuple[str, "ExpectStep"], ...] = ()
     written: WrittenCheck | None = None  # the row checks read what a job wrote, not the sink
+    # `query: NAME`: the query of a job that starts several whose batches the checks look at (None: the
+    # only one)
+    query: str | None = None
     kind = "expect"
 
 
@@ -266,6 +269,12 @@ class Scenario:
             end -= 1
         return [(n, self.lines[n - 1]) for n in range(max(1, start - context), end + 1)
                 if n - 1 < len(self.lines)]
+
+
+def checked_contract(contract: Contract, step: ExpectStep) -> Contract:
+    """The contract an expect's rows are read with: the output its query declares (`query:`, or a
+    `written:` path a declared query is named after: `Contract.queries`), else the contract's own."""
+    return contract.for_query(step.query or (step.written.path if step.written is not None else None))
 
 
 def for_spark_version(scenario: Scenario, spark_version: str) -> Scenario:

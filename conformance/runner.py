@@ -6,14 +6,14 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
 
 from . import model as m
-from .contracts import implementation_info
+from .contracts import Contract, implementation_info
 from .faults import Fault, classify_failure, classify_os_error
 from .drive import drive
 from .judge import Observed, judge_expect
@@ -246,7 +246,12 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     staging = _connect_staging(spark) if compat.connect else None
     sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
                for name, src in scenario.sources.items()}
-    build = _Build(scenario, call, sources, impl_name, job=job, workdir=workdir)
+    if job:
+        from eventtime.harness.jobrun import SourceCopies
+
+        sources = {name: SourceCopies(src) for name, src in sources.items()}
+    build = (_JobBuild(scenario, call, sources, impl_name, workdir=workdir) if job
+             else _Build(scenario, call, sources, impl_name, workdir=workdir))
     run = _new_run(scenario, spark, build, staging, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
@@ -360,6 +365,13 @@ class _Build:
         self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
+    def sink_of(self, query: str | None) -> Any:
+        """The BatchFunctionSink of the query that failed (a pipeline has one query)."""
+        return self.sink
+
+    def writer_of(self, query: str | None) -> Any:
+        return self.writer
+
     def path_conf(self) -> dict[str, str]:
         """The Spark settings of the contract's `kind: path` parameters: a folder of this run's own each."""
         return {p.conf: self.path(p.name) for p in self.scenario.contract.params if p.kind == "path" and p.conf}
@@ -369,8 +381,6 @@ class _Build:
 
     def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
-        if self.job:
-            return self._build_job(frames)
         try:
             value = self.call(frames, self.scenario.params)
         except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
@@ -387,39 +397,8 @@ class _Build:
         positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
 
-    def _build_job(self, frames: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The job called with its readers and writer substituted: its DataFrame, its output mode and the
-        sink that runs its batch function (or writes its table or folder) after observing each batch."""
-        from eventtime.harness.stream import BatchFunctionSink, read_rows
-
-        from .jobs import SubstitutionError, build_job
-
-        spark = next(iter(self.sources.values())).spark
-        try:
-            out = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir)
-        except SubstitutionError as exc:
-            raise PipelineError(f"job {self.impl_name}: {exc}") from None
-        df, self.writer = out.df, out.writer
-        self.notes.extend(n for n in out.notes if n not in self.notes)
-        if not hasattr(df, "isStreaming") or not df.isStreaming:
-            raise PipelineError(f"job {self.impl_name} writes {type(df).__name__}, not a streaming DataFrame")
-        self.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
-        fields = [(name, type_name) for name, type_name, _ in self.schema]
-        positions = check_output(fields, self.scenario.contract)  # OutputMismatch: a failed verdict
-        self.output_mode = out.output_mode
-        names = self.scenario.contract.output_names
-
-        def project(frame: Any) -> Any:
-            positional = frame.toDF(*[f"_{i}" for i in range(len(fields))])
-            return positional.select(*[f"_{i}" for i in positions]).toDF(*names)
-
-        if out.sink is None:  # a memory or console sink: the kit's own memory sink observes it
-            return project(df), out.output_mode
-        self.sink = BatchFunctionSink(spark, out.sink, lambda batch: read_rows(project(batch)))
-        return df, out.output_mode, self.sink
-
-    def written_rows(self, spark: Any, check: m.WrittenCheck) -> list[tuple]:
-        """The rows a job left in a table or a path parameter's folder, as rows of the contract's output
+    def written_rows(self, spark: Any, check: m.WrittenCheck, contract: Contract) -> list[tuple]:
+        """The rows a job left in a table or a path parameter's folder, as rows of `contract`'s output
         columns (by name; a column the table lacks is None), only those with `check.filter`'s values."""
         from eventtime.harness.stream import read_rows
 
@@ -435,29 +414,145 @@ class _Build:
             if check.format == "csv":
                 reader = reader.option("header", "true").option("inferSchema", "true")
             frame = reader.load(folder)
-        names = list(self.scenario.contract.output_names)
+        names = list(contract.output_names)
         present = [n for n in names if n in frame.columns]
         wanted = [n for n, _ in check.filter if n not in present]
         if wanted:
             raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
-        types = {c.name: c.ctype for c in self.scenario.contract.output}
+        types = {c.name: c.ctype for c in contract.output}
         rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
         rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
         return [tuple(r.get(n) for n in names) for r in rows]
 
 
+@dataclass
+class _Query:
+    """One query of a job, as the kit knows it at its latest start."""
+
+    name: str
+    writer: Any = None
+    sink: Any = None  # its BatchFunctionSink, when the job's sink is a batch function, table or folder
+    schema: list[tuple[str, str, bool]] | None = None
+    output_mode: str = "append"
+    declared: bool = False  # its rows are checked and read in the columns the contract declares for it
+
+
+class _JobBuild(_Build):
+    """A job's queries, built at each start: the job called under the substitution on sources of the
+    query's own (`jobrun.SourceCopies`: a MemoryStream has one reader), its `index`-th query taken. A
+    query's output is checked against what the contract declares for it (`queries: {NAME: ...}`, or
+    `output` for a job of one query) and put in those columns; an undeclared query's rows stay as its
+    sink gets them (checked through what it wrote)."""
+
+    def __init__(self, scenario: m.Scenario, call: Callable[..., Any], sources: Mapping[str, Any], impl_name: str,
+                 *, workdir: str):
+        super().__init__(scenario, call, sources, impl_name, job=True, workdir=workdir)
+        self.queries: dict[str, _Query] = {}
+
+    def sink_of(self, query: str | None) -> Any:
+        found = self.queries.get(query) if query is not None else (
+            next(iter(self.queries.values())) if len(self.queries) == 1 else None)
+        return found.sink if found is not None else None
+
+    def writer_of(self, query: str | None) -> Any:
+        found = self.queries.get(query) if query is not None else (
+            next(iter(self.queries.values())) if len(self.queries) == 1 else None)
+        return found.writer if found is not None else None
+
+    def contract_of(self, name: str) -> Contract | None:
+        """The contract as query `name` must keep it (None: the contract promises nothing of its output)."""
+        contract = self.scenario.contract
+        if contract.query(name) is not None:
+            return contract.for_query(name)
+        return contract if len(self.queries) == 1 and contract.output else None
+
+    def _call(self, index: int) -> list[Any]:
+        from .jobs import SubstitutionError, build_job
+
+        frames = {name: src.copy(index).dataframe() for name, src in self.sources.items()}
+        spark = next(iter(self.sources.values())).spark
+        try:
+            outs = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir)
+        except SubstitutionError as exc:
+            raise PipelineError(f"job {self.impl_name}: {exc}") from None
+        for out in outs:
+            self.notes.extend(n for n in out.notes if n not in self.notes)
+        return outs
+
+    def discover(self) -> list[str]:
+        """The queries the job starts, by name, in the order it starts them (at the first start)."""
+        names = [o.name for o in self._call(0)]
+        contract = self.scenario.contract
+        missing = [q.name for q in contract.queries if q.name not in names]
+        if missing:
+            raise PipelineError(f"job {self.impl_name} starts no query named {', '.join(map(repr, missing))}, which "
+                                f"contract {contract.name!r} declares under `queries:`; it starts "
+                                f"{', '.join(map(repr, names))} (a query is known by its queryName, else the path, "
+                                "table or topic it writes)")
+        self.queries = {n: _Query(n) for n in names}
+        return names
+
+    def build_query(self, index: int) -> tuple[Any, ...]:
+        """Query `index` of the job, built anew (at every start)."""
+        from eventtime.harness.stream import BatchFunctionSink, read_rows
+
+        outs = self._call(index)
+        names = [o.name for o in outs]
+        if names != list(self.queries):
+            raise PipelineError(f"job {self.impl_name} started the queries {', '.join(map(repr, names))} this time and "
+                                f"{', '.join(map(repr, self.queries))} at its first start: the kit calls the job at "
+                                "each start of each query, so it must start the same queries every time")
+        out = outs[index]
+        query = self.queries[out.name]
+        query.writer, query.output_mode = out.writer, out.output_mode
+        df = out.df
+        if not hasattr(df, "isStreaming") or not df.isStreaming:
+            raise PipelineError(f"job {self.impl_name} writes {type(df).__name__} in query {out.name!r}, not a "
+                                "streaming DataFrame")
+        query.schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+        self.schema, self.output_mode, self.writer = query.schema, out.output_mode, out.writer
+        contract = self.contract_of(out.name)
+        query.declared = contract is not None
+        project: Callable[[Any], Any] = lambda frame: frame  # noqa: E731 - undeclared: as the sink gets it
+        if contract is not None:
+            fields = [(name, type_name) for name, type_name, _ in query.schema]
+            positions = check_output(fields, contract)  # OutputMismatch: a failed verdict
+            names_out = contract.output_names
+
+            def project(frame: Any) -> Any:
+                positional = frame.toDF(*[f"_{i}" for i in range(len(fields))])
+                return positional.select(*[f"_{i}" for i in positions]).toDF(*names_out)
+
+        if out.sink is None:  # a memory or console sink: the kit's own memory sink observes it
+            return project(df), out.output_mode
+        query.sink = BatchFunctionSink(next(iter(self.sources.values())).spark, out.sink, lambda batch: read_rows(project(batch)))
+        self.sink = query.sink
+        return df, out.output_mode, query.sink
+
+
 def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
-    """The query run: over Spark Connect a ConnectStreamRun, else a StreamRun on the manual clock."""
+    """The query run: over Spark Connect a ConnectStreamRun, a job's queries as a QueryGroup, else a
+    StreamRun on the manual clock."""
     if staging is not None:
         from eventtime.harness.connect import ConnectStreamRun
 
         return ConnectStreamRun(spark, build, staging, timeout=timeout)
     from eventtime.harness.stream import StreamRun
 
-    return StreamRun(spark, build, checkpoint=str(Path(workdir) / "checkpoint"),
-                     clock_start_ms=scenario.clock_start_us // 1000,
-                     trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout, name=None)
+    def stream_run(session: Any, make: Callable[[], tuple[Any, ...]], checkpoint: Path) -> StreamRun:
+        return StreamRun(session, make, checkpoint=str(checkpoint), clock_start_ms=scenario.clock_start_us // 1000,
+                         trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout,
+                         name=None)
+
+    if isinstance(build, _JobBuild):
+        from eventtime.harness.jobrun import QueryGroup
+
+        job = build
+        return QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
+            session, lambda: job.build_query(i), Path(workdir) / "checkpoint" / str(i)),
+            checkpoint=str(Path(workdir) / "checkpoint"))
+    return stream_run(spark, build, Path(workdir) / "checkpoint")
 
 
 class _SparkSteps:
@@ -474,6 +569,7 @@ class _SparkSteps:
         self.limit: list[str] = []  # over Spark Connect: why the run cannot be reproduced there (not applicable)
         self.faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
         self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
+        self.pending: dict[str, list[Any]] = {}  # a job's query -> its batches since its previous expect
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
@@ -488,19 +584,55 @@ class _SparkSteps:
 
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
         sr = self.current
+        contract = m.checked_contract(self.scenario.contract, step)
         if step.written is not None:
-            return self._expect_written(sr, step)
-        observed = Observed(since_expect, list(self.query_run.history.values()), self.build.output_mode,
-                            [c.name for c in self.scenario.contract.output], self.failure, self.build.schema)
-        judge_expect(sr, step, observed, self.scenario, self.unjudged)
+            return self._expect_written(sr, step, contract)
+        try:
+            run, name = self._looked_at(step)
+        except PipelineError as exc:
+            sr.status, sr.message = ERROR, str(exc)
+            return True
+        mode, schema = self.build.output_mode, self.build.schema
+        if name is not None:  # one query of a job's: its batches since its own previous expect
+            assert isinstance(self.build, _JobBuild)
+            query = self.build.queries[name]
+            mode, schema, since_expect = query.output_mode, query.schema, self.pending.get(name, [])
+            if not query.declared and any(c.rows for c in step.rows):
+                sr.status, sr.message = ERROR, (f"query {name!r} of the job writes rows whose columns contract "
+                                                f"{contract.name!r} does not declare: declare them under `queries: "
+                                                f"{{{name}: {{columns: ...}}}}` to check its rows")
+                return True
+        observed = Observed(since_expect, list(run.history.values()), mode, [c.name for c in contract.output],
+                            self.failure, schema)
+        judge_expect(sr, step, observed, self.scenario if contract is self.scenario.contract
+                     else replace(self.scenario, contract=contract), self.unjudged)
         if sr.status == SKIPPED:
             return False
         sr.watermark_ms = observed.watermark_ms
+        if name is not None:
+            self.pending[name] = []
         if step.failure is not None and self.failure is not None:
             self.failure_consumed = True
         return True
 
-    def _expect_written(self, sr: StepResult, step: m.ExpectStep) -> bool:
+    def _looked_at(self, step: m.ExpectStep) -> tuple[Any, str | None]:
+        """The run an expect's checks look at, and the name of the job's query it is (None: a pipeline's
+        one query)."""
+        if not isinstance(self.build, _JobBuild) or not self.build.queries:
+            return self.query_run, None
+        names = list(self.build.queries)
+        if step.query is not None:
+            if step.query not in names:
+                raise PipelineError(f"the job started no query named {step.query!r}; it started "
+                                    f"{', '.join(map(repr, names))} (a query is known by its queryName, else the "
+                                    "path, table or topic it writes)")
+            return self.query_run.query(step.query), step.query
+        if len(names) > 1:
+            raise PipelineError(f"the job started {len(names)} queries ({', '.join(map(repr, names))}): say which one "
+                                "this expect checks with `query: NAME`")
+        return self.query_run.query(names[0]), names[0]
+
+    def _expect_written(self, sr: StepResult, step: m.ExpectStep, contract: Contract) -> bool:
         """Judge an expect of what the job wrote (a table, a path parameter's folder) on its rows read back
         now; like any expect it closes "since the previous expect" once judged."""
         from eventtime.harness.observations import BatchObservation
@@ -508,11 +640,11 @@ class _SparkSteps:
         if self.failure is not None and step.failure is None:
             sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
             return False
-        names = list(self.scenario.contract.output_names)
+        names = list(contract.output_names)
         check = step.written
         assert check is not None
         try:
-            rows = self.build.written_rows(self.query_run.spark, check)
+            rows = self.build.written_rows(self.query_run.spark, check, contract)
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
             what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
             sr.status = FAILED
@@ -520,7 +652,8 @@ class _SparkSteps:
             return True
         batch = BatchObservation(batch_id=0, input_rows=0, timestamp_ms=None, watermark_before_ms=None,
                                  watermark_after_ms=None, rows=rows)
-        judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario, self.unjudged)
+        judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario
+                     if contract is self.scenario.contract else replace(self.scenario, contract=contract), self.unjudged)
         sr.watermark_ms = _current_watermark(self.query_run)
         return True
 
@@ -530,7 +663,11 @@ class _SparkSteps:
             self.result.steps.append(sr)
         t0 = time.monotonic()
         try:
-            return self._attempt(sr, action)
+            batches = self._attempt(sr, action)
+            for b in batches:
+                if b.query is not None:
+                    self.pending.setdefault(b.query, []).append(b)
+            return batches
         finally:
             sr.seconds = time.monotonic() - t0
             sr.watermark_ms = _current_watermark(self.query_run)
@@ -572,12 +709,13 @@ class _SparkSteps:
             if self._surroundings_failed(sr, exc.chain):
                 return []
             self.failure = _failure_from(exc, self.compat, sr.index)
-            raised = self.build.sink.raised if self.build.sink is not None else None
+            sink = self.build.sink_of(exc.query)
+            raised = sink.raised if sink is not None else None
             if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's
                 from .jobs import batch_error
 
-                self.failure.summary = batch_error(raised[0], raised[1], self.build.writer)
-                self.build.sink.raised = None
+                self.failure.summary = batch_error(raised[0], raised[1], self.build.writer_of(exc.query))
+                sink.raised = None
             sr.message = str(self.failure)
             sr.status = ERROR
         except HarnessTimeout as exc:
@@ -626,7 +764,10 @@ def _conclude(result: ScenarioResult, steps: _SparkSteps, died: list[Any]) -> No
 
 
 def _current_watermark(run: Any) -> int | None:
+    """The watermark the run's query left (0: none yet); None for a job's several queries, which have one each."""
+    from eventtime.harness.jobrun import QueryGroup
+
     if not run.history:
-        return 0
+        return None if isinstance(run, QueryGroup) and len(run.runs) > 1 else 0
     last = run.history[max(run.history)]
     return last.watermark_after_ms

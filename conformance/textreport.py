@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from .contracts import Contract
 from .judge import format_value
+from .model import ExpectStep, checked_contract
 from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 
@@ -54,11 +56,11 @@ def _batch_line(b, result: ScenarioResult) -> str:
             f" -> {wm(b.watermark_after_ms)}, dropped {b.dropped}, state {b.state_rows})")
 
 
-def _failure_lines(f: CheckFailure, result: ScenarioResult, indent: str) -> list[str]:
+def _failure_lines(f: CheckFailure, result: ScenarioResult, indent: str, contract: Contract) -> list[str]:
     lines = [f"{indent}{f.where}: {f.message}"]
     if f.missing or f.unexpected:
-        types = [c.type for c in result.scenario.contract.output]
-        cols = f.columns or tuple(c.name for c in result.scenario.contract.output)
+        types = [c.type for c in contract.output]
+        cols = f.columns or tuple(c.name for c in contract.output)
         if f.missing:
             lines.append(f"{indent}  missing (expected, not produced):")
             lines += _table(cols, types, f.missing, result, indent + "    ")
@@ -87,8 +89,9 @@ def describe_failure(result: ScenarioResult) -> str:
             lines.append(f"    {n:>4} | {text}")
         if step.message:
             lines.append(f"    {step.message}")
+        contract = checked_contract(sc.contract, src[0]) if src and isinstance(src[0], ExpectStep) else sc.contract
         for f in step.failures:
-            lines += _failure_lines(f, result, "    ")
+            lines += _failure_lines(f, result, "    ", contract)
         wm = step.watermark_ms
         lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
         batches = [b for s in since_check for b in s.batches] + list(step.batches)

@@ -3,8 +3,8 @@
 While `substitution(resolve)` is active in a thread, every `spark.readStream...load()` (and its
 shortcuts `table`, `json`, `parquet`, `csv`, `orc`, `text`) made in that thread calls
 `resolve(ReaderCall)` for the streaming DataFrame to use instead of opening a real source, and every
-`writeStream...start()` / `toTable()` records a `WriterCall` and returns a `StandInQuery` instead of
-starting a query (and `spark.streams.awaitAnyTermination()` returns at once). Nothing is connected to, read from or written to. Each call knows where in the
+`writeStream...start()` / `toTable()` records a `WriterCall` (every query the job starts, in order) and
+returns a `StandInQuery` instead of starting a query (and `spark.streams.awaitAnyTermination()` returns at once). Nothing is connected to, read from or written to. Each call knows where in the
 job's code it was made (`Place`), so an error can name it.
 
 Only classic PySpark's `DataStreamReader`/`DataStreamWriter` are substituted (Spark Connect's live in
@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place"]
@@ -327,10 +327,9 @@ def _started(active: _Active, self: Any, *, path: str | None, format: str | None
              partitionBy: Any, queryName: str | None, table: str | None, options: dict) -> StandInQuery:
     call = _writer_of(self)
     place = caller_place()
-    if active.writers:
-        first = active.writers[0].place
-        raise SubstitutionError(place, f"a second streaming query is started (the first was started at {first}); "
-                                       "the kit runs one query per job: build one query, or test each in its own job")
+    if call.started:  # started again: Spark starts another query with the writer's settings so far
+        call = replace(call, options=dict(call.options))
+        self._eventtime_writer = call
     if format is not None:
         call.format, call.format_place = format, place
     if outputMode is not None:

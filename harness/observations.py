@@ -30,6 +30,7 @@ class BatchObservation:
     event_time: dict[str, Any] = field(default_factory=dict)
     duration_ms: int | None = None
     run: int = 0  # which start of the query ran it (0 = first)
+    query: str | None = None  # which query of a job that starts several ran it (`jobrun.QueryGroup`)
 
     @property
     def has_data(self) -> bool:
@@ -42,4 +43,5 @@ class BatchObservation:
             "watermark_after_ms": self.watermark_after_ms, "rows": [list(r) for r in self.rows],
             "dropped": self.dropped, "state_rows": self.state_rows, "operators": self.operators,
             "event_time": self.event_time, "duration_ms": self.duration_ms, "run": self.run,
+            **({"query": self.query} if self.query is not None else {}),
         }

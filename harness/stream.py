@@ -38,6 +38,7 @@ class QueryFailed(HarnessError):
         super().__init__(message)
         self.error_class = error_class
         self.chain = list(chain)
+        self.query: str | None = None  # which query of a job's several failed (`jobrun.QueryGroup`)
 
 
 def _has_container(dt: Any) -> bool:

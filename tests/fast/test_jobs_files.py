@@ -133,3 +133,66 @@ def test_a_reader_matches_a_source_on_every_key_of_its_from():
     assert reads_of(kafka) == (("format", "kafka"), ("subscribe", "shop.clicks"))
     assert _matches(ReaderCall(format="kafka", options={"subscribe": "shop.clicks"}), reads_of(kafka))
     assert _matches(ReaderCall(table="users"), reads_of(SourceSpec("u", (), reads=(("table", "users"),))))
+
+
+QUERIES = CONTRACT.replace("""output:
+  columns: "page string, clicks bigint"
+  modes: [update]
+""", """queries:
+  counts: {columns: "page string, clicks bigint", key: [page]}
+  valid: {columns: "page string, ts timestamp"}
+""")
+
+QUERY_SCENARIO = textwrap.dedent("""\
+    scenario: s
+    description: d
+    contract: page_counts
+    steps:
+      - add: {clicks: [[home, "00:00:01"]]}
+      - process
+      - expect: {query: counts, rows: [[home, 1]], watermark: "00:00:01"}
+      - expect: {query: valid, rows: [[home, "00:00:01"]]}
+      - expect: {query: counts, written: out, where: {page: home}, rows: [[home, 1]]}
+      - expect: {query: valid, on_spark: {"<4": {rows: [[home, "00:00:01"]]}}, rows: []}
+    """)
+
+
+def test_a_jobs_several_queries_are_read_each_with_its_own_columns(tmp_path):
+    assert QUERIES != CONTRACT
+    sc = load_scenario(str(_write(tmp_path, QUERIES, QUERY_SCENARIO)))
+    assert [q.name for q in sc.contract.queries] == ["counts", "valid"]
+    assert sc.contract.query("counts").key == ("page",)
+    expects = [s for s in sc.steps if s.kind == "expect"]
+    assert [e.query for e in expects] == ["counts", "valid", "counts", "valid"]
+    assert expects[0].rows[0].rows == (("home", 1),)
+    assert expects[1].rows[0].rows == (("home", 1_704_067_201_000_000),)  # a timestamp, as `valid` declares
+    assert expects[2].written.filter == (("page", "home"),)
+    assert expects[3].variants[0][1].query == "valid"  # a version's checks look at the step's query
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("{query: counts, rows: [[home, 1]], watermark", "{query: count, rows: [[home, 1]], watermark", ":7:",
+     "contract 'page_counts' declares no query 'count'; did you mean 'counts'? (queries: counts, valid)"),
+    ("{query: valid, rows: [[home, \"00:00:01\"]]}", "{rows: [[home, \"00:00:01\"]]}", ":8:",
+     "contract 'page_counts' declares several queries (counts, valid) and no `output`: say which query"),
+    ("{query: valid, rows: [[home, \"00:00:01\"]]}", "{query: valid, rows: [[home, 1]]}", ":8:",
+     "column 'ts' is timestamp"),
+], ids=["unknown-query", "no-query", "wrong-columns"])
+def test_query_problems_are_at_their_line(tmp_path, old, new, place, message):
+    assert old in QUERY_SCENARIO
+    problems = _problems(_write(tmp_path, QUERIES, QUERY_SCENARIO.replace(old, new)))
+    assert any(place in p and message in p for p in problems), problems
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("  valid: {columns: \"page string, ts timestamp\"}", "  valid: {cols: x}", ":13:",
+     "query 'valid' needs `columns:`"),
+    ("{columns: \"page string, clicks bigint\", key: [page]}", "{columns: \"page string, clicks bigint\", key: [p]}",
+     ":12:", "key column 'p' is not a column of query 'counts'"),
+    ("  valid: {columns: \"page string, ts timestamp\"}", "  valid: {columns: \"page string\", mode: update}", ":13:",
+     "a query has no key 'mode'"),
+], ids=["no-columns", "bad-key", "unknown-key"])
+def test_contract_query_problems_are_at_their_line(tmp_path, old, new, place, message):
+    assert old in QUERIES
+    problems = _problems(_write(tmp_path, QUERIES.replace(old, new), QUERY_SCENARIO))
+    assert any(place in p and message in p for p in problems), problems

@@ -231,6 +231,7 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
+    "/$defs/expect/properties/query": "query name, checked against the contract's `queries` and the job's queries",
     "/$defs/expect/properties/columns/items": "output column name, checked against the contract",
     "/$defs/expect/properties/ignore/items": "output column name, checked against the contract",
     "/$defs/expect/properties/failure/properties/error_class": "text to find in the error",

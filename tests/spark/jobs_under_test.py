@@ -51,13 +51,6 @@ def unmatched_reader(spark):
     return _counts(clicks).writeStream.foreachBatch(overwrite_partitions)
 
 
-def second_query(spark):
-    clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
-    _counts(clicks).writeStream.outputMode("update").foreachBatch(overwrite_partitions).start()
-    clicks.writeStream.format("console").start()  # <- second
-    return None
-
-
 def batch_limit(spark):
     clicks = (spark.readStream.format("json").schema("page string, ts timestamp")
               .option("maxFilesPerTrigger", 1)  # <- batch size

@@ -174,11 +174,10 @@ def test_a_file_sink_writes_each_batch_to_the_runs_own_folder(spark, scenario_of
 
 @pytest.mark.parametrize("job, marker, words", [
     (jobs.unmatched_reader, "unmatched", "matches no source of contract 'page_counts'"),
-    (jobs.second_query, "second", "a second streaming query is started"),
     (jobs.file_age, "option", "option maxFileAge='1h'"),
     (jobs.kafka_sink, "sink", "sink format 'kafka' cannot be observed"),
     (jobs.file_sink_outside, "outside", "the parquet sink writes to '/data/out', outside the scenario's own folder"),
-], ids=["unmatched-reader", "second-query", "unsupported-option", "unobservable-sink", "file-sink-outside"])
+], ids=["unmatched-reader", "unsupported-option", "unobservable-sink", "file-sink-outside"])
 def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, marker, words):
     result = run_scenario(scenario_of(ONE_BATCH), job, session=spark)
     assert result.status == "error"

@@ -1,0 +1,179 @@
+"""The streaming queries of one job run as one: on one clock time, started, stopped and stepped together.
+
+A job's `main` may start several queries (a medallion job: raw records to bronze, valid ones to silver,
+aggregates to gold, alerts to a topic). `QueryGroup` runs them as production does, on the kit's terms:
+- `start` starts every query in the order the job started them; `stop` stops them all;
+- `process` runs each query's triggers in that order, and goes round again while any query ran a batch,
+  so that a query reading what another wrote in this step gets it in the same step;
+- `advance` moves every query's manual clock by the same time and runs each one's trigger that came due;
+- `uncommit_last` makes each query's last data batch run again at the next start (a crash of the job
+  between those batches' writes and their commits).
+Each query has its own checkpoint, sink and sources: a MemoryStream drops what its reader committed, so
+two queries cannot share one (`SourceCopies` gives each query its own copy of every scenario source,
+each add going to all of them). Each batch it observes is tagged with its query's name.
+
+It has the methods of a single `stream.StreamRun` that `driver.QueryDriver` calls, so the step driver
+needs no second path.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
+
+from .observations import BatchObservation
+from .stream import HarnessError, MemorySource, QueryFailed, StreamRun, apply_conf, restore_conf
+
+__all__ = ["QueryGroup", "SourceCopies", "MAX_PASSES"]
+
+# `process` goes round the queries while any of them ran a batch: a chain of N queries settles in N
+# rounds, so this bound is only ever met by queries that feed each other in a loop.
+MAX_PASSES = 100
+
+
+class SourceCopies:
+    """One scenario source read by several queries: a MemoryStream of its own for each query, each given
+    every add in the same order (so each copy has the same offsets)."""
+
+    def __init__(self, first: MemorySource):
+        self.copies: list[MemorySource] = [first]
+
+    @property
+    def spark(self) -> Any:
+        return self.copies[0].spark
+
+    @property
+    def name(self) -> str:
+        return self.copies[0].name
+
+    def copy(self, index: int) -> MemorySource:
+        """Query `index`'s copy, made (with every add so far) on first use."""
+        while len(self.copies) <= index:
+            self.copies.append(self.copies[0].replayed_in(self.copies[0].spark))
+        return self.copies[index]
+
+    def dataframe(self) -> Any:
+        return self.copies[0].dataframe()
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        for c in self.copies:
+            c.add(rows)
+
+    def add_partitions(self, parts: Sequence[Sequence[Sequence[Any]]]) -> None:
+        for c in self.copies:
+            c.add_partitions(parts)
+
+    def replayed_in(self, spark: Any) -> "SourceCopies":
+        out = SourceCopies(self.copies[0].replayed_in(spark))
+        out.copies += [c.replayed_in(spark) for c in self.copies[1:]]
+        return out
+
+
+class QueryGroup:
+    """A job's queries as one run. `discover()` says which queries the job starts (their names, in the
+    order it starts them), called at the first start; `make_run(index, name, spark)` makes the StreamRun
+    of one of them (its build calls the job and takes its `index`-th query)."""
+
+    def __init__(self, spark: Any, discover: Callable[[], Sequence[str]],
+                 make_run: Callable[[int, str, Any], StreamRun], *, checkpoint: str):
+        self.spark = spark
+        self.checkpoint = checkpoint  # the folder holding each query's checkpoint
+        self._discover, self._make_run = discover, make_run
+        self.runs: dict[str, StreamRun] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.runs)
+
+    def query(self, name: str) -> StreamRun:
+        return self.runs[name]
+
+    @property
+    def running(self) -> bool:
+        return any(r.running for r in self.runs.values())
+
+    @property
+    def history(self) -> dict[int, BatchObservation]:
+        """The batches of the only query (a group of one is a single query); {} with several, whose
+        batch ids each count from 0: ask `query(name).history`."""
+        return next(iter(self.runs.values())).history if len(self.runs) == 1 else {}
+
+    def start(self, conf: Mapping[str, str] | None = None) -> list[BatchObservation]:
+        if not self.runs:  # the job is called with the settings each query is built with
+            previous = apply_conf(self.spark, conf or {})
+            try:
+                names = list(self._discover())
+            finally:
+                restore_conf(self.spark, previous)
+            self.runs = {name: self._make_run(i, name, self.spark) for i, name in enumerate(names)}
+        out: list[BatchObservation] = []
+        for name, run in self.runs.items():
+            out += self._each(name, lambda r=run: r.start(conf))  # type: ignore[misc]
+        return out
+
+    def process(self) -> list[BatchObservation]:
+        out: list[BatchObservation] = []
+        for _ in range(MAX_PASSES):
+            ran: list[BatchObservation] = []
+            for name, run in self.runs.items():
+                ran += self._each(name, run.process)
+            if not ran:
+                return out
+            out += ran
+        raise HarnessError(f"process went round the job's {len(self.runs)} queries {MAX_PASSES} times and they still "
+                           "had work: do they feed each other in a loop?")
+
+    def advance(self, ms: int) -> list[BatchObservation]:
+        out: list[BatchObservation] = []
+        for name, run in self.runs.items():
+            out += self._each(name, lambda r=run: r.advance(ms))  # type: ignore[misc]
+        return out
+
+    def advance_stopped(self, ms: int) -> None:
+        for run in self.runs.values():
+            run.advance_stopped(ms)
+
+    def stop(self) -> None:
+        """Stop every query; the first error is raised once all were asked to stop."""
+        self._all(lambda r: r.stop())
+
+    def close(self) -> None:
+        self._all(lambda r: r.close())
+
+    def uncommit_last(self) -> None:
+        """Each query that has committed a data batch runs its last one again at the next start."""
+        done = 0
+        for run in self.runs.values():
+            try:
+                run.uncommit_last()
+                done += 1
+            except HarnessError:
+                continue  # this query read nothing yet: it has no batch to run again
+        if not done:
+            raise HarnessError("no query of the job has read data and committed yet, so none can run again")
+
+    def move_to(self, spark: Any) -> None:
+        for run in self.runs.values():
+            run.move_to(spark)
+        self.spark = spark
+
+    def _all(self, action: Callable[[StreamRun], None]) -> None:
+        first: BaseException | None = None
+        for run in self.runs.values():
+            try:
+                action(run)
+            except Exception as exc:  # noqa: BLE001 - raised below, once every query was asked
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def _each(self, name: str, action: Callable[[], list[BatchObservation]]) -> list[BatchObservation]:
+        """One query's action, its batches tagged with its name; a failure says which query failed."""
+        try:
+            batches = action()
+        except QueryFailed as exc:
+            exc.query = name
+            exc.args = (f"query {name!r}: {exc}",)
+            raise
+        except HarnessError as exc:
+            raise type(exc)(f"query {name!r}: {exc}") from exc
+        return [replace(b, query=name) for b in batches]

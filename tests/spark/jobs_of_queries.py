@@ -1,0 +1,55 @@
+"""Jobs that start several streaming queries, written as users write them, for `test_job_queries.py`:
+one read of the source feeding several queries, each with its own sink, and a `main` that waits on them
+all. The comments `# <- NAME` mark the lines an error must name (the tests find them)."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+OUT = "jobs.test.out"  # the Spark setting the contract's `kind: path` parameter sets
+
+
+def _clicks(spark):
+    return spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
+
+
+def _counts(clicks):
+    return (clicks.withWatermark("ts", "0 seconds")
+            .groupBy("page", F.window("ts", "1 minute").alias("window"))
+            .agg(F.count("*").alias("clicks"))
+            .select("page", F.col("window.start").alias("window_start"), "clicks"))
+
+
+def overwrite_partitions(batch, batch_id):
+    (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("page")
+     .parquet(batch.sparkSession.conf.get(OUT)))
+
+
+def layers(spark):
+    """Three queries from one read: every record to a table (bronze), the deduplicated valid records
+    (silver, kept in memory), and clicks per page and minute written by a batch function (gold)."""
+    clicks = _clicks(spark)
+    clicks.writeStream.queryName("raw").option("checkpointLocation", "/chk/raw").toTable("raw_clicks")
+    valid = clicks.where(F.col("page") != "bot").withWatermark("ts", "0 seconds").dropDuplicates(["page", "ts"])
+    valid.writeStream.queryName("valid").format("memory").option("checkpointLocation", "/chk/valid").start()
+    (_counts(clicks).writeStream.outputMode("update").queryName("counts").foreachBatch(overwrite_partitions)
+     .option("checkpointLocation", "/chk/counts").start())
+    spark.streams.awaitAnyTermination()
+
+
+def unnamed(spark):
+    """Two queries without names: known by the table each writes."""
+    clicks = _clicks(spark)
+    clicks.writeStream.toTable("all_clicks")
+    clicks.where(F.col("page") == "cart").writeStream.toTable("cart_clicks")
+
+
+_calls = {"n": 0}
+
+
+def changing(spark):
+    """Starts another query on its second call: the kit must refuse to guess which is which."""
+    _calls["n"] += 1
+    clicks = _clicks(spark)
+    clicks.writeStream.queryName("first").format("memory").start()
+    if _calls["n"] > 1:
+        clicks.writeStream.queryName("later").format("memory").start()

@@ -1,0 +1,139 @@
+"""A job that starts several streaming queries runs them all under the kit (`eventtime.jobrun`, docs/jobs.md):
+one clock, every query processed in each step, each query's own batches, watermark and output checked
+by the name the user knows it by (`query:`), what each wrote read back; a restart restarts them all."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from eventtime import load_scenario, run_scenario
+from eventtime.textreport import describe_failure
+
+from tests.spark import jobs_of_queries as jobs
+
+pytestmark = pytest.mark.spark
+
+CONTRACT = textwrap.dedent("""\
+    contract: click_layers
+    description: clicks read once -> raw records (a table), valid deduplicated records, clicks per page and minute.
+    sources:
+      clicks:
+        columns: "page string, ts timestamp"
+        event_time: ts
+        from: {format: json, path: /data/clicks}
+    params:
+      out: {kind: path, conf: jobs.test.out, doc: the folder the counts' batch function writes}
+    queries:
+      raw: {columns: "page string, ts timestamp"}
+      valid: {columns: "page string, ts timestamp"}
+      counts: {columns: "page string, window_start timestamp, clicks bigint"}
+    """)
+
+LAYERS = textwrap.dedent("""\
+    scenario: three-queries-from-one-read
+    description: Each query of the job sees every record; each is checked by its name.
+    contract: click_layers
+    steps:
+      - add: {clicks: [{page: home, ts: "00:00:10"}, {page: home, ts: "00:00:10"}, {page: bot, ts: "00:00:20"},
+                       {page: cart, ts: "00:00:30"}]}
+      - process
+      - expect: {query: valid, rows: [[home, "00:00:10"], [cart, "00:00:30"]], watermark: "00:00:30"}
+      - expect: {query: counts, rows: [[home, "00:00:00", 2], [bot, "00:00:00", 1], [cart, "00:00:00", 1]],
+                 watermark: "00:00:30"}
+      - expect: {query: raw, table: raw_clicks, rows: [[home, "00:00:10"], [home, "00:00:10"], [bot, "00:00:20"],
+                                                      [cart, "00:00:30"]]}
+      - expect: {query: counts, written: out, rows: [[home, "00:00:00", 2], [bot, "00:00:00", 1], [cart, "00:00:00", 1]]}
+      - add: {clicks: [{page: home, ts: "00:00:10"}, {page: home, ts: "00:01:40"}]}
+      - restart
+      - process
+      - expect: {query: valid, rows: [[home, "00:01:40"]], watermark: "00:01:40"}
+      - expect: {query: counts, rows: [[home, "00:00:00", 3], [home, "00:01:00", 1]]}  # its window is still open
+      - expect: {query: counts, written: out, rows: [[home, "00:00:00", 3], [bot, "00:00:00", 1], [cart, "00:00:00", 1],
+                                                    [home, "00:01:00", 1]]}
+      - expect: {query: raw, table: raw_clicks, rows: [[home, "00:00:10"], [home, "00:00:10"], [bot, "00:00:20"],
+                                                      [cart, "00:00:30"], [home, "00:00:10"], [home, "00:01:40"]]}
+    """)
+
+
+@pytest.fixture
+def scenario_of(tmp_path):
+    (tmp_path / "click_layers.contract.yaml").write_text(CONTRACT)
+
+    def load(text: str):
+        path = tmp_path / "s.scenario.yaml"
+        path.write_text(text)
+        return load_scenario(str(path))
+    return load
+
+
+def _text(result) -> str:
+    return "\n".join([result.reason or ""] + [f"{s.message or ''} " + " ".join(f.message for f in s.failures)
+                                              for s in result.steps])
+
+
+def test_every_query_of_the_job_runs_and_each_is_checked_by_its_name(spark, scenario_of):
+    result = run_scenario(scenario_of(LAYERS), jobs.layers, session=spark)
+    assert result.status == "passed", describe_failure(result)
+    queries = {b.query for s in result.steps for b in s.batches}
+    assert queries == {"raw", "valid", "counts"}, queries
+
+
+def test_a_wrong_expectation_of_one_query_fails_naming_that_step(spark, scenario_of):
+    wrong = LAYERS.replace('- expect: {query: valid, rows: [[home, "00:01:40"]]', '- expect: {query: valid, rows: [[home, "00:01:41"]]')
+    assert wrong != LAYERS
+    result = run_scenario(scenario_of(wrong), jobs.layers, session=spark)
+    assert result.status == "failed"
+    failed = [s for s in result.steps if s.status == "failed"]
+    assert [s.index for s in failed] == [10], describe_failure(result)
+
+
+def test_each_query_keeps_its_own_rows_since_its_own_previous_expect(spark, scenario_of):
+    # the counts' rows of the first batch are still there for an expect of counts after one of valid
+    swapped = LAYERS.replace("watermark: \"00:00:30\"}\n  - expect: {query: counts",
+                             "watermark: \"00:00:30\"}\n  - expect: {query: valid, no_output: true}\n"
+                             "  - expect: {query: counts")
+    assert swapped != LAYERS
+    result = run_scenario(scenario_of(swapped), jobs.layers, session=spark)
+    assert result.status == "passed", describe_failure(result)
+
+
+# the same source, one output for whatever query a check looks at
+ONE_OUTPUT = (CONTRACT.replace("contract: click_layers", "contract: two_tables").split("queries:")[0]
+              + "output: {columns: \"page string, ts timestamp\"}\n")
+
+
+def test_an_expect_must_say_which_query_when_there_are_several(spark, tmp_path):
+    (tmp_path / "c.contract.yaml").write_text(ONE_OUTPUT)
+    (tmp_path / "s.scenario.yaml").write_text(textwrap.dedent("""\
+        scenario: unnamed
+        description: two queries without names
+        contract: two_tables
+        steps:
+          - add: {clicks: [{page: cart, ts: "00:00:10"}]}
+          - process
+          - expect: {table: cart_clicks, rows: [[cart, "00:00:10"]]}
+          - expect: {rows: [[cart, "00:00:10"]]}
+        """))
+    result = run_scenario(load_scenario(str(tmp_path / "s.scenario.yaml")), jobs.unnamed, session=spark)
+    assert result.status == "error"
+    text = _text(result)
+    assert "the job started 2 queries ('all_clicks', 'cart_clicks'): say which one" in text, text
+    assert result.steps[3].status == "passed", describe_failure(result)  # the table check before it
+
+
+def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, tmp_path):
+    (tmp_path / "c.contract.yaml").write_text(ONE_OUTPUT)
+    one = textwrap.dedent("""\
+        scenario: changing
+        description: the job starts another query on its second call
+        contract: two_tables
+        steps:
+          - add: {clicks: [{page: cart, ts: "00:00:10"}]}
+          - process
+        """)
+    (tmp_path / "s.scenario.yaml").write_text(one)
+    result = run_scenario(load_scenario(str(tmp_path / "s.scenario.yaml")), jobs.changing, session=spark)
+    assert result.status == "error"
+    text = _text(result)
+    assert "started the queries 'first', 'later' this time and 'first' at its first start" in text, text
