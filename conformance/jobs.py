@@ -17,8 +17,9 @@ from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, c
 
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
+from .topics import Topics
 
-__all__ = ["JobOutput", "build_job", "query_names", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
+__all__ = ["JobOutput", "JobTopics", "build_job", "query_names", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
 # Reader options that size a production batch: under the kit the scenario decides what each batch
 # reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
@@ -37,9 +38,9 @@ READER_REFUSED = {
     "readchangefeed": "reads a table's change feed",
     "startingversion": "starts at a table version",
 }
-# Sinks the kit can observe: the job's own batch function, or a table or folder the kit writes each
-# batch to (appending, as the file and table sinks do) after observing it.
-SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "console", "noop")
+# Sinks the kit can observe: the job's own batch function, a table or folder the kit writes each batch
+# to after observing it, or an output topic (`topics`) it publishes each batch's records to.
+SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "console", "noop", "kafka")
 
 
 @dataclass
@@ -124,11 +125,18 @@ def _check_schema(call: ReaderCall, df: Any, source: str) -> None:
                                             "columns as the job reads them")
 
 
-def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str]) -> Callable[[ReaderCall], Any]:
+def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], output: JobTopics | None,
+              topic_reads: list[tuple[str, ReaderCall]]) -> Callable[[ReaderCall], Any]:
     used: dict[str, ReaderCall] = {}
 
     def resolve(call: ReaderCall) -> Any:
         fitting = [s for s in contract.sources if _matches(call, reads_of(s))]
+        topic = call.option("subscribe") if call.format == "kafka" else None
+        if not fitting and topic is not None and output is not None and output.reader is not None:
+            df = output.reader(topic, call)  # a topic the job's own queries publish to
+            if df is not None:
+                topic_reads.append((topic, call))
+                return df
         if not fitting:
             declared = "; ".join(_describe_source(s.name, reads_of(s)) for s in contract.sources)
             raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
@@ -152,14 +160,15 @@ def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str]) -
 
 
 def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], contract: Contract,
-              impl_name: str, folder: str) -> list[JobOutput]:
+              impl_name: str, folder: str, output: JobTopics | None = None) -> list[JobOutput]:
     """Call the job under the substitution and say what queries it built, in the order it started them; raises SubstitutionError naming
     the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
     A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
     from .signatures import PipelineRaised
 
     notes: list[str] = []
-    with substitution(_resolver(frames, contract, notes)) as active:
+    topic_reads: list[tuple[str, ReaderCall]] = []
+    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active:
         try:
             value = fn(spark)
         except SubstitutionError:
@@ -181,8 +190,15 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
         raise SubstitutionError(None, f"job {impl_name} started no streaming query and returned no DataStreamWriter "
                                       f"(it returned {type(value).__name__}): a job's `build(spark)` returns "
                                       "`df.writeStream...` or its `main(spark)` calls `.start()`/`.toTable()`")
+    published = {w.option("topic") for w in writers if w.format == "kafka"}
+    for topic, call in topic_reads:  # a topic no contract source stands for must be one the job writes
+        if topic not in published and None not in published:
+            declared = "; ".join(_describe_source(s.name, reads_of(s)) for s in contract.sources)
+            raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
+                                                f"({declared}) and no query of the job publishes to topic {topic!r}; "
+                                                "declare the source's `from:` as this reader names it (docs/jobs.md)")
     names = query_names(writers)
-    return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder), tuple(notes), name)
+    return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder, output), tuple(notes), name)
             for w, name in zip(writers, names)]
 
 
@@ -198,11 +214,14 @@ def query_names(writers: list[WriterCall]) -> list[str]:
     return out
 
 
-def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:
+def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> Callable[[Any, int], Any] | None:
     """What runs in each micro-batch after the kit observed it: the job's own function, or the kit's
-    write of the batch to the table or folder the job's sink names; None for a sink that keeps nothing."""
+    write of the batch to the table, folder or output topic the job's sink names; None for a sink that
+    keeps nothing."""
     fmt = writer.format or ("parquet" if writer.table is None else None)
     place = writer.format_place or writer.place
+    if fmt == "kafka" and output is not None:
+        return _kafka_sink(writer, place, output)
     if writer.foreach is not None:
         raise SubstitutionError(place, "a `foreach` sink (a ForeachWriter) cannot be observed per micro-batch; "
                                        "write it with `foreachBatch`, whose function the kit runs for real")
@@ -223,8 +242,9 @@ def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:
         return None
     if fmt not in SINK_FORMATS:
         raise SubstitutionError(place, f"sink format {fmt!r} cannot be observed: the kit observes `foreachBatch`, "
-                                       f"`toTable(...)` and the file formats ({', '.join(SINK_FORMATS[1:5])}); a "
-                                       "sink that leaves the job (kafka, a connector) is never started under test")
+                                       f"`toTable(...)`, the file formats ({', '.join(SINK_FORMATS[1:5])}) and kafka "
+                                       "(an output topic); a connector's sink is never started under test: write "
+                                       "it with `foreachBatch`, or make the writer a parameter of the job")
     path = writer.path
     if not path:
         raise SubstitutionError(place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
@@ -241,6 +261,67 @@ def _sink(writer: WriterCall, folder: str) -> Callable[[Any, int], Any] | None:
             out = out.partitionBy(*partition_by)
         out.save(path)
     return append_to_folder
+
+
+@dataclass
+class JobTopics:
+    """Where a job's Kafka sinks publish in one scenario run (`topics.Topics`), the processing time a
+    record is stamped with (the manual clock's), and, for a query of the job that reads one of them,
+    the streaming DataFrame of that topic (`reader(topic, call)`; None: not an output topic here)."""
+
+    topics: Topics
+    now_ms: Callable[[], int | None]
+    reader: Callable[[str, ReaderCall], Any] | None = None
+
+
+_KAFKA_PAYLOAD = ("string", "binary")
+
+
+def _kafka_sink(writer: WriterCall, place: Any, output: JobTopics) -> Callable[[Any, int], None]:
+    """Spark's Kafka sink, as the kit runs it: each batch's rows published as records to `output`'s
+    topics (a `value` column, optional `key`, `headers`, `partition`, and the topic from the `topic`
+    option, else the `topic` column). The columns are checked when the query starts, as Spark does."""
+    columns = {f.name.lower(): f.dataType.simpleString() for f in writer.df.schema.fields}
+    listed = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in writer.df.schema.fields)
+    for name, required in (("value", True), ("key", False)):
+        if name not in columns:
+            if required:
+                raise SubstitutionError(place, f"a kafka sink needs a `value` column (string or binary), as Spark's "
+                                               f"does; the query writes {listed}: select e.g. "
+                                               "`to_json(struct(...)) AS value`")
+            continue
+        if columns[name] not in _KAFKA_PAYLOAD:
+            raise SubstitutionError(place, f"a kafka sink's `{name}` column is string or binary, as in Spark; it is "
+                                           f"{columns[name]}: cast it or write it with to_json")
+    topic_option = writer.option("topic")
+    if topic_option is None and "topic" not in columns:
+        raise SubstitutionError(place, "a kafka sink needs a topic: `.option('topic', ...)` or a `topic` column, as "
+                                       f"Spark's does (the query writes {listed})")
+    exprs = ["CAST(value AS BINARY) AS value",
+             "CAST(key AS BINARY) AS key" if "key" in columns else "CAST(NULL AS BINARY) AS key",
+             "CAST(partition AS INT) AS partition" if "partition" in columns else "CAST(NULL AS INT) AS partition",
+             "CAST(topic AS STRING) AS topic" if "topic" in columns else "CAST(NULL AS STRING) AS topic"]
+    if "headers" in columns:
+        exprs.append("headers")
+
+    def publish(batch: Any, batch_id: int) -> None:
+        sent: dict[str, list[tuple]] = {}
+        for row in batch.selectExpr(*exprs).collect():
+            topic = topic_option if topic_option is not None else row["topic"]
+            if topic is None:
+                raise ValueError(f"a row of batch {batch_id} has a null topic and the sink has no `topic` option "
+                                 "(Spark's Kafka sink fails the same way)")
+            headers = tuple((h["key"], bytes(h["value"]) if h["value"] is not None else None)
+                            for h in (row["headers"] or ())) if "headers" in columns else ()
+            sent.setdefault(topic, []).append((_bytes(row["key"]), _bytes(row["value"]), headers, row["partition"]))
+        stamp = output.now_ms()
+        for topic, records in sent.items():
+            output.topics.publish(topic, records, stamp)
+    return publish
+
+
+def _bytes(value: Any) -> bytes | None:
+    return bytes(value) if value is not None else None
 
 
 def batch_error(batch_id: int, exc: BaseException, writer: WriterCall | None) -> str:

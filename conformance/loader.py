@@ -19,7 +19,7 @@ from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
-from .sourcekinds import PayloadReader, RowProblem, source_columns
+from .sourcekinds import PayloadReader, RowProblem, _payload, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
@@ -842,7 +842,8 @@ class _Builder:
                     dropped=b.get("dropped"), state_rows=b.get("state_rows")))
             batches = tuple(items)
         written = self.written_check(body, contract, path)
-        return m.ExpectStep(
+        topic = self.topic_check(body, path)
+        return m.ExpectStep(topic=topic,
             written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
@@ -913,6 +914,49 @@ class _Builder:
         return m.WrittenCheck(self.c.where(path + ("table" if table is not None else "written",)),
                               table=str(table) if table is not None else None,
                               path=str(folder) if folder is not None else None, format=str(fmt), filter=tuple(where))
+
+    def topic_check(self, body: dict, path: tuple) -> m.TopicCheck | None:
+        """`topic: T, records: [...]` (+ `ordered`): what a job's Kafka sink published to topic T."""
+        topic, records = body.get("topic"), body.get("records")
+        if topic is None:
+            if records is not None:
+                self.c.at(path + ("records",), "`records` goes with `topic:` (what a job published to it)", key=True)
+            return None
+        others = [k for k in body if k not in ("topic", "records", "ordered", "query")]
+        if others:
+            self.c.at(path + (others[0],), f"an expect of a topic checks its `records`; put `{others[0]}` in an "
+                                           "expect of its own", key=True)
+            return None
+        if not isinstance(records, list):
+            self.c.at(path, "say which records the topic must hold: `records: [...]` (`[]` for none)")
+            return None
+        out = []
+        for i, raw in enumerate(records):
+            rpath = path + ("records", i)
+            if not isinstance(raw, dict) or "value" not in raw:
+                self.c.at(rpath, "a record is a mapping with `value` (null for a tombstone) and optional key, "
+                                 "headers, partition")
+                continue
+            bad = [k for k in raw if k not in m.RECORD_KEYS]
+            if bad:
+                self.c.at(rpath + (bad[0],), f"a record has no key {bad[0]!r}{did_you_mean(str(bad[0]), m.RECORD_KEYS)} "
+                                             f"(keys: {', '.join(m.RECORD_KEYS)})", key=True)
+                continue
+            try:
+                for key in ("value", "key"):
+                    _payload(raw.get(key), rpath + (key,), key)
+                if raw.get("headers") is not None:
+                    self.payloads._headers(raw["headers"], rpath + ("headers",))
+            except RowProblem as exc:
+                self.c.at(exc.path, exc.message, key=exc.key)
+                continue
+            partition = raw.get("partition")
+            if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)
+                                          or partition < 0):
+                self.c.at(rpath + ("partition",), f"`partition` is a whole number from 0, not {partition!r}")
+                continue
+            out.append(m.ExpectedRecord(raw["value"], raw.get("key"), raw.get("headers"), partition))
+        return m.TopicCheck(self.c.where(path + ("topic",)), str(topic), tuple(out), bool(body.get("ordered", False)))
 
     def schema_check(self, text: str, path: tuple) -> m.SchemaCheck | None:
         """`schema: DDL`: columns `name type [NOT NULL]`, read by `coltypes` (problems at the step's line)."""

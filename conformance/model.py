@@ -151,6 +151,35 @@ class WrittenCheck:
     filter: tuple[tuple[str, Value], ...] = ()  # (output column, value): `where: {page: home}`
 
 
+RECORD_KEYS = ("value", "key", "headers", "partition")  # of an expected record
+
+
+@dataclass(frozen=True)
+class ExpectedRecord:
+    """A record an expect says an output topic holds, each field as written in the scenario (`eventtime.topics`)."""
+
+    value: Any
+    key: Any = None
+    headers: Any = None  # a mapping {key: value} or a list of [key, value] pairs; None: not given
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicCheck:
+    """`expect: {topic: T, records: [...]}`: what the output topic holds after the step."""
+
+    where: Where
+    topic: str
+    records: tuple[ExpectedRecord, ...]
+    ordered: bool = False
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """What is compared: key and value, and headers or partition when any expected record gives them."""
+        return ("key", "value") + tuple(f for f in ("headers", "partition")
+                                        if any(getattr(r, f) is not None for r in self.records))
+
+
 @dataclass(frozen=True)
 class BatchCheck:
     where: Where
@@ -221,6 +250,7 @@ class ExpectStep(Step):
     # `query: NAME`: the query of a job that starts several whose batches the checks look at (None: the
     # only one)
     query: str | None = None
+    topic: TopicCheck | None = None  # `topic: T, records: [...]`: what a job's Kafka sink published
     kind = "expect"
 
 

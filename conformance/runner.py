@@ -448,7 +448,15 @@ class _JobBuild(_Build):
     def __init__(self, scenario: m.Scenario, call: Callable[..., Any], sources: Mapping[str, Any], impl_name: str,
                  *, workdir: str):
         super().__init__(scenario, call, sources, impl_name, job=True, workdir=workdir)
+        from .jobs import JobTopics
+        from .topics import Topics
+
         self.queries: dict[str, _Query] = {}
+        self.topics = Topics()  # what the job's Kafka sinks published, across its restarts
+        self.clock: Any = None  # the QueryGroup, whose clock stamps a published record
+        self.output = JobTopics(self.topics, lambda: self.clock.now_ms if self.clock is not None else None,
+                                self._topic_reader)
+        self._index = 0  # the query being built
 
     def sink_of(self, query: str | None) -> Any:
         found = self.queries.get(query) if query is not None else (
@@ -470,15 +478,42 @@ class _JobBuild(_Build):
     def _call(self, index: int) -> list[Any]:
         from .jobs import SubstitutionError, build_job
 
-        frames = {name: src.copy(index).dataframe() for name, src in self.sources.items()}
+        frames = {name: src.copy(index).dataframe() for name, src in self.sources.items()
+                  if name in self.scenario.sources}
         spark = next(iter(self.sources.values())).spark
+        self._index = index
         try:
-            outs = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir)
+            outs = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir,
+                             self.output)
         except SubstitutionError as exc:
             raise PipelineError(f"job {self.impl_name}: {exc}") from None
         for out in outs:
             self.notes.extend(n for n in out.notes if n not in self.notes)
         return outs
+
+    def _topic_reader(self, topic: str, call: Any) -> Any:
+        """The stream of an output topic, for a query of the job that reads it: a source of Kafka's
+        columns (`headers` with includeHeaders) fed each record as the topic gets it, kept with the
+        scenario's sources (so it is replayed like them at a restart that re-runs a batch)."""
+        from eventtime.harness.jobrun import SourceCopies
+        from eventtime.harness.stream import MemorySource
+
+        from .sourcekinds import source_columns
+
+        headers = (call.option("includeHeaders") or "").lower() == "true"
+        key = f"topic {topic}"  # never a contract source's name, which is a word
+        sources = self.sources  # the run's own mapping, shared with its driver (which replays it)
+        assert isinstance(sources, dict)
+        if key not in sources:
+            spark = next(iter(sources.values())).spark
+            columns = [(c.name, c.ctype.ddl) for c in source_columns("kafka", headers=headers)]
+            sources[key] = SourceCopies(MemorySource(spark, key, columns))
+
+            def feed(records: list[Any]) -> None:
+                sources[key].add([(r.key, r.value, r.topic, r.partition, r.offset, (r.timestamp_ms or 0) * 1000, 0)
+                                  + ((r.headers,) if headers else ()) for r in records])
+            self.topics.subscribe(topic, feed)
+        return sources[key].copy(self._index).dataframe()
 
     def discover(self) -> list[str]:
         """The queries the job starts, by name, in the order it starts them (at the first start)."""
@@ -549,9 +584,11 @@ def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, work
         from eventtime.harness.jobrun import QueryGroup
 
         job = build
-        return QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
+        group = QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
             session, lambda: job.build_query(i), Path(workdir) / "checkpoint" / str(i)),
             checkpoint=str(Path(workdir) / "checkpoint"))
+        job.clock = group
+        return group
     return stream_run(spark, build, Path(workdir) / "checkpoint")
 
 
@@ -585,6 +622,8 @@ class _SparkSteps:
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
         sr = self.current
         contract = m.checked_contract(self.scenario.contract, step)
+        if step.topic is not None:
+            return self._expect_topic(sr, step.topic)
         if step.written is not None:
             return self._expect_written(sr, step, contract)
         try:
@@ -631,6 +670,22 @@ class _SparkSteps:
             raise PipelineError(f"the job started {len(names)} queries ({', '.join(map(repr, names))}): say which one "
                                 "this expect checks with `query: NAME`")
         return self.query_run.query(names[0]), names[0]
+
+    def _expect_topic(self, sr: StepResult, check: m.TopicCheck) -> bool:
+        """Judge what an output topic holds after the step (every record the job's Kafka sinks published)."""
+        from .topics import judge_records
+
+        if self.failure is not None:
+            sr.status, sr.message = SKIPPED, "not checked: the query failed earlier"
+            return False
+        topics = self.build.topics if isinstance(self.build, _JobBuild) else None
+        if topics is None:
+            sr.status, sr.message = ERROR, f"topic {check.topic!r}: only a job's Kafka sink publishes to a topic"
+            return True
+        sr.failures = judge_records(check, topics.records.get(check.topic, []))
+        sr.status = FAILED if sr.failures else PASSED
+        sr.watermark_ms = _current_watermark(self.query_run)
+        return True
 
     def _expect_written(self, sr: StepResult, step: m.ExpectStep, contract: Contract) -> bool:
         """Judge an expect of what the job wrote (a table, a path parameter's folder) on its rows read back

@@ -88,6 +88,11 @@ class QueryGroup:
         return self.runs[name]
 
     @property
+    def now_ms(self) -> int | None:
+        """Processing time on the queries' clocks (each query has its own, all moved alike)."""
+        return next(iter(self.runs.values())).clock.now_ms if self.runs else None
+
+    @property
     def running(self) -> bool:
         return any(r.running for r in self.runs.values())
 

@@ -71,8 +71,8 @@ def _uncovered_checks(scenario: m.Scenario) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
-        f"{s.where}: the model does not see what a job writes (`table`/`written` check)"
-        for s in scenario.steps if isinstance(s, m.ExpectStep) and s.written is not None] + [
+        f"{s.where}: the model does not see what a job writes (`table`/`written`/`topic` check)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and (s.written is not None or s.topic is not None)] + [
         f"{s.where}: the model does not predict a pipeline's output schema (`schema` check: nullability is "
         "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None]
 

@@ -196,3 +196,66 @@ def test_contract_query_problems_are_at_their_line(tmp_path, old, new, place, me
     assert old in QUERIES
     problems = _problems(_write(tmp_path, QUERIES.replace(old, new), QUERY_SCENARIO))
     assert any(place in p and message in p for p in problems), problems
+
+
+TOPIC_SCENARIO = textwrap.dedent("""\
+    scenario: s
+    description: d
+    contract: page_counts
+    steps:
+      - add: {clicks: [[home, "00:00:01"]]}
+      - process
+      - expect:
+          topic: alerts
+          records:
+            - {key: home, value: {page: home, clicks: 1}, headers: {trace: t1}, partition: 0}
+            - {value: "plain text"}
+    """)
+
+
+def test_a_topic_check_is_read_and_compares_key_value_headers_and_partition():
+    from eventtime.model import ExpectedRecord, TopicCheck
+    from eventtime.topics import Topics, judge_records
+
+    topics = Topics()
+    seen = []
+    topics.subscribe("alerts", seen.extend)
+    topics.publish("alerts", [(b"home", b'{"clicks":1,"page":"home"}', (("trace", b"t1"),), None),
+                              (None, b"plain text", (), None)], 60_000)
+    records = topics.records["alerts"]
+    assert [(r.partition, r.offset, r.timestamp_ms) for r in records] == [(0, 0, 60_000), (0, 1, 60_000)]
+    assert seen == records  # a query of the job reading the topic gets each record as it is published
+    check = TopicCheck(None, "alerts", (ExpectedRecord({"page": "home", "clicks": 1}, "home", {"trace": "t1"}, 0),
+                                        ExpectedRecord("plain text")))
+    assert check.fields == ("key", "value", "headers", "partition")
+    assert judge_records(check, records) == []
+    # controls: each field that differs is a failure
+    for wrong in (ExpectedRecord({"page": "home", "clicks": 2}, "home", {"trace": "t1"}, 0),
+                  ExpectedRecord({"page": "home", "clicks": 1}, None, {"trace": "t1"}, 0),
+                  ExpectedRecord({"page": "home", "clicks": 1}, "home", {"trace": "t2"}, 0),
+                  ExpectedRecord({"page": "home", "clicks": 1}, "home", {"trace": "t1"}, 1)):
+        failures = judge_records(TopicCheck(None, "alerts", (wrong, ExpectedRecord("plain text"))), records)
+        assert failures and "1 missing, 1 unexpected" in failures[0].message, wrong
+    swapped = TopicCheck(None, "alerts", tuple(reversed(check.records)), ordered=True)
+    assert "the first difference is record 1" in judge_records(swapped, records)[0].message
+
+
+def test_a_topic_check_is_read_from_the_scenario(tmp_path):
+    sc = load_scenario(str(_write(tmp_path, scenario=TOPIC_SCENARIO)))
+    check = [s for s in sc.steps if s.kind == "expect"][0].topic
+    assert check.topic == "alerts" and len(check.records) == 2
+    assert check.records[0].value == {"page": "home", "clicks": 1} and check.records[1].key is None
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("headers: {trace: t1}, partition: 0}", "headers: {trace: t1}, partitions: 0}", ":10:",
+     "unknown key 'partitions'; did you mean 'partition'?"),
+    ("- {value: \"plain text\"}", "- {key: x}", ":11:", "missing required key 'value'"),
+    ("      topic: alerts\n", "      topic: alerts\n      watermark: \"00:00:01\"\n", ":9:",
+     "an expect of a topic checks its `records`"),
+    ("partition: 0}", "partition: -1}", ":10:", "'partition' must be at least 0"),
+], ids=["unknown-key", "no-value", "stream-check", "bad-partition"])
+def test_topic_check_problems_are_at_their_line(tmp_path, old, new, place, message):
+    assert old in TOPIC_SCENARIO
+    problems = _problems(_write(tmp_path, scenario=TOPIC_SCENARIO.replace(old, new)))
+    assert any(place in p and message in p for p in problems), problems

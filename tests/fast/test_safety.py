@@ -231,6 +231,7 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
+    "/$defs/expect/properties/topic": "topic name, compared with the topics the job's Kafka sinks publish to",
     "/$defs/expect/properties/query": "query name, checked against the contract's `queries` and the job's queries",
     "/$defs/expect/properties/columns/items": "output column name, checked against the contract",
     "/$defs/expect/properties/ignore/items": "output column name, checked against the contract",
@@ -306,4 +307,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
+        "/$defs/expect/properties/records/items/properties/headers/oneOf/0",  # names: a record's header keys
     ])

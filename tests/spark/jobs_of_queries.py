@@ -53,3 +53,37 @@ def changing(spark):
     clicks.writeStream.queryName("first").format("memory").start()
     if _calls["n"] > 1:
         clicks.writeStream.queryName("later").format("memory").start()
+
+
+ORDER = "order_id string, amount double, ts timestamp"
+
+
+def alerts(spark):
+    """Orders from Kafka; big ones published to an alerts topic as JSON keyed by order id; a second query
+    reads the alerts topic back (kept in memory)."""
+    orders = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", "kafka:9092")
+              .option("subscribe", "orders").load()
+              .select(F.from_json(F.col("value").cast("string"), ORDER).alias("o")).select("o.*"))
+    big = orders.where(F.col("amount") >= 100)
+    (big.select(F.col("order_id").alias("key"),
+                F.to_json(F.struct("order_id", "amount")).alias("value"))
+     .writeStream.format("kafka").option("kafka.bootstrap.servers", "kafka:9092").option("topic", "alerts")
+     .option("checkpointLocation", "/chk/alerts").start())
+    alerted = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", "kafka:9092")
+               .option("subscribe", "alerts").load()
+               .select(F.col("key").cast("string").alias("order_id"), F.col("offset")))
+    alerted.writeStream.queryName("alerted").format("memory").option("checkpointLocation", "/chk/alerted").start()
+    spark.streams.awaitAnyTermination()
+
+
+def kafka_without_value(spark):
+    orders = spark.readStream.format("kafka").option("subscribe", "orders").load()
+    (orders.select(F.col("key"), F.col("offset")).writeStream
+     .format("kafka").option("topic", "alerts").start())  # <- no value
+
+
+def reads_unknown_topic(spark):
+    orders = spark.readStream.format("kafka").option("subscribe", "orders").load()
+    orders.writeStream.format("kafka").option("topic", "alerts").start()
+    other = spark.readStream.format("kafka").option("subscribe", "payments").load()  # <- unknown topic
+    other.writeStream.format("memory").queryName("payments").start()

@@ -65,11 +65,11 @@ def file_age(spark):
     return _counts(clicks).writeStream.foreachBatch(overwrite_partitions)
 
 
-def kafka_sink(spark):
+def connector_sink(spark):
     clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
-    return (_counts(clicks).selectExpr("to_json(struct(*)) AS value").writeStream
-            .format("kafka")  # <- sink
-            .option("topic", "page_counts"))
+    return (_counts(clicks).writeStream
+            .format("org.apache.spark.sql.cassandra")  # <- sink
+            .option("table", "page_counts"))
 
 
 def raising(spark):

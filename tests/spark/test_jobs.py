@@ -175,7 +175,7 @@ def test_a_file_sink_writes_each_batch_to_the_runs_own_folder(spark, scenario_of
 @pytest.mark.parametrize("job, marker, words", [
     (jobs.unmatched_reader, "unmatched", "matches no source of contract 'page_counts'"),
     (jobs.file_age, "option", "option maxFileAge='1h'"),
-    (jobs.kafka_sink, "sink", "sink format 'kafka' cannot be observed"),
+    (jobs.connector_sink, "sink", "sink format 'org.apache.spark.sql.cassandra' cannot be observed"),
     (jobs.file_sink_outside, "outside", "the parquet sink writes to '/data/out', outside the scenario's own folder"),
 ], ids=["unmatched-reader", "unsupported-option", "unobservable-sink", "file-sink-outside"])
 def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, marker, words):
