@@ -3,8 +3,8 @@
 A job's `main` may start several queries (a medallion job: raw records to bronze, valid ones to silver,
 aggregates to gold, alerts to a topic). `QueryGroup` runs them as production does, on the kit's terms:
 - `start` starts every query in the order the job started them; `stop` stops them all;
-- `process` runs each query's triggers in that order, and goes round again while any query ran a batch,
-  so that a query reading what another wrote in this step gets it in the same step;
+- `process` runs each query's triggers in that order; when a query reads what another writes (`chained`),
+  it goes round again while any query ran a batch, so that the reader gets it in the same step;
 - `advance` moves every query's manual clock by the same time and runs each one's trigger that came due;
 - `uncommit_last` makes each query's last data batch run again at the next start (a crash of the job
   between those batches' writes and their commits).
@@ -74,10 +74,12 @@ class QueryGroup:
     of one of them (its build calls the job and takes its `index`-th query)."""
 
     def __init__(self, spark: Any, discover: Callable[[], Sequence[str]],
-                 make_run: Callable[[int, str, Any], StreamRun], *, checkpoint: str):
+                 make_run: Callable[[int, str, Any], StreamRun], *, checkpoint: str,
+                 chained: Callable[[], bool] = lambda: True):
         self.spark = spark
         self.checkpoint = checkpoint  # the folder holding each query's checkpoint
         self._discover, self._make_run = discover, make_run
+        self._chained = chained  # whether a query reads what another writes (else one round is enough)
         self.runs: dict[str, StreamRun] = {}
 
     @property
@@ -121,9 +123,9 @@ class QueryGroup:
             ran: list[BatchObservation] = []
             for name, run in self.runs.items():
                 ran += self._each(name, run.process)
-            if not ran:
-                return out
             out += ran
+            if not ran or not self._chained():  # queries that read only the scenario's sources are done
+                return out
         raise HarnessError(f"process went round the job's {len(self.runs)} queries {MAX_PASSES} times and they still "
                            "had work: do they feed each other in a loop?")
 

@@ -126,10 +126,12 @@ def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, tmp_p
     (tmp_path / "c.contract.yaml").write_text(ONE_OUTPUT)
     one = textwrap.dedent("""\
         scenario: changing
-        description: the job starts another query on its second call
+        description: the job starts another query when it is called again at the restart
         contract: two_tables
         steps:
           - add: {clicks: [{page: cart, ts: "00:00:10"}]}
+          - process
+          - restart
           - process
         """)
     (tmp_path / "s.scenario.yaml").write_text(one)
