@@ -34,7 +34,7 @@ import pytest
 
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
 _RESULT_KEY = "eventtime_result"
 
 # bind() runs while a conftest file is imported, before or after pytest_configure, and is not
@@ -230,7 +230,8 @@ class _Settings:
             m = _BINDING.match(value)
             if not m or not _TARGET.match(m.group("target")):
                 raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
-                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count)")
+                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count; "
+                                        "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__)")
             _check_contract(m.group("contract"), where, root, extra=extra)
             under = m.group("under").strip().strip("/") if m.group("under") else None
             key = (m.group("contract"), under)
@@ -238,7 +239,10 @@ class _Settings:
                 folder = f" for {under}" if under else ""
                 raise pytest.UsageError(f"{where}: contract {key[0]!r} is bound twice{folder}: {out[key][1]!r} and "
                                         f"{value.strip()!r}; bind it once (or per folder: CONTRACT[FOLDER]=...)")
-            out[key] = (m.group("target"), value.strip())
+            target = m.group("target")
+            if target.endswith(".py") and not Path(target).is_absolute():  # a script: from the project's root
+                target = str(root / target)
+            out[key] = (target, value.strip())
         return out
 
     @property

@@ -238,6 +238,9 @@ TEXT_SLOTS = {
     "/$defs/expect/properties/failure/properties/message": "text to find in the error",
     "/$defs/expect/properties/table": "table name, read with spark.table in the scenario's own database",
     "/$defs/expect/properties/written": "parameter name, checked against the contract's parameters of its kind",
+    "/properties/job/properties/args/items": "an argument handed to the user's own job as text in sys.argv",
+    "/properties/job/properties/env/additionalProperties": "a value the user's own job reads from os.environ "
+                                                           "(names that set how processes start are refused)",
 }
 PATH_LIKE = re.compile(r"path|dir|(?<!pro)file|folder|location|checkpoint|output_to|jar|url|uri|warehouse|log", re.I)
 
@@ -305,4 +308,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
+        "/properties/job/properties/env",  # names: a job's variables, process settings refused by the loader
     ])
