@@ -239,10 +239,7 @@ class _Settings:
                 folder = f" for {under}" if under else ""
                 raise pytest.UsageError(f"{where}: contract {key[0]!r} is bound twice{folder}: {out[key][1]!r} and "
                                         f"{value.strip()!r}; bind it once (or per folder: CONTRACT[FOLDER]=...)")
-            target = m.group("target")
-            if target.endswith(".py") and not Path(target).is_absolute():  # a script: from the project's root
-                target = str(root / target)
-            out[key] = (target, value.strip())
+            out[key] = (m.group("target"), value.strip())
         return out
 
     @property
@@ -310,8 +307,11 @@ class _Settings:
         if target not in self._resolved:
             from eventtime.runner import PipelineError, resolve_pipeline
 
+            ref = target
+            if ref.endswith(".py") and not Path(ref).is_absolute():  # a script job: from the project's root
+                ref = str(self.config.rootpath / ref)
             try:
-                self._resolved[target] = resolve_pipeline(target)
+                self._resolved[target] = resolve_pipeline(ref)
             except PipelineError as exc:
                 raise pytest.UsageError(f"eventtime: {exc}") from None
         return self._resolved[target]
