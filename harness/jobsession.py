@@ -177,7 +177,18 @@ def own_session(spark: Any, scenario_conf: Mapping[str, str],
 @contextlib.contextmanager
 def process_settings(argv: Sequence[str], env: Mapping[str, str], path: Sequence[str] = ()) -> Iterator[None]:
     """`sys.argv` = `argv`, `os.environ` with `env`, and `path` first on `sys.path`, inside the block
-    only: a job reads them as it starts, and the next scenario sees what was there before."""
+    only: a job reads them as it starts, and the next scenario sees what was there before. They are the
+    process's, so jobs built at once in several threads take turns (else one could restore another's)."""
+    with _process_lock:
+        with _process_settings(argv, env, path):
+            yield
+
+
+_process_lock = threading.RLock()
+
+
+@contextlib.contextmanager
+def _process_settings(argv: Sequence[str], env: Mapping[str, str], path: Sequence[str]) -> Iterator[None]:
     saved_argv, saved_path = sys.argv, list(sys.path)
     saved_env = {k: os.environ.get(k) for k in env}
     sys.argv = list(argv)

@@ -137,3 +137,24 @@ def test_another_exit_code_is_the_jobs_error_at_its_line():
         _enter(JobEntry(_exits(4), None), spark=None)
     line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if "# <- the job's exit" in text)
     assert str(info.value).startswith(f"{__file__}:{line} (in main): the job ended with sys.exit(4)"), info.value
+
+
+def test_jobs_built_at_once_in_two_threads_take_turns_with_the_process_settings():
+    """Without turns, B would save A's argv and put it back after A restored the original: a leak."""
+    import threading
+
+    argv = list(sys.argv)
+    b_entered = threading.Event()
+
+    def job_b():
+        with process_settings(["b.py"], {}):
+            b_entered.set()
+
+    with process_settings(["a.py"], {}):
+        other = threading.Thread(target=job_b)
+        other.start()
+        # bounded: B must not get in while A is inside (it does at once without the lock)
+        assert not b_entered.wait(timeout=1.0), "job B changed sys.argv while job A was running"
+    other.join(timeout=30)
+    assert not other.is_alive() and b_entered.is_set(), "job B never ran"
+    assert sys.argv == argv
