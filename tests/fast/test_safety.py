@@ -121,13 +121,16 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-                if name in ("resolve_pipeline", "import_module", "__import__", "exec", "eval"):
+                if name in ("resolve_pipeline", "import_module", "__import__", "exec", "eval", "run_path",
+                            "run_module"):
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
         ("cli.py", "resolve_pipeline", "args.pipeline"),                      # --pipeline
         ("cli.py", "resolve_pipeline", "args.pipeline"),
-        ("pytest_plugin.py", "resolve_pipeline", "target"),                   # option, ini, bind(), hook
+        ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
+        ("jobs.py", "run_path", "self.path"),
+        ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
         ("runner.py", "import_module", "module_name"),                        # inside resolve_pipeline
         ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
         ("watch.py", "resolve_pipeline", "self.pipeline"),                    # watch --pipeline
