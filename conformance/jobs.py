@@ -1,5 +1,6 @@
-"""A pipeline written as a job (`build(spark)` / `main(spark)`): its readers matched to the contract's
-sources, its writer's sink observed, and what the substitution cannot honour said at the job's line.
+"""A pipeline written as a job (`build(spark)`, `main(spark)`, `main()`, or a script run as `__main__`):
+its readers matched to the contract's sources, its writer's sink observed, and what the substitution
+cannot honour said at the job's line.
 
 The job calls `spark.readStream...` and `writeStream...` as in production; while the kit builds the
 query (`eventtime.harness.jobio.substitution`), each reader is matched to the contract source whose
@@ -10,16 +11,21 @@ What is honoured and what is refused is documented in docs/jobs.md.
 from __future__ import annotations
 
 import os
+import runpy
+import sys
+import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
-from eventtime.harness.jobio import ReaderCall, SubstitutionError, WriterCall, caller_place, substitution, writer_call
+from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, caller_place, substitution,
+                                     writer_call)
 
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
 from .topics import Topics
 
-__all__ = ["JobOutput", "JobTopics", "build_job", "query_names", "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
+__all__ = ["JobOutput", "JobTopics", "build_job", "run_job", "ScriptJob", "query_names", "SubstitutionError",
+           "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
 # Reader options that size a production batch: under the kit the scenario decides what each batch
 # reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
@@ -322,6 +328,146 @@ def _kafka_sink(writer: WriterCall, place: Any, output: JobTopics) -> Callable[[
 
 def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
+
+class ScriptJob:
+    """A job whose only entry is its script run as `__main__`, as `spark-submit job.py --arg x` runs it:
+    bound as `path/to/job.py` or `package.module:__main__`, run with `runpy` (its `if __name__ ==
+    "__main__":` block, a bare `main()` at the bottom, module-level code reading `sys.argv`)."""
+
+    def __init__(self, ref: str, *, path: str | None = None, module: str | None = None):
+        self.ref, self.path, self.module = ref, path, module
+        self.__module__ = path or module or ref  # the run's name for it: `path/to/job.py:__main__`
+        self.__qualname__ = "__main__"
+
+    def __repr__(self) -> str:
+        return f"ScriptJob({self.ref!r})"
+
+    def __call__(self) -> None:
+        import warnings
+
+        if self.path is not None:
+            runpy.run_path(self.path, run_name="__main__")
+            return
+        assert self.module is not None
+        with warnings.catch_warnings():  # a module its package imported already runs again as __main__, as -m does
+            warnings.simplefilter("ignore", RuntimeWarning)
+            runpy.run_module(self.module, run_name="__main__")
+
+
+@dataclass(frozen=True)
+class JobEntry:
+    """How the kit calls a job: `main(spark)`/`build(spark)` get the kit's session, `main()` and a script
+    build their own (which is the kit's, `harness.jobsession`)."""
+
+    fn: Callable[..., Any]
+    spark_parameter: str | None  # "first": fn(spark); "keyword": fn(spark=spark); None: fn()
+
+    def __call__(self, spark: Any) -> Any:
+        if self.spark_parameter == "first":
+            return self.fn(spark)
+        if self.spark_parameter == "keyword":
+            return self.fn(spark=spark)
+        return self.fn()
+
+    @property
+    def argv0(self) -> str:
+        """`sys.argv[0]` while the job runs: its script, as spark-submit gives it, else its module's file."""
+        if isinstance(self.fn, ScriptJob):
+            if self.fn.path is not None:
+                return self.fn.path
+            import importlib.util
+
+            spec = importlib.util.find_spec(str(self.fn.module))
+            return spec.origin if spec is not None and spec.origin else str(self.fn.module)
+        module = sys.modules.get(getattr(self.fn, "__module__", "") or "")
+        return str(getattr(module, "__file__", None) or getattr(self.fn, "__qualname__", "job"))
+
+    @property
+    def search_path(self) -> tuple[str, ...]:
+        """What Python puts first on `sys.path` for a script: its folder (the job's helper modules beside it)."""
+        if isinstance(self.fn, ScriptJob) and self.fn.path is not None:
+            return (os.path.dirname(os.path.abspath(self.fn.path)),)
+        return ()
+
+
+def job_entry(fn: Callable[..., Any]) -> JobEntry:
+    """The entry of a function `signatures.is_job` says is a job."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    names = [p.name for p in parameters]
+    if names[:1] == ["spark"]:
+        return JobEntry(fn, "first")
+    return JobEntry(fn, "keyword" if "spark" in names else None)
+
+
+class _Tail:
+    """A stream that passes everything to `under` and keeps its last characters (what argparse printed)."""
+
+    def __init__(self, under: Any):
+        self.under, self.text = under, ""
+
+    def write(self, text: str) -> int:
+        self.text = (self.text + text)[-2000:]
+        return self.under.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.under, name)
+
+
+def _exit_place(exc: BaseException) -> Place | None:
+    """The innermost frame of the job's own code (not the kit's, pyspark's or Python's) that led to `exc`."""
+    import sysconfig
+
+    from eventtime import harness
+
+    stdlib = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+    own = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, str(harness.__file__)))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith((stdlib, *own))
+              and f"{os.sep}pyspark{os.sep}" not in f.filename and not f.filename.startswith("<")]
+    last = frames[-1] if frames else None
+    return Place(last.filename, last.lineno or 0, last.name) if last is not None else None
+
+
+def _enter(entry: JobEntry, spark: Any) -> Any:
+    """Call the job; `sys.exit(0)` (or no code) at its end is a normal end, another code its error."""
+    tail = _Tail(sys.stderr)
+    sys.stderr = tail
+    try:
+        return entry(spark)
+    except SystemExit as exc:
+        if exc.code is None or exc.code == 0:
+            return None
+        printed = " ".join(tail.text.strip().splitlines()[-2:])
+        raise SubstitutionError(_exit_place(exc), f"the job ended with sys.exit({exc.code!r}) while it built its "
+                                                  "queries" + (f"; it printed: {printed}" if printed else "")
+                                                  + " (a scenario gives a job's arguments and environment in "
+                                                  "`job: {args: [...], env: {...}}`)") from None
+    finally:
+        if sys.stderr is tail:
+            sys.stderr = tail.under
+
+
+def run_job(entry: JobEntry, spark: Any, frames: Mapping[str, Any], contract: Contract, impl_name: str,
+            folder: str, *, scenario_conf: Mapping[str, str], args: Sequence[str] = (),
+            env: Mapping[str, str] | None = None, before: MutableMapping[str, str | None] | None = None,
+            output: JobTopics | None = None) -> list[JobOutput]:
+    """`build_job` for a job as it ships: `sys.argv` (its script and `args`) and `env` set while it runs,
+    its own session the kit's (`harness.jobsession`: builder settings applied or noted, `spark.stop()`
+    recorded), its `sys.exit(0)` a normal end. `before` collects the session settings the job changed
+    (restore them with `jobsession.restore_session` when the scenario ends)."""
+    from eventtime.harness.jobsession import own_session, process_settings
+
+    with process_settings([entry.argv0, *args], env or {}, entry.search_path), \
+            own_session(spark, scenario_conf, before if before is not None else {}) as session:
+        outs = build_job(lambda s: _enter(entry, s), spark, frames, contract, impl_name, folder, output)
+    for out in outs:
+        out.notes = (*out.notes, *(n for n in session.notes if n not in out.notes))
+    return outs
 
 
 def batch_error(batch_id: int, exc: BaseException, writer: WriterCall | None) -> str:

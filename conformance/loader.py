@@ -28,6 +28,11 @@ __all__ = ["Problem", "ScenarioInvalid", "load_scenario", "validate_file", "find
            "SCENARIO_SUFFIXES", "ALLOWED_CONF", "schema"]
 
 SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+# Environment variables that set how processes start (the dynamic loader, Python, Java, Spark, Hadoop, the
+# kit): a scenario's `job: {env: ...}` cannot set them, so a scenario file still runs no code of its own.
+PROCESS_ENV = ("LD_", "DYLD_", "PYTHON", "PYSPARK", "SPARK_", "JAVA", "_JAVA", "JDK_", "HADOOP", "EVENTTIME",
+               "BASH_", "TMP", "TEMP")
+PROCESS_ENV_NAMES = ("PATH", "CLASSPATH", "HOME", "SHELL", "ENV", "IFS")
 _NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)  # a column of an expected schema: `name type NOT NULL`
 
 # Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
@@ -338,6 +343,7 @@ class _Builder:
         params = self.params(contract)
         requires_spark, features = self.requires()
         conf = self.conf(d.get("conf"), ("conf",))
+        job_args, job_env = self.job(d.get("job"))
         clock_start_us, trigger = self.clock()
         sources = self.sources(contract)
         self.sources_unknown = contract is None and "sources" not in d
@@ -351,7 +357,8 @@ class _Builder:
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
             where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
             timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
-            lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"))
+            lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"), job_args=job_args,
+            job_env=job_env, job_where=c.where(("job",)) if "job" in d else None)
 
     def contract(self) -> Contract | None:
         raw = self.doc.get("contract")
@@ -456,6 +463,31 @@ class _Builder:
                     continue
             out[key] = text
         return out
+
+    def job(self, raw: Any) -> tuple[tuple[str, ...], dict[str, str]]:
+        """`job: {args: [...], env: {...}}`: a job's command-line arguments and environment variables (the
+        schema checks their shapes and keys; here, the names a scenario may not set)."""
+        if not isinstance(raw, dict):
+            return (), {}
+        scalar = (str, int, float, bool)
+
+        def text(value: Any) -> str:
+            return str(value).lower() if isinstance(value, bool) else str(value)
+
+        args = raw.get("args")
+        out_args = tuple(text(a) for a in args if isinstance(a, scalar)) if isinstance(args, list) else ()
+        env = raw.get("env")
+        out_env = {}
+        for name, value in (env.items() if isinstance(env, dict) else ()):
+            if not isinstance(name, str) or not isinstance(value, scalar):
+                continue
+            if name.upper().startswith(PROCESS_ENV) or name.upper() in PROCESS_ENV_NAMES:
+                self.c.at(("job", "env", name), f"{name} sets how processes start (their loader, Python, Java, "
+                                                "Spark or the kit): a scenario gives a job only its own settings",
+                          key=True)
+            else:
+                out_env[name] = text(value)
+        return out_args, out_env
 
     def clock(self) -> tuple[int, Duration | None]:
         raw = self.doc.get("clock") or {}

@@ -277,6 +277,10 @@ class Scenario:
     # Python: the call's lines in the test file); else a step runs to the next step's first line
     spans: Mapping[int, int] = field(default_factory=dict)
     profile: str = "spark"  # the semantics its expectations state: "spark" or "dataflow"
+    # `job: {args: [...], env: {...}}`: a job's command-line arguments (after its script) and environment
+    job_args: tuple[str, ...] = ()
+    job_env: Mapping[str, str] = field(default_factory=dict)
+    job_where: Where | None = None
 
     @property
     def output_columns(self) -> tuple[Column, ...]:

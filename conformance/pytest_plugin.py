@@ -34,7 +34,7 @@ import pytest
 
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
 _RESULT_KEY = "eventtime_result"
 
 # bind() runs while a conftest file is imported, before or after pytest_configure, and is not
@@ -230,7 +230,8 @@ class _Settings:
             m = _BINDING.match(value)
             if not m or not _TARGET.match(m.group("target")):
                 raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
-                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count)")
+                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count; "
+                                        "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__)")
             _check_contract(m.group("contract"), where, root, extra=extra)
             under = m.group("under").strip().strip("/") if m.group("under") else None
             key = (m.group("contract"), under)
@@ -306,8 +307,11 @@ class _Settings:
         if target not in self._resolved:
             from eventtime.runner import PipelineError, resolve_pipeline
 
+            ref = target
+            if ref.endswith(".py") and not Path(ref).is_absolute():  # a script job: from the project's root
+                ref = str(self.config.rootpath / ref)
             try:
-                self._resolved[target] = resolve_pipeline(target)
+                self._resolved[target] = resolve_pipeline(ref)
             except PipelineError as exc:
                 raise pytest.UsageError(f"eventtime: {exc}") from None
         return self._resolved[target]

@@ -41,7 +41,11 @@ class PipelineError(Exception):
 
 
 def resolve_pipeline(ref: str) -> Pipeline:
-    """`module:function` (or `module.function`) -> the callable; raises PipelineError saying why not."""
+    """`module:function` (or `module.function`) -> the callable; a script run as `__main__`, bound by its
+    path (`jobs/medallion.py`, from the current folder) or as `module:__main__` -> a `jobs.ScriptJob`;
+    raises PipelineError saying why not."""
+    if ref.endswith(".py") or ref.endswith(":__main__"):
+        return _resolve_script(ref)
     module_name, sep, attr = ref.partition(":")
     if not sep:
         module_name, _, attr = ref.rpartition(".")
@@ -63,6 +67,31 @@ def resolve_pipeline(ref: str) -> Pipeline:
     if not callable(fn):
         raise PipelineError(f"pipeline {ref!r} is not callable")
     return fn
+
+
+def _resolve_script(ref: str) -> Pipeline:
+    import importlib.util
+
+    from .jobs import ScriptJob
+
+    if ref.endswith(".py"):
+        path = os.path.abspath(ref)
+        if not os.path.isfile(path):
+            raise PipelineError(f"script {ref!r} does not exist (looked for {path}); a script job is bound by its "
+                                "path (from the folder the run starts in; in pytest, from the project's root), or "
+                                "as 'package.module:__main__'")
+        return ScriptJob(ref, path=path)  # type: ignore[return-value]
+    module = ref.removesuffix(":__main__")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:
+        spec, why = None, f": {exc}"
+    else:
+        why = ""
+    if spec is None:
+        raise PipelineError(f"cannot find module {module!r} for script job {ref!r}{why} (is the project installed, "
+                            "`pip install -e .`, or its folder on PYTHONPATH?)")
+    return ScriptJob(ref, module=module)  # type: ignore[return-value]
 
 
 def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[str], *,
@@ -254,6 +283,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
              else _Build(scenario, call, sources, impl_name, workdir=workdir))
     run = _new_run(scenario, spark, build, staging, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
+    build.run_conf = query_conf
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
     database = _JobDatabase(spark, workdir) if job else None
     try:
@@ -273,6 +303,11 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     finally:
         if database is not None:
             database.leave()
+        if build.session_before:
+            from eventtime.harness.jobsession import restore_session
+
+            for session, before in build.session_before.items():
+                restore_session(session, before)
         shutil.rmtree(workdir, ignore_errors=True)
     result.notes.extend(build.notes)
     _conclude(result, steps, died)
@@ -335,7 +370,14 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
             result.reason = ("a job's own readers and writers are substituted in classic PySpark only, not over "
                              "Spark Connect (docs/jobs.md)")
             return None
-        return fn, info, True
+        from .jobs import job_entry
+
+        return job_entry(fn), info, True
+    if scenario.job_args or scenario.job_env:
+        result.status = ERROR
+        result.reason = (f"{scenario.job_where}: `job:` gives a job's arguments and environment, but pipeline "
+                         f"{result.implementation} is not a job (docs/jobs.md, *Entry points*)")
+        return None
     try:
         call = pipeline_caller(fn, scenario.contract)
     except SignatureError as exc:
@@ -363,6 +405,8 @@ class _Build:
         self.writer: Any = None  # a job's writer, as it wrote it
         self.notes: list[str] = []  # what the job's substitution says of its code, for the result
         self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
+        self.run_conf: Mapping[str, str] = {}  # the SQL settings of the run's queries: a job's own do not replace them
+        self.session_before: dict[Any, dict[str, str | None]] = {}  # per session: the settings a job changed
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
     def sink_of(self, query: str | None) -> Any:
@@ -477,15 +521,19 @@ class _JobBuild(_Build):
         return contract if len(self.queries) == 1 and contract.output else None
 
     def _call(self, index: int) -> list[Any]:
-        from .jobs import SubstitutionError, build_job
+        """The job called as it ships (`jobs.run_job`: its entry point, arguments, environment and own
+        session), its readers given query `index`'s copies of the sources."""
+        from .jobs import JobEntry, SubstitutionError, run_job
 
         frames = {name: src.copy(index).dataframe() for name, src in self.sources.items()
                   if name in self.scenario.sources}
         spark = next(iter(self.sources.values())).spark
         self._index = index
+        assert isinstance(self.call, JobEntry)
         try:
-            outs = build_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir,
-                             self.output)
+            outs = run_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir,
+                           scenario_conf=self.run_conf, args=self.scenario.job_args, env=self.scenario.job_env,
+                           before=self.session_before.setdefault(spark, {}), output=self.output)
         except SubstitutionError as exc:
             raise PipelineError(f"job {self.impl_name}: {exc}") from None
         for out in outs:

@@ -8,9 +8,13 @@ A pipeline may be written in any of three ways; the kit reads the function's sig
   a default that the contract does not supply keeps its default;
 - `fn(sources, params)`: a mapping of source name to DataFrame and the `Params` (durations have
   `.interval`).
-A job, `build(spark)` or `main(spark)` (one parameter, named `spark`), builds its own query from
-`spark.readStream` to `writeStream`; the kit substitutes its readers and writer (`eventtime.jobs`).
-A function that fits none of these is an error naming it, its signature and what the contract supplies.
+A job builds its own queries from `spark.readStream` to `writeStream`; the kit substitutes its readers
+and writers (`eventtime.jobs`). It is `build(spark)` or `main(spark)` (one required parameter, named
+`spark`), or `main()`: a function that asks for nothing the contract supplies (no required parameter,
+none named after a source or parameter) builds its own session, so it can only be a job. A script run
+as `__main__` is bound by its path (`jobs/medallion.py`) or as `package.module:__main__`.
+A function that fits none of these is an error naming it, its signature, its file and line, every
+shape the kit accepts, and what the contract supplies.
 The returned DataFrame must have exactly the contract's output columns, with the contract's types.
 """
 from __future__ import annotations
@@ -60,20 +64,45 @@ def _describe(fn: Callable) -> str:
         signature = str(inspect.signature(fn))
     except (TypeError, ValueError):
         signature = "(...)"
-    return f"{module + ':' if module else ''}{name}{signature}"
+    return f"{module + ':' if module else ''}{name}{signature}{_defined_at(fn)}"
+
+
+def _defined_at(fn: Callable) -> str:
+    """` (file:line)` of the function's definition, when Python knows it."""
+    target = inspect.unwrap(fn) if callable(fn) else fn
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return ""
+    return f" ({code.co_filename}:{code.co_firstlineno})"
+
+
+# Every shape the kit calls a pipeline in, for a function that fits none (docs/pipelines.md, docs/jobs.md).
+SHAPES = ("fn(df) (a contract with one source: its streaming DataFrame)",
+          "fn(...) with parameters named after what the contract supplies",
+          "fn(sources, params)",
+          "a job: build(spark) or main(spark) (the kit's session), or main() with no parameters (it builds "
+          "its own session with SparkSession.builder...getOrCreate())",
+          "a script run as __main__, bound by its path (jobs/job.py) or as package.module:__main__")
 
 
 def is_job(fn: Callable, contract: Contract) -> bool:
-    """Whether `fn` is a job: its one required parameter is `spark`, which the contract does not supply."""
+    """Whether `fn` is a job: its one required parameter is `spark`, which the contract does not supply;
+    or it requires nothing and takes nothing the contract supplies (`main()`, `main(argv=None)`, a script):
+    a pipeline of the contract takes its sources, so a function that asks for none builds its own."""
     if contract.source("spark") is not None or contract.param("spark") is not None:
         return False
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
         return False
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return False  # `fn(**kwargs)` takes what the contract supplies by name
     required = [p for p in parameters if p.default is inspect.Parameter.empty
-                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
-    return [p.name for p in required] == ["spark"]
+                and p.kind != inspect.Parameter.VAR_POSITIONAL]
+    if [p.name for p in required] == ["spark"]:
+        return True
+    supplied = {s.name for s in contract.sources} | {p.name for p in contract.params} | {"sources", "params"}
+    return not required and not any(p.name in supplied for p in parameters)
 
 
 def pipeline_caller(fn: Callable, contract: Contract) -> Callable[[Mapping[str, Any], Any], Any]:
@@ -118,11 +147,10 @@ def pipeline_caller(fn: Callable, contract: Contract) -> Callable[[Mapping[str, 
     unknown = [n for n, p in zip(names, parameters) if n not in known and p.default is inspect.Parameter.empty]
     hint = (f"; it asks for {', '.join(repr(u) for u in unknown)}, which the contract does not supply"
             if unknown else "")
-    raise SignatureError(
-        f"pipeline {_describe(fn)} does not fit contract {contract.name!r}{hint}. Write it as "
-        + (f"fn(df) (the one source, {sources[0]!r}), " if len(sources) == 1 else "")
-        + "fn(...) with parameters named after what the contract supplies (" + supplied + "), "
-        "or fn(sources, params)")
+    shapes = [shape.replace("what the contract supplies", f"what the contract supplies ({supplied})")
+              for shape in SHAPES if len(sources) == 1 or not shape.startswith("fn(df)")]
+    raise SignatureError(f"pipeline {_describe(fn)} does not fit contract {contract.name!r}{hint}. The shapes "
+                         "the kit calls:\n" + "\n".join(f"  - {shape}" for shape in shapes))
 
 
 def check_output(fields: list[tuple[str, str]], contract: Contract) -> list[int]:

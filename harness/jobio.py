@@ -21,7 +21,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-__all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place"]
+__all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
+           "active_writers"]
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,12 @@ def substitution(resolve: Callable[[ReaderCall], Any]) -> Iterator[_Active]:
             _users -= 1
             if _users == 0:
                 _uninstall()
+
+
+def active_writers() -> list[WriterCall]:
+    """The writers started so far by the job running in this thread ([] outside a substitution)."""
+    active = _active()
+    return list(active.writers) if active is not None else []
 
 
 def writer_call(writer: Any) -> WriterCall | None:

@@ -310,3 +310,16 @@ def test_a_hook_returning_something_else_than_contracts_is_a_usage_error(pyteste
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*pytest_eventtime_contracts() returned str 'page_clicks'; it returns eventtime "
                                  "Contract objects*"])
+
+
+
+def test_a_script_job_is_bound_by_its_path(pytester):
+    """`CONTRACT = jobs/job.py` in the ini is a binding (resolved from the project's root when it runs),
+    named in the item as written."""
+    pytester.makefile(".scenario.yaml", mine=SCENARIO)
+    pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = jobs/count.py\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mine[[]jobs/count.py[]]"])
+    pytester.makeini("[pytest]\neventtime_pipelines = tumbling_count = jobs/count\n")  # control: neither form
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stderr.fnmatch_lines(["*'tumbling_count = jobs/count' is not CONTRACT=MODULE:FUNCTION*"])

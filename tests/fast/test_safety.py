@@ -121,13 +121,16 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
-                if name in ("resolve_pipeline", "import_module", "__import__", "exec", "eval"):
+                if name in ("resolve_pipeline", "import_module", "__import__", "exec", "eval", "run_path",
+                            "run_module"):
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
         ("cli.py", "resolve_pipeline", "args.pipeline"),                      # --pipeline
         ("cli.py", "resolve_pipeline", "args.pipeline"),
-        ("pytest_plugin.py", "resolve_pipeline", "target"),                   # option, ini, bind(), hook
+        ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
+        ("jobs.py", "run_path", "self.path"),
+        ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
         ("runner.py", "import_module", "module_name"),                        # inside resolve_pipeline
         ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
         ("watch.py", "resolve_pipeline", "self.pipeline"),                    # watch --pipeline
@@ -240,6 +243,9 @@ TEXT_SLOTS = {
     "/$defs/expect/properties/failure/properties/message": "text to find in the error",
     "/$defs/expect/properties/table": "table name, read with spark.table in the scenario's own database",
     "/$defs/expect/properties/written": "parameter name, checked against the contract's parameters of its kind",
+    "/properties/job/properties/args/items": "an argument handed to the user's own job as text in sys.argv",
+    "/properties/job/properties/env/additionalProperties": "a value the user's own job reads from os.environ "
+                                                           "(names that set how processes start are refused)",
 }
 PATH_LIKE = re.compile(r"path|dir|(?<!pro)file|folder|location|checkpoint|output_to|jar|url|uri|warehouse|log", re.I)
 
@@ -308,4 +314,5 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
         "/$defs/expect/properties/records/items/properties/headers/oneOf/0",  # names: a record's header keys
+        "/properties/job/properties/env",  # names: a job's variables, process settings refused by the loader
     ])
