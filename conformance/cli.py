@@ -219,19 +219,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console_main() -> NoReturn:
     """The `eventtime` console script: `main`, then the process ends without the interpreter's
-    teardown. What an exit must do is done first, in the order the interpreter does it: non-daemon
-    threads are waited for, the exit handlers run (the harness's own: temporary folders, a cluster
-    session's stop; logging's flush) and the standard streams are flushed. What is skipped is freeing
-    every imported module and py4j proxy one by one (0.3 s after a run: BENCHMARKS.md "The end of a
-    run"), for a JVM that exits by itself when this process's end closes its standard input."""
+    teardown. What an exit must do is done first, in the order the interpreter does it: threading's
+    own exit callbacks run (they wake the workers of every `concurrent.futures` pool, e.g. the Spark
+    Connect client's), non-daemon threads are waited for, the exit handlers run (the harness's own:
+    temporary folders, a cluster session's stop; a Connect client's; logging's flush) and the standard
+    streams are flushed. Unlike the interpreter, the wait for threads is bounded (THREAD_WAIT seconds,
+    once before the exit handlers and once after them, for a thread a handler releases): a library's
+    thread that never ends must not keep a finished command alive (a Connect run sat idle for minutes
+    that way). What is skipped is freeing every imported module and py4j proxy one by one (0.3 s after
+    a run: BENCHMARKS.md "The end of a run"), for a JVM that exits by itself when this process's end
+    closes its standard input."""
     try:
         code = main()
     except BrokenPipeError:  # the output's reader went away (`eventtime run ... | head`): end as a shell
         code = EXIT_OUTPUT_GONE  # tool ends on SIGPIPE, without a traceback
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    _threading_exit()
+    left = _join_threads(THREAD_WAIT)
     atexit._run_exitfuncs()  # noqa: SLF001 - the interpreter's own exit step, run where it would run
+    if left:
+        left = _join_threads(THREAD_WAIT)
+    if left:
+        print(f"eventtime: ending with {len(left)} thread(s) still running after {2 * THREAD_WAIT:.0f}s of "
+              f"waiting for them: {', '.join(t.name for t in left)}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -240,6 +249,31 @@ def console_main() -> NoReturn:
         except (OSError, ValueError):  # e.g. a stream already closed
             code = code or 120  # what the interpreter returns when its final flush fails
     os._exit(code)
+
+
+THREAD_WAIT = 10.0  # seconds console_main waits for non-daemon threads, before and again after the exit handlers
+
+
+def _threading_exit() -> None:
+    """threading's exit callbacks (`threading._register_atexit`), which the interpreter runs before it
+    joins the threads: `concurrent.futures` registers the shutdown of its pools there, without which
+    their idle workers wait on their queues for ever. Found by feature detection; where a Python has
+    no such list, the bounded join covers it."""
+    for call in reversed(list(getattr(threading, "_threading_atexits", ()))):
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - a library's callback must not stop the exit
+            print(f"eventtime: a thread exit callback failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _join_threads(seconds: float) -> list[threading.Thread]:
+    """Wait at most `seconds` in all for the non-daemon threads to end; those still running."""
+    deadline = time.monotonic() + seconds
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
 
 
 def _command(args: argparse.Namespace) -> int:
