@@ -14,11 +14,12 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from .cli_files import load_scenarios, scenario_files
+from .cli_files import load_scenario_files, read_project, rerun_command, scenario_files
 
 __all__ = ["console_main", "main"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_NO_TESTS = 5  # pytest's "no tests ran": scenarios were asked for and none ran (the reason is printed)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +59,11 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+_PIPELINE_HELP = ("the pipeline to run: MODULE:FUNCTION for every scenario, or CONTRACT=MODULE:FUNCTION "
+                  "(CONTRACT[FOLDER]=... for the scenario files under FOLDER) for one contract's, over the ini key "
+                  "eventtime_pipelines pytest reads (repeatable; unbound, a contract of your own runs the "
+                  "implementations its file declares, a bundled one its own only for the bundled suite)")
+_TIMEOUT_HELP = "bound on each wait for Spark, seconds (default: the ini key eventtime_timeout, else 60)"
 _JOBS_HELP = "run N scenario/implementation pairs at once in one JVM, each on its own session (default 1)"
 
 
@@ -126,11 +132,10 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run scenarios on Spark and print a verdict per scenario")
     r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
-    r.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to run (default: every bundled implementation of each scenario's contract)")
+    r.add_argument("--pipeline", action="append", metavar="[CONTRACT=]MODULE:FUNCTION", help=_PIPELINE_HELP)
     r.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
     r.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
-    r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    r.add_argument("--timeout", type=float, default=None, help=_TIMEOUT_HELP)
     r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
@@ -140,11 +145,11 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("watch", help="run scenarios, then re-run what a changed scenario, contract or pipeline "
                                      "module affects, on one warm Spark session (Ctrl-C stops)")
     w.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories to watch")
-    w.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to run; its modules under the working directory are watched and reloaded "
-                        "(default: every bundled implementation of each scenario's contract)")
+    w.add_argument("--pipeline", action="append", metavar="[CONTRACT=]MODULE:FUNCTION",
+                   help=_PIPELINE_HELP + "; the modules of your code under the working directory are watched and reloaded")
     w.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
-    w.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    w.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
+    w.add_argument("--timeout", type=float, default=None, help=_TIMEOUT_HELP)
     w.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     w.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
     w.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
@@ -154,9 +159,9 @@ def _parser() -> argparse.ArgumentParser:
                                        "print a verdict table and certify or reject it")
     c.add_argument("--contract", action="append", metavar="NAME",
                    help="contract to certify (repeatable; default: every contract)")
-    c.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to certify (needs exactly one --contract; "
-                        "default: the bundled implementations of each contract)")
+    c.add_argument("--pipeline", metavar="[CONTRACT=]MODULE:FUNCTION",
+                   help="implementation to certify (MODULE:FUNCTION needs exactly one --contract; "
+                        "default: the implementations each contract declares, the bundled ones for a bundled contract)")
     c.add_argument("--scenarios", action="append", metavar="PATH",
                    help="also run these scenario files or directories (those of the contract)")
     c.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
@@ -277,8 +282,9 @@ def _join_threads(seconds: float) -> list[threading.Thread]:
 
 
 def _command(args: argparse.Namespace) -> int:
-    if getattr(args, "pipeline", None) and os.getcwd() not in sys.path:
-        # as `python -m` does: a pipeline module in the folder the command runs in is importable
+    if args.command == "certify" and os.getcwd() not in sys.path:
+        # as `python -m` does: a pipeline module in the folder the command runs in is importable, for
+        # --pipeline and a contract's `implementations:` alike (run and watch: cli_files.read_project)
         sys.path.insert(0, os.getcwd())
     if args.command == "validate":
         return _validate(args.paths, args.contracts)
@@ -339,37 +345,63 @@ def _validate(paths: Sequence[str], contract_dirs: Sequence[str] = ()) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
     conf = _conf_pairs(args.spark_conf)
     files = scenario_files(args.paths)
     if files is None:
         return EXIT_USAGE
-    scenarios, invalid = load_scenarios(files, args.contracts)
-    if args.pipeline:
-        from .runner import PipelineError, resolve_pipeline
+    project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return EXIT_USAGE
+    args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    loaded, invalid = load_scenario_files(files, project.contract_dirs)
+    plan: list[tuple[Any, Path, str]] = []
+    unbound: dict[str, list[Any]] = {}
+    for file, sc in loaded:
+        targets = project.targets(sc, file)
+        if not targets:
+            unbound.setdefault(sc.contract.name, []).append(sc)
+        plan += [(sc, file, target) for target in targets]
+    from .projectconfig import unbound_message
 
+    for scenarios in unbound.values():  # never a green run that tested nobody's code
+        more = f" (and {len(scenarios) - 1} more scenario file(s) of it)" if len(scenarios) > 1 else ""
+        print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
+    if _unimportable(list(dict.fromkeys(target for _, _, target in plan))):
+        return EXIT_USAGE
+    return _execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())))
+
+
+def _unimportable(targets: Sequence[str]) -> bool:
+    """Whether a pipeline does not import (each such one said, with why)."""
+    from .runner import PipelineError, resolve_pipeline
+
+    bad = False
+    for target in targets:
         try:
-            resolve_pipeline(args.pipeline)
+            resolve_pipeline(target)
         except PipelineError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return _execute(scenarios, args, conf, invalid)
+            bad = True
+    return bad
 
 
 def _watch(args: argparse.Namespace) -> int:
     from .watch import watch_command
 
-    if args.timeout <= 0 or args.poll <= 0:
-        print("eventtime: error: --timeout and --poll must be positive numbers of seconds", file=sys.stderr)
+    if args.poll <= 0:
+        print("eventtime: error: --poll must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
     if scenario_files(args.paths, what="to watch") is None:
         return EXIT_USAGE
+    project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return EXIT_USAGE
+    args.timeout = project.timeout
     conf = _conf_pairs(args.spark_conf)
-    from eventtime.harness.session import get_session
-
-    return watch_command(args, get_session(master=args.master), conf)
+    spark, code = _open_session(args)  # as run opens it: --remote, SPARK_REMOTE or a local Spark
+    if spark is None:
+        return code
+    return watch_command(args, project, spark, conf)
 
 
 class Terminated(BaseException):
@@ -414,18 +446,25 @@ def _in_py4j_finalizer(frame: Any) -> bool:
     return False
 
 
-def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
+def _execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
+             certify: bool = False, unbound: int = 0) -> int:
+    """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
+    (their errors printed already) count against the run."""
     from .parallel import Pair, Recovery
     from .resultsfile import ResultsWriter
 
+    if not plan:  # before any Spark starts: nothing would run, and "0 passed" must never read as a success
+        why = [f"{invalid} scenario file{'s' if invalid != 1 else ''} invalid"] if invalid else []
+        why += [f"{unbound} scenario{'s' if unbound != 1 else ''} with no pipeline bound"] if unbound else []
+        print(f"eventtime: error: nothing ran: {', '.join(why) or 'no scenario to run'} (see above)", file=sys.stderr)
+        return EXIT_FAILED if invalid else EXIT_NO_TESTS  # an invalid file fails a run, as it always has
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     spark, code = _open_session(args)
     if spark is None:
         return code
     version, master = spark.version, _master_of(spark)  # asked once: the driver may die later
-    pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
-             for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    pairs = [Pair(sc, impl, rerun_command(sc, file, impl, args)) for sc, file, impl in plan]
     writer = None
     if args.json:
         writer = ResultsWriter(args.json, tool="certify" if certify else "run", started_at=started_at,
@@ -459,13 +498,14 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     print()
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
           f"{counts['not_applicable']} not applicable, {invalid} invalid files"
+          + (f", {unbound} unbound" if unbound else "")
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+    return EXIT_FAILED if failures or invalid or unbound or not_run else EXIT_OK
 
 
 def _open_session(args: Any) -> tuple[Any, int]:
@@ -608,24 +648,34 @@ def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, st
 
 
 def _certify(args: argparse.Namespace) -> int:
+    from .projectconfig import DEFAULT_TIMEOUT, SettingsError, parse_binding
     from .registry import CONTRACTS
     from .loader import did_you_mean
-    from .runner import PipelineError, resolve_pipeline
 
+    if args.timeout is None:
+        args.timeout = DEFAULT_TIMEOUT
     if args.timeout <= 0:
         print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
     conf = _conf_pairs(args.spark_conf)
+    if args.pipeline and "=" in args.pipeline:  # CONTRACT=MODULE:FUNCTION names the contract it certifies
+        try:
+            contract, under, args.pipeline = parse_binding(args.pipeline, "--pipeline")
+        except SettingsError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if under is not None or args.contract not in (None, [contract]):
+            print(f"eventtime: error: --pipeline {contract}=...: certify binds one contract, without a folder; "
+                  f"give no other --contract", file=sys.stderr)
+            return EXIT_USAGE
+        args.contract = [contract]
     contracts = args.contract or sorted(CONTRACTS)
     if args.pipeline:
         if len(contracts) != 1 or not args.contract:
             print("eventtime: error: --pipeline certifies one implementation of one contract: "
-                  "give exactly one --contract", file=sys.stderr)
+                  "give exactly one --contract, or --pipeline CONTRACT=MODULE:FUNCTION", file=sys.stderr)
             return EXIT_USAGE
-        try:
-            resolve_pipeline(args.pipeline)
-        except PipelineError as exc:
-            print(f"eventtime: error: {exc}", file=sys.stderr)
+        if _unimportable([args.pipeline]):
             return EXIT_USAGE
     files = scenario_files(None) or []
     if args.scenarios:
@@ -633,20 +683,23 @@ def _certify(args: argparse.Namespace) -> int:
         if extra is None:
             return EXIT_USAGE
         files = list(dict.fromkeys(files + extra))
-    loaded, invalid = load_scenarios(files, args.contracts)
-    known = sorted(set(CONTRACTS) | {sc.contract.name for sc in loaded})  # bundled, and those of --scenarios
+    loaded, invalid = load_scenario_files(files, args.contracts)
+    known = sorted(set(CONTRACTS) | {sc.contract.name for _, sc in loaded})  # bundled, and those of --scenarios
     for name in contracts:
         if name not in known:
             print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, known)} (contracts: "
                   f"{', '.join(known)}; a contract of your own comes with its scenarios: --scenarios PATH)",
                   file=sys.stderr)
             return EXIT_USAGE
-    scenarios = [sc for sc in loaded if sc.contract.name in contracts]
-    if not scenarios:
+    chosen = [(file, sc) for file, sc in loaded if sc.contract.name in contracts]
+    if not chosen:
         print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)
         return EXIT_USAGE
-    scenarios.sort(key=lambda sc: (contracts.index(sc.contract.name), sc.path))
-    return _execute(scenarios, args, conf, invalid, certify=True)
+    chosen.sort(key=lambda pair: (contracts.index(pair[1].contract.name), pair[1].path))
+    # asked for: without --pipeline, certify runs each contract's own implementations
+    plan = [(sc, file, impl) for file, sc in chosen
+            for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    return _execute(plan, args, conf, invalid, certify=True)
 
 
 def _list() -> int:

@@ -1,17 +1,17 @@
-"""`eventtime run` and `certify` as a user runs them (the console script, a child process), on a local
+"""`eventtime run`, `certify` and `watch` (stopped with Ctrl-C) as a user runs them (the console script, a child process), on a local
 Spark and over Spark Connect: each ends by itself with its verdicts, within a bounded wait. Over Connect,
 the console script's fast exit once waited for ever on the Connect client's idle pool worker
 (tests/fast/test_cli_exit.py shows that mechanism without Spark)."""
 from __future__ import annotations
 
-import shutil
+import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from eventtime.harness.cluster import child_environment
+from tests.lines import Lines, console_script
 
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
 
@@ -26,20 +26,9 @@ COMMANDS = {
 SAYS = {"run": "1 passed, 0 failed", "certify": "CERTIFIED"}
 
 
-def _console_script() -> list[str]:
-    """The `eventtime` console script of this environment (its fast exit is what is tested here)."""
-    script = Path(sys.executable).with_name("eventtime")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("eventtime")
-    if found is None:
-        pytest.skip("no `eventtime` console script installed in this environment")
-    return [found]
-
-
 def _ends(words: list[str]) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(_console_script() + words + ["--timeout", "180"], cwd=ROOT, capture_output=True,
+        return subprocess.run(console_script() + words + ["--timeout", "180"], cwd=ROOT, capture_output=True,
                               text=True, timeout=ENDS_WITHIN, env=child_environment())
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(f"`eventtime {' '.join(words)}` did not end within {ENDS_WITHIN} s; its output:\n"
@@ -59,3 +48,37 @@ def test_the_console_script_ends_by_itself_on_a_local_spark(command):
     done = _ends(COMMANDS[command] + ["--master", "local[2]"])
     assert done.returncode == 0, done.stdout + done.stderr
     assert SAYS[command] in done.stdout
+
+
+WATCHED = """\
+scenario: watched
+description: Two events of one key in a window, written once the watermark passes its end.
+contract: tumbling_count
+params: {window: 10s, watermark_delay: 5s}
+steps:
+  - add: {events: [[a, "00:00:03"], [a, "00:00:07"]]}
+  - add: {events: [[b, "00:00:30"]]}
+  - process
+  - expect:
+      rows: [[a, "00:00:00", "00:00:10", 2]]
+"""
+
+
+def test_watch_over_spark_connect_stops_on_ctrl_c_and_ends(connect_server, tmp_path):
+    # on a local Spark: tests/spark/test_watch.py, the same console script
+    (tmp_path / "one.scenario.yaml").write_text(WATCHED)
+    proc = subprocess.Popen([*console_script(), "watch", "one.scenario.yaml", "--pipeline",
+                             "eventtime.pipelines.reference:tumbling_count", "--remote", connect_server.url,
+                             "--timeout", "180"], cwd=tmp_path, env=child_environment(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines = Lines(proc, wait=ENDS_WITHIN)
+    try:
+        assert lines.until("watched", "the first run's verdict").startswith("PASS")
+        lines.until("watching (Ctrl-C stops)", "the first round's totals")
+        proc.send_signal(signal.SIGINT)
+        lines.until("eventtime: stopped watching", "the stop on Ctrl-C")
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)

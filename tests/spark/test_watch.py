@@ -4,15 +4,13 @@ Ctrl-C stops it with exit 0. Every wait for the child's output is bounded and sa
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
-import sys
 import textwrap
-import threading
-import time
 
 import pytest
+
+from tests.lines import Lines, console_script
 
 pytestmark = pytest.mark.spark
 
@@ -43,41 +41,15 @@ SCENARIO = textwrap.dedent("""\
     """)
 
 
-class _Lines:
-    """The child's output lines, read by a thread; `until` waits (bounded) for a line that matches."""
-
-    def __init__(self, proc: subprocess.Popen):
-        self.queue: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            self.queue.put(line.rstrip("\n"))
-
-    def until(self, text: str, what: str) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            try:
-                line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            self.seen.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"no line with {text!r} ({what}) within {WAIT:.0f} s; the output:\n"
-                             + "\n".join(self.seen[-60:]))
-
-
 def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
     (tmp_path / "jobs.py").write_text(JOB)
     scenario = tmp_path / "one.scenario.yaml"
     scenario.write_text(SCENARIO.replace("COUNT", "2"))
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "EVENTTIME_DRIVER_LOG": str(tmp_path / "driver.log")}
-    proc = subprocess.Popen([sys.executable, "-m", "eventtime.cli", "watch", "one.scenario.yaml", "--pipeline",
+    proc = subprocess.Popen([*console_script(), "watch", "one.scenario.yaml", "--pipeline",
                              "jobs:count", "--poll", "0.1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    lines = _Lines(proc)
+    lines = Lines(proc, wait=WAIT)
     try:
         assert lines.until("watched", "the first run's verdict").startswith("PASS")
         lines.until("watching (Ctrl-C stops)", "the first round's totals")
