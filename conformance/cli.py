@@ -1,6 +1,6 @@
-"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage,
-130 Ctrl-C, 143 SIGTERM, 141 when the reader of its output went away, e.g. `| head`; `run` and
-`certify` write their results file before either of 130 and 143)."""
+"""The `eventtime` command: validate, run, certify, report and list (exit status: `exitcodes.ExitCode`,
+0 ok, 1 failures, 2 usage, 5 nothing ran, 130 Ctrl-C, 143 SIGTERM, 141 when the reader of its output
+went away, e.g. `| head`; `run` and `certify` write their results file before either of 130 and 143)."""
 from __future__ import annotations
 
 import argparse
@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from .cli_files import load_scenario_files, read_project, rerun_command, scenario_files
+from .exitcodes import ExitCode
 
 __all__ = ["console_main", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-EXIT_NO_TESTS = 5  # pytest's "no tests ran": scenarios were asked for and none ran (the reason is printed)
+# every command's exit status is an ExitCode; these names are kept for the code and tests that use them
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE_ERROR
+EXIT_NO_TESTS = ExitCode.NO_TESTS_RAN  # pytest's "no tests ran": scenarios were asked for and none ran
 
 
 class _Parser(argparse.ArgumentParser):
@@ -409,8 +411,8 @@ class Terminated(BaseException):
     Exception` on the way turns it into a verdict), leaving the results written."""
 
 
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM: what a shell reports
-EXIT_OUTPUT_GONE = 141  # 128 + SIGPIPE: a tool whose output's reader went away (`| head`)
+EXIT_INTERRUPTED, EXIT_TERMINATED = ExitCode.INTERRUPTED, ExitCode.TERMINATED  # 128 + SIGINT, 128 + SIGTERM
+EXIT_OUTPUT_GONE = ExitCode.OUTPUT_GONE  # 128 + SIGPIPE: a tool whose output's reader went away (`| head`)
 MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
 
 

@@ -210,6 +210,7 @@ class Watcher:
 def watch_command(args: Any, project: Any, session: Any, conf: Mapping[str, str]) -> int:
     """Watch with `project`'s choice of pipelines (cli_files.Project) on `session` until Ctrl-C."""
     from .cli_files import rerun_command
+    from .exitcodes import ExitCode
     from .runner import run_scenario
 
     def run(scenario: Any, target: Any) -> Any:
@@ -224,4 +225,4 @@ def watch_command(args: Any, project: Any, session: Any, conf: Mapping[str, str]
         watcher.loop(args.poll)
     except KeyboardInterrupt:
         print("eventtime: stopped watching", flush=True)
-    return 0
+    return ExitCode.OK

@@ -145,3 +145,35 @@ def test_control_without_threading_exit_callbacks_the_pool_worker_outlives_the_b
     assert done.returncode == 0, done.stderr
     assert done.stdout == "verdicts\n"
     assert "ending with 1 thread(s) still running after 1s of waiting for them: library-pool_0" in done.stderr
+
+
+COMMAND_MODULES = ["cli.py", "cli_files.py", "watch.py", "cluster_command.py", "connect_command.py",
+                   "semantics/commands.py", "report/command.py"]
+
+
+def _literal_exit_codes(source: str) -> list[str]:
+    """Each `return N` / `exit(N)` with a number written out, instead of an ExitCode."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        value = node.value if isinstance(node, ast.Return) else (
+            node.args[0] if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", ""))
+            in ("exit", "_exit") and node.args else None)
+        if isinstance(value, ast.Constant) and type(value.value) is int:
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_every_command_says_its_exit_status_with_one_exit_code_table():
+    from pathlib import Path
+
+    import eventtime
+    from eventtime.exitcodes import ExitCode
+
+    root = Path(eventtime.__file__).parent
+    assert {m: _literal_exit_codes((root / m).read_text()) for m in COMMAND_MODULES} == {m: [] for m in COMMAND_MODULES}
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 5, 130, 141, 143]
+    # control: a command module with a number written out is found
+    assert _literal_exit_codes("def run(args):\n    if args.x:\n        return 130\n    return ExitCode.OK\n") == [
+        "line 3: return 130"]
