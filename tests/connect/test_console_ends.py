@@ -4,14 +4,13 @@ the console script's fast exit once waited for ever on the Connect client's idle
 (tests/fast/test_cli_exit.py shows that mechanism without Spark)."""
 from __future__ import annotations
 
-import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from eventtime.harness.cluster import child_environment
-from tests.lines import Lines, console_script
+from tests.lines import WATCHED, console_script, stop_watching, watching
 
 pytestmark = [pytest.mark.connect, pytest.mark.spark]
 
@@ -50,35 +49,12 @@ def test_the_console_script_ends_by_itself_on_a_local_spark(command):
     assert SAYS[command] in done.stdout
 
 
-WATCHED = """\
-scenario: watched
-description: Two events of one key in a window, written once the watermark passes its end.
-contract: tumbling_count
-params: {window: 10s, watermark_delay: 5s}
-steps:
-  - add: {events: [[a, "00:00:03"], [a, "00:00:07"]]}
-  - add: {events: [[b, "00:00:30"]]}
-  - process
-  - expect:
-      rows: [[a, "00:00:00", "00:00:10", 2]]
-"""
-
-
 def test_watch_over_spark_connect_stops_on_ctrl_c_and_ends(connect_server, tmp_path):
     # on a local Spark: tests/spark/test_watch.py, the same console script
-    (tmp_path / "one.scenario.yaml").write_text(WATCHED)
-    proc = subprocess.Popen([*console_script(), "watch", "one.scenario.yaml", "--pipeline",
-                             "eventtime.pipelines.reference:tumbling_count", "--remote", connect_server.url,
-                             "--timeout", "180"], cwd=tmp_path, env=child_environment(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    lines = Lines(proc, wait=ENDS_WITHIN)
-    try:
+    (tmp_path / "one.scenario.yaml").write_text(WATCHED.replace("COUNT", "2"))
+    with watching(["one.scenario.yaml", "--pipeline", "eventtime.pipelines.reference:tumbling_count", "--remote",
+                   connect_server.url, "--timeout", "180"], cwd=tmp_path, env=child_environment(),
+                  wait=ENDS_WITHIN) as (proc, lines):
         assert lines.until("watched", "the first run's verdict").startswith("PASS")
         lines.until("watching (Ctrl-C stops)", "the first round's totals")
-        proc.send_signal(signal.SIGINT)
-        lines.until("eventtime: stopped watching", "the stop on Ctrl-C")
-        assert proc.wait(timeout=120) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=60)
+        assert stop_watching(proc, lines) == 0

@@ -20,21 +20,19 @@ from eventtime.scenarios import SUITE_DIR
 
 CONTRACT = textwrap.dedent("""\
     contract: page_clicks
-    description: clicks -> clicks.
-    sources:
-      clicks: {columns: "page string, ts timestamp", event_time: ts}
-    output: {columns: "page string, ts timestamp"}
+    description: Who clicked which page.
+    sources: {clicks: {columns: "page string, user string, ts timestamp", event_time: ts}}
+    output: {columns: "page string, user string, ts timestamp"}
     """)
 
 SCENARIO = textwrap.dedent("""\
     scenario: NAME
-    description: One click, written as it came.
+    description: A click nobody expects out before the watermark moves.
     contract: CONTRACT
     PARAMS
-    sources:
-      clicks: {columns: {page: string, ts: timestamp}, event_time: ts}
+    sources: {clicks: {columns: {page: string, user: string, ts: timestamp}, event_time: ts}}
     steps:
-      - add: {clicks: [[home, "00:00:01"]]}
+      - add: {clicks: [[home, ann, "00:00:01"]]}
       - process
       - expect: {no_output: true}
     """)
@@ -46,7 +44,8 @@ def _scenario(name: str, contract: str = "page_clicks") -> str:
     params = "params: {window: 10s, watermark_delay: 5s}" if contract == "tumbling_count" else ""
     text = SCENARIO.replace("NAME", name).replace("CONTRACT", contract).replace("PARAMS", params)
     if contract == "tumbling_count":
-        text = text.replace("clicks", "events").replace("page", "key")
+        text = (text.replace("clicks", "events").replace("page", "key").replace(", user: string", "")
+                .replace("home, ann,", "home,"))
     return text
 
 
