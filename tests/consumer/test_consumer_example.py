@@ -170,12 +170,18 @@ def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_nami
     assert "column 'clicks' is int, the contract says long" in sections["wrong type"]
 
 
+def _wrong_expectation(project: Path, file: str, name: str) -> Path:
+    """A copy of a clicks scenario, as `name` in tests/scenarios/clicks/`file`, expecting a wrong revenue."""
+    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
+    bad = project / "tests" / "scenarios" / "clicks" / file
+    bad.write_text(good.replace("scenario: late-click-is-dropped", f"scenario: {name}")
+                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    return bad
+
+
 def test_a_wrong_expectation_fails_with_the_diff(consumer):
     py, project, env, _ = consumer
-    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
-    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
-                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    bad = _wrong_expectation(project, "wrong.scenario.yaml", "wrong-expectation")
     try:
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", str(bad)], cwd=project, env=env,
                        timeout=RUN_TIMEOUT)
@@ -205,10 +211,7 @@ def test_eventtime_run_with_no_options_runs_what_pytest_runs_with_the_same_verdi
 
 def test_a_failing_scenarios_printed_rerun_command_runs_it_again_pasted(consumer):
     py, project, env, _ = consumer
-    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "clicks" / "wrong-cli.scenario.yaml"
-    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-in-cli")
-                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    bad = _wrong_expectation(project, "wrong-cli.scenario.yaml", "wrong-in-cli")
     try:
         rc, out = _run([str(py.with_name("eventtime")), "run", "tests/scenarios"], cwd=project, env=env,
                        timeout=RUN_TIMEOUT)
@@ -252,10 +255,7 @@ def test_the_shops_suite_passes_over_spark_connect_from_a_client_with_no_jvm(con
     rc, out = _run([str(py), "-c", "from pyspark.sql import SparkSession; SparkSession.builder.master('local[1]')"
                     ".getOrCreate()"], cwd=project, env=client, timeout=RUN_TIMEOUT)
     assert rc != 0 and "JAVA_GATEWAY_EXITED" in out, out
-    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
-    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
-                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    bad = _wrong_expectation(project, "wrong.scenario.yaml", "wrong-expectation")
     try:
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q",
                         "--eventtime-remote", connect_server.url, "--eventtime-report-json", "results-connect.json",
