@@ -1,6 +1,6 @@
-"""The `eventtime` command: validate, run, certify, report and list (exit 0 ok, 1 failures, 2 usage,
-130 Ctrl-C, 143 SIGTERM, 141 when the reader of its output went away, e.g. `| head`; `run` and
-`certify` write their results file before either of 130 and 143)."""
+"""The `eventtime` command: validate, run, certify, report and list (exit status: `exitcodes.ExitCode`,
+0 ok, 1 failures, 2 usage, 5 nothing ran, 130 Ctrl-C, 143 SIGTERM, 141 when the reader of its output
+went away, e.g. `| head`; `run` and `certify` write their results file before either of 130 and 143)."""
 from __future__ import annotations
 
 import argparse
@@ -14,11 +14,14 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from .cli_files import load_scenarios, scenario_files
+from .cli_files import load_scenario_files, read_project, rerun_command, scenario_files
+from .exitcodes import ExitCode
 
 __all__ = ["console_main", "main"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# every command's exit status is an ExitCode; these names are kept for the code and tests that use them
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE_ERROR
+EXIT_NO_TESTS = ExitCode.NO_TESTS_RAN  # pytest's "no tests ran": scenarios were asked for and none ran
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +61,11 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+_PIPELINE_HELP = ("the pipeline to run: MODULE:FUNCTION for every scenario, or CONTRACT=MODULE:FUNCTION "
+                  "(CONTRACT[FOLDER]=... for the scenario files under FOLDER) for one contract's, over the ini key "
+                  "eventtime_pipelines pytest reads (repeatable; unbound, a contract of your own runs the "
+                  "implementations its file declares, a bundled one its own only for the bundled suite)")
+_TIMEOUT_HELP = "bound on each wait for Spark, seconds (default: the ini key eventtime_timeout, else 60)"
 _JOBS_HELP = "run N scenario/implementation pairs at once in one JVM, each on its own session (default 1)"
 
 
@@ -126,11 +134,10 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run scenarios on Spark and print a verdict per scenario")
     r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
-    r.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to run (default: every bundled implementation of each scenario's contract)")
+    r.add_argument("--pipeline", action="append", metavar="[CONTRACT=]MODULE:FUNCTION", help=_PIPELINE_HELP)
     r.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
     r.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
-    r.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    r.add_argument("--timeout", type=float, default=None, help=_TIMEOUT_HELP)
     r.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     r.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
@@ -140,11 +147,11 @@ def _parser() -> argparse.ArgumentParser:
     w = sub.add_parser("watch", help="run scenarios, then re-run what a changed scenario, contract or pipeline "
                                      "module affects, on one warm Spark session (Ctrl-C stops)")
     w.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories to watch")
-    w.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to run; its modules under the working directory are watched and reloaded "
-                        "(default: every bundled implementation of each scenario's contract)")
+    w.add_argument("--pipeline", action="append", metavar="[CONTRACT=]MODULE:FUNCTION",
+                   help=_PIPELINE_HELP + "; the modules of your code under the working directory are watched and reloaded")
     w.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
-    w.add_argument("--timeout", type=float, default=60.0, help="bound on each wait for Spark, seconds (default 60)")
+    w.add_argument("--remote", default=None, type=_remote, metavar="sc://HOST:PORT", help=_REMOTE_HELP)
+    w.add_argument("--timeout", type=float, default=None, help=_TIMEOUT_HELP)
     w.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
     w.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
     w.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
@@ -154,9 +161,9 @@ def _parser() -> argparse.ArgumentParser:
                                        "print a verdict table and certify or reject it")
     c.add_argument("--contract", action="append", metavar="NAME",
                    help="contract to certify (repeatable; default: every contract)")
-    c.add_argument("--pipeline", metavar="MODULE:FUNCTION",
-                   help="implementation to certify (needs exactly one --contract; "
-                        "default: the bundled implementations of each contract)")
+    c.add_argument("--pipeline", metavar="[CONTRACT=]MODULE:FUNCTION",
+                   help="implementation to certify (MODULE:FUNCTION needs exactly one --contract; "
+                        "default: the implementations each contract declares, the bundled ones for a bundled contract)")
     c.add_argument("--scenarios", action="append", metavar="PATH",
                    help="also run these scenario files or directories (those of the contract)")
     c.add_argument("--master", default=None, type=_master, metavar="URL", help=_MASTER_HELP)
@@ -219,19 +226,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console_main() -> NoReturn:
     """The `eventtime` console script: `main`, then the process ends without the interpreter's
-    teardown. What an exit must do is done first, in the order the interpreter does it: non-daemon
-    threads are waited for, the exit handlers run (the harness's own: temporary folders, a cluster
-    session's stop; logging's flush) and the standard streams are flushed. What is skipped is freeing
-    every imported module and py4j proxy one by one (0.3 s after a run: BENCHMARKS.md "The end of a
-    run"), for a JVM that exits by itself when this process's end closes its standard input."""
+    teardown. What an exit must do is done first, in the order the interpreter does it: threading's
+    own exit callbacks run (they wake the workers of every `concurrent.futures` pool, e.g. the Spark
+    Connect client's), non-daemon threads are waited for, the exit handlers run (the harness's own:
+    temporary folders, a cluster session's stop; a Connect client's; logging's flush) and the standard
+    streams are flushed. Unlike the interpreter, the wait for threads is bounded (THREAD_WAIT seconds,
+    once before the exit handlers and once after them, for a thread a handler releases): a library's
+    thread that never ends must not keep a finished command alive (a Connect run sat idle for minutes
+    that way). What is skipped is freeing every imported module and py4j proxy one by one (0.3 s after
+    a run: BENCHMARKS.md "The end of a run"), for a JVM that exits by itself when this process's end
+    closes its standard input."""
     try:
         code = main()
     except BrokenPipeError:  # the output's reader went away (`eventtime run ... | head`): end as a shell
         code = EXIT_OUTPUT_GONE  # tool ends on SIGPIPE, without a traceback
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    _threading_exit()
+    left = _join_threads(THREAD_WAIT)
     atexit._run_exitfuncs()  # noqa: SLF001 - the interpreter's own exit step, run where it would run
+    if left:
+        left = _join_threads(THREAD_WAIT)
+    if left:
+        print(f"eventtime: ending with {len(left)} thread(s) still running after {2 * THREAD_WAIT:.0f}s of "
+              f"waiting for them: {', '.join(t.name for t in left)}", file=sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -242,9 +258,35 @@ def console_main() -> NoReturn:
     os._exit(code)
 
 
+THREAD_WAIT = 10.0  # seconds console_main waits for non-daemon threads, before and again after the exit handlers
+
+
+def _threading_exit() -> None:
+    """threading's exit callbacks (`threading._register_atexit`), which the interpreter runs before it
+    joins the threads: `concurrent.futures` registers the shutdown of its pools there, without which
+    their idle workers wait on their queues for ever. Found by feature detection; where a Python has
+    no such list, the bounded join covers it."""
+    for call in reversed(list(getattr(threading, "_threading_atexits", ()))):
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - a library's callback must not stop the exit
+            print(f"eventtime: a thread exit callback failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _join_threads(seconds: float) -> list[threading.Thread]:
+    """Wait at most `seconds` in all for the non-daemon threads to end; those still running."""
+    deadline = time.monotonic() + seconds
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t for t in threading.enumerate()
+            if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+
+
 def _command(args: argparse.Namespace) -> int:
-    if getattr(args, "pipeline", None) and os.getcwd() not in sys.path:
-        # as `python -m` does: a pipeline module in the folder the command runs in is importable
+    if args.command == "certify" and os.getcwd() not in sys.path:
+        # as `python -m` does: a pipeline module in the folder the command runs in is importable, for
+        # --pipeline and a contract's `implementations:` alike (run and watch: cli_files.read_project)
         sys.path.insert(0, os.getcwd())
     if args.command == "validate":
         return _validate(args.paths, args.contracts)
@@ -305,37 +347,63 @@ def _validate(paths: Sequence[str], contract_dirs: Sequence[str] = ()) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.timeout <= 0:
-        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
-        return EXIT_USAGE
     conf = _conf_pairs(args.spark_conf)
     files = scenario_files(args.paths)
     if files is None:
         return EXIT_USAGE
-    scenarios, invalid = load_scenarios(files, args.contracts)
-    if args.pipeline:
-        from .runner import PipelineError, resolve_pipeline
+    project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return EXIT_USAGE
+    args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    loaded, invalid = load_scenario_files(files, project.contract_dirs)
+    plan: list[tuple[Any, Path, str]] = []
+    unbound: dict[str, list[Any]] = {}
+    for file, sc in loaded:
+        targets = project.targets(sc, file)
+        if not targets:
+            unbound.setdefault(sc.contract.name, []).append(sc)
+        plan += [(sc, file, target) for target in targets]
+    from .projectconfig import unbound_message
 
+    for scenarios in unbound.values():  # never a green run that tested nobody's code
+        more = f" (and {len(scenarios) - 1} more scenario file(s) of it)" if len(scenarios) > 1 else ""
+        print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
+    if _unimportable(list(dict.fromkeys(target for _, _, target in plan))):
+        return EXIT_USAGE
+    return _execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())))
+
+
+def _unimportable(targets: Sequence[str]) -> bool:
+    """Whether a pipeline does not import (each such one said, with why)."""
+    from .runner import PipelineError, resolve_pipeline
+
+    bad = False
+    for target in targets:
         try:
-            resolve_pipeline(args.pipeline)
+            resolve_pipeline(target)
         except PipelineError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-    return _execute(scenarios, args, conf, invalid)
+            bad = True
+    return bad
 
 
 def _watch(args: argparse.Namespace) -> int:
     from .watch import watch_command
 
-    if args.timeout <= 0 or args.poll <= 0:
-        print("eventtime: error: --timeout and --poll must be positive numbers of seconds", file=sys.stderr)
+    if args.poll <= 0:
+        print("eventtime: error: --poll must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
     if scenario_files(args.paths, what="to watch") is None:
         return EXIT_USAGE
+    project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return EXIT_USAGE
+    args.timeout = project.timeout
     conf = _conf_pairs(args.spark_conf)
-    from eventtime.harness.session import get_session
-
-    return watch_command(args, get_session(master=args.master), conf)
+    spark, code = _open_session(args)  # as run opens it: --remote, SPARK_REMOTE or a local Spark
+    if spark is None:
+        return code
+    return watch_command(args, project, spark, conf)
 
 
 class Terminated(BaseException):
@@ -343,8 +411,8 @@ class Terminated(BaseException):
     Exception` on the way turns it into a verdict), leaving the results written."""
 
 
-EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM: what a shell reports
-EXIT_OUTPUT_GONE = 141  # 128 + SIGPIPE: a tool whose output's reader went away (`| head`)
+EXIT_INTERRUPTED, EXIT_TERMINATED = ExitCode.INTERRUPTED, ExitCode.TERMINATED  # 128 + SIGINT, 128 + SIGTERM
+EXIT_OUTPUT_GONE = ExitCode.OUTPUT_GONE  # 128 + SIGPIPE: a tool whose output's reader went away (`| head`)
 MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
 
 
@@ -380,18 +448,25 @@ def _in_py4j_finalizer(frame: Any) -> bool:
     return False
 
 
-def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
+def _execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
+             certify: bool = False, unbound: int = 0) -> int:
+    """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
+    (their errors printed already) count against the run."""
     from .parallel import Pair, Recovery
     from .resultsfile import ResultsWriter
 
+    if not plan:  # before any Spark starts: nothing would run, and "0 passed" must never read as a success
+        why = [f"{invalid} scenario file{'s' if invalid != 1 else ''} invalid"] if invalid else []
+        why += [f"{unbound} scenario{'s' if unbound != 1 else ''} with no pipeline bound"] if unbound else []
+        print(f"eventtime: error: nothing ran: {', '.join(why) or 'no scenario to run'} (see above)", file=sys.stderr)
+        return EXIT_FAILED if invalid else EXIT_NO_TESTS  # an invalid file fails a run, as it always has
     t0 = time.monotonic()
     started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     spark, code = _open_session(args)
     if spark is None:
         return code
     version, master = spark.version, _master_of(spark)  # asked once: the driver may die later
-    pairs = [Pair(sc, impl, "eventtime run " + shlex.quote(sc.path) + f" --pipeline {shlex.quote(impl)}")
-             for sc in scenarios for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    pairs = [Pair(sc, impl, rerun_command(sc, file, impl, args)) for sc, file, impl in plan]
     writer = None
     if args.json:
         writer = ResultsWriter(args.json, tool="certify" if certify else "run", started_at=started_at,
@@ -425,13 +500,14 @@ def _execute(scenarios, args, conf, invalid: int, certify: bool = False) -> int:
     print()
     print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
           f"{counts['not_applicable']} not applicable, {invalid} invalid files"
+          + (f", {unbound} unbound" if unbound else "")
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return EXIT_FAILED if failures or invalid or not_run else EXIT_OK
+    return EXIT_FAILED if failures or invalid or unbound or not_run else EXIT_OK
 
 
 def _open_session(args: Any) -> tuple[Any, int]:
@@ -574,24 +650,34 @@ def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, st
 
 
 def _certify(args: argparse.Namespace) -> int:
+    from .projectconfig import DEFAULT_TIMEOUT, SettingsError, parse_binding
     from .registry import CONTRACTS
     from .loader import did_you_mean
-    from .runner import PipelineError, resolve_pipeline
 
+    if args.timeout is None:
+        args.timeout = DEFAULT_TIMEOUT
     if args.timeout <= 0:
         print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
         return EXIT_USAGE
     conf = _conf_pairs(args.spark_conf)
+    if args.pipeline and "=" in args.pipeline:  # CONTRACT=MODULE:FUNCTION names the contract it certifies
+        try:
+            contract, under, args.pipeline = parse_binding(args.pipeline, "--pipeline")
+        except SettingsError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if under is not None or args.contract not in (None, [contract]):
+            print(f"eventtime: error: --pipeline {contract}=...: certify binds one contract, without a folder; "
+                  f"give no other --contract", file=sys.stderr)
+            return EXIT_USAGE
+        args.contract = [contract]
     contracts = args.contract or sorted(CONTRACTS)
     if args.pipeline:
         if len(contracts) != 1 or not args.contract:
             print("eventtime: error: --pipeline certifies one implementation of one contract: "
-                  "give exactly one --contract", file=sys.stderr)
+                  "give exactly one --contract, or --pipeline CONTRACT=MODULE:FUNCTION", file=sys.stderr)
             return EXIT_USAGE
-        try:
-            resolve_pipeline(args.pipeline)
-        except PipelineError as exc:
-            print(f"eventtime: error: {exc}", file=sys.stderr)
+        if _unimportable([args.pipeline]):
             return EXIT_USAGE
     files = scenario_files(None) or []
     if args.scenarios:
@@ -599,20 +685,23 @@ def _certify(args: argparse.Namespace) -> int:
         if extra is None:
             return EXIT_USAGE
         files = list(dict.fromkeys(files + extra))
-    loaded, invalid = load_scenarios(files, args.contracts)
-    known = sorted(set(CONTRACTS) | {sc.contract.name for sc in loaded})  # bundled, and those of --scenarios
+    loaded, invalid = load_scenario_files(files, args.contracts)
+    known = sorted(set(CONTRACTS) | {sc.contract.name for _, sc in loaded})  # bundled, and those of --scenarios
     for name in contracts:
         if name not in known:
             print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, known)} (contracts: "
                   f"{', '.join(known)}; a contract of your own comes with its scenarios: --scenarios PATH)",
                   file=sys.stderr)
             return EXIT_USAGE
-    scenarios = [sc for sc in loaded if sc.contract.name in contracts]
-    if not scenarios:
+    chosen = [(file, sc) for file, sc in loaded if sc.contract.name in contracts]
+    if not chosen:
         print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)
         return EXIT_USAGE
-    scenarios.sort(key=lambda sc: (contracts.index(sc.contract.name), sc.path))
-    return _execute(scenarios, args, conf, invalid, certify=True)
+    chosen.sort(key=lambda pair: (contracts.index(pair[1].contract.name), pair[1].path))
+    # asked for: without --pipeline, certify runs each contract's own implementations
+    plan = [(sc, file, impl) for file, sc in chosen
+            for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    return _execute(plan, args, conf, invalid, certify=True)
 
 
 def _list() -> int:

@@ -1,15 +1,23 @@
-"""The scenario files a command reads: the paths on its command line, or the bundled suite.
+"""The scenario files a command reads (the paths on its command line, or the bundled suite), the
+project's settings it reads with them (`eventtime.projectconfig`, the file pytest reads) and what
+runs for each scenario.
 
-Shared by the CLI's commands (`run`, `certify`, `check-model`); problems are printed for a person
-(a missing path, no files, each invalid file with its problems), never raised.
+Shared by the CLI's commands (`run`, `certify`, `watch`, `check-model`); problems are printed for a
+person (a missing path, no files, each invalid file with its problems), never raised.
 """
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["scenario_files", "load_scenarios"]
+from .projectconfig import (DEFAULT_TIMEOUT, IniFile, SettingsError, default_targets, find_ini, is_target, nearest,
+                            parse_binding, parse_bindings, positive_seconds)
+
+__all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command"]
 
 
 def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
@@ -37,6 +45,13 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
 def load_scenarios(files: Sequence[Path], contract_dirs: Sequence[str | Path] = ()) -> tuple[list[Any], int]:
     """Load each file, printing every invalid one with its problems; returns (scenarios, invalid count).
     Contracts are found beside or above each file, in `contract_dirs`, registered or bundled."""
+    loaded, invalid = load_scenario_files(files, contract_dirs)
+    return [sc for _, sc in loaded], invalid
+
+
+def load_scenario_files(files: Sequence[Path], contract_dirs: Sequence[str | Path] = ()
+                        ) -> tuple[list[tuple[Path, Any]], int]:
+    """As load_scenarios, with each scenario's file: ([(file, scenario)], invalid count)."""
     from eventtime.scenarios import display_path
 
     from .loader import ScenarioInvalid, load_scenario
@@ -46,8 +61,92 @@ def load_scenarios(files: Sequence[Path], contract_dirs: Sequence[str | Path] = 
     scenarios, invalid = [], 0
     for f in files:
         try:
-            scenarios.append(load_scenario(f, display_path=display_path(f), contracts=lookup))
+            scenarios.append((Path(f), load_scenario(f, display_path=display_path(f), contracts=lookup)))
         except ScenarioInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
     return scenarios, invalid
+
+
+@dataclass
+class Project:
+    """What a `run` or `watch` applies, the command line over the project's file (see projectconfig)."""
+
+    root: Path  # the settings file's folder (the working directory without one): bindings' folders start here
+    pipeline: str | None = None  # `--pipeline MODULE:FUNCTION`: every scenario runs against it
+    cli_bindings: dict = field(default_factory=dict)  # `--pipeline CONTRACT[FOLDER]=MODULE:FUNCTION`
+    file_bindings: dict = field(default_factory=dict)  # the file's eventtime_pipelines
+    contract_dirs: list[str] = field(default_factory=list)  # the file's eventtime_contracts, then --contracts
+    timeout: float = DEFAULT_TIMEOUT
+    ini: IniFile | None = None
+
+    def targets(self, scenario: Any, file: Path) -> list[str]:
+        """The implementations `scenario` (read from `file`) runs against; [] when nothing is bound to its
+        contract and it has no implementations of its own to run (projectconfig.default_targets)."""
+        if self.pipeline:
+            return [self.pipeline]
+        name = scenario.contract.name
+        bound = (nearest(self.cli_bindings, name, file, self.root)
+                 or nearest(self.file_bindings, name, file, self.root))
+        return [bound] if bound else list(default_targets(scenario.contract, file))
+
+
+def read_project(paths: Sequence[str] | None, pipelines: Sequence[str] | None, contract_dirs: Sequence[str],
+                 timeout: float | None) -> Project | None:
+    """The settings of a run over `paths`: the file pytest would read for them (found from their common
+    folder, or the working directory) under the command line's options. None once a usage error has
+    been printed. The file's `pythonpath` folders and the working directory go on the import path, so
+    `--pipeline`, a binding and a contract's `implementations:` import the same modules."""
+    try:
+        start = Path(os.path.commonpath([os.path.abspath(p) for p in paths])) if paths else Path.cwd()
+        ini = find_ini(start)
+        project = Project(root=ini.root if ini else Path.cwd(), ini=ini)
+        for value in pipelines or ():
+            if "=" in value:
+                contract, under, target = parse_binding(value, "--pipeline")
+                known = project.cli_bindings.get((contract, under))
+                if known is not None and known[0] != target:
+                    raise SettingsError(f"--pipeline: contract {contract!r} is bound twice: {known[1]!r} and {value!r}")
+                project.cli_bindings[(contract, under)] = (target, value)
+            elif not is_target(value):
+                raise SettingsError(f"--pipeline: {value!r} is neither MODULE:FUNCTION (every scenario) nor "
+                                    "CONTRACT=MODULE:FUNCTION (the scenarios of one contract)")
+            elif project.pipeline not in (None, value):
+                raise SettingsError(f"--pipeline: {project.pipeline!r} and {value!r} both for every scenario; give "
+                                    "one, or bind each contract: --pipeline CONTRACT=MODULE:FUNCTION")
+            else:
+                project.pipeline = value
+        if ini is not None:
+            project.file_bindings = parse_bindings(ini.lines("eventtime_pipelines"), ini.where("eventtime_pipelines"))
+            project.contract_dirs = [str(p) for p in ini.paths("eventtime_contracts")]
+            for folder in project.contract_dirs:
+                if not Path(folder).is_dir():
+                    raise SettingsError(f"{ini.where('eventtime_contracts')}: {folder} is not a folder")
+        project.contract_dirs += list(contract_dirs)
+        if timeout is not None:
+            project.timeout = positive_seconds(timeout, "--timeout")
+        elif ini is not None and ini.text("eventtime_timeout") is not None:
+            project.timeout = positive_seconds(ini.text("eventtime_timeout"), ini.where("eventtime_timeout"))
+    except SettingsError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return None
+    for entry in [*(ini.paths("pythonpath") if ini else []), Path.cwd()]:
+        if str(entry) not in sys.path:  # as `python -m` does for the working directory, pytest for pythonpath
+            sys.path.insert(0, str(entry))
+    return project
+
+
+def rerun_command(scenario: Any, file: Path | None, implementation: str, args: Any) -> str:
+    """`eventtime run` of this one scenario and implementation, as it runs pasted in this folder: the
+    file as it is named if that names it from here (else its absolute path), its pipeline, and the
+    options that decide its verdict (contract folders, Spark settings, the timeout)."""
+    file = file or Path(scenario.path)
+    path = scenario.path if Path(scenario.path).resolve() == file.resolve() else str(file.resolve())
+    words = ["eventtime", "run", path, "--pipeline", implementation]
+    for folder in getattr(args, "contracts", ()):
+        words += ["--contracts", str(folder)]
+    for pair in args.spark_conf or ():
+        words += ["--spark-conf", pair]
+    if args.timeout is not None and args.timeout != 60.0:
+        words += ["--timeout", f"{args.timeout:g}"]
+    return " ".join(shlex.quote(w) for w in words)

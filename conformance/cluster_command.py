@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 __all__ = ["add_parser", "run", "expand_command", "PLACEHOLDER"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exitcodes import ExitCode
 PLACEHOLDER = "{master}"
 ENV_VAR = "EVENTTIME_MASTER"
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                                     timeout=args.timeout, log_dir=args.log_dir)
     except ValueError as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     cmd = expand_command(args.cmd, "")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the cluster like Ctrl-C does
     try:
@@ -75,14 +75,14 @@ def run(args: argparse.Namespace) -> int:
                 print(cluster.master_url, flush=True)
                 print("eventtime: Ctrl-C stops it", file=sys.stderr, flush=True)
                 threading.Event().wait()  # until interrupted
-                return EXIT_OK
+                return ExitCode.OK
             return _run_command(expand_command(args.cmd, cluster.master_url), cluster.master_url)
     except ClusterError as exc:
         print(f"eventtime: error: the cluster did not come up: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         print("eventtime: interrupted; the cluster is stopped", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -101,7 +101,7 @@ def _run_command(cmd: list[str], master_url: str, env: dict[str, str] | None = N
         proc = subprocess.Popen(cmd, env=env)
     except OSError as exc:
         print(f"eventtime: error: cannot run {cmd[0]!r}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -11,7 +11,7 @@ from .cluster_command import _positive_int, _raise_interrupt, _run_command
 
 __all__ = ["add_parser", "run", "PLACEHOLDER", "ENV_VAR"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from .exitcodes import ExitCode
 PLACEHOLDER = "{remote}"
 ENV_VAR = "EVENTTIME_REMOTE"
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
                                log_dir=args.log_dir)
     except ValueError as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     cmd = expand_command(list(args.cmd), "")
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # `kill` stops the server like Ctrl-C does
     try:
@@ -74,14 +74,14 @@ def run(args: argparse.Namespace) -> int:
                 print(server.url, flush=True)
                 print("eventtime: Ctrl-C stops it", file=sys.stderr, flush=True)
                 threading.Event().wait()  # until interrupted
-                return EXIT_OK
+                return ExitCode.OK
             return _run_command(expand_command(list(args.cmd), server.url), server.url,
                                 env={ENV_VAR: server.url, "SPARK_REMOTE": server.url})
     except ConnectServerError as exc:
         print(f"eventtime: error: the Spark Connect server did not come up: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     except KeyboardInterrupt:
         print("eventtime: interrupted; the Spark Connect server is stopped", file=sys.stderr)
-        return 130
+        return ExitCode.INTERRUPTED
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -14,6 +14,9 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-contracts DIR                       ini: eventtime_contracts (folders of *.contract.yaml)
     --eventtime-remote sc://HOST:PORT               ini: eventtime_remote (else SPARK_REMOTE, unless a master is set)
 
+The ini keys are read by `eventtime run` and `watch` too, with the same rules (eventtime.projectconfig:
+bindings, the nearest folder's first, what runs when a contract is unbound).
+
 In `conftest.py`: `from eventtime.pytest_plugin import bind; bind("tumbling_count", "jobs:count")`,
 or `@bind("tumbling_count")` on a pipeline function, or the hook `pytest_eventtime_pipelines(config)`
 returning {contract: pipeline}.
@@ -26,15 +29,15 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 import pytest
 
+from eventtime import projectconfig  # the rules both faces apply (standard library only)
+from eventtime.projectconfig import SettingsError
+
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
-_BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
-_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
 _RESULT_KEY = "eventtime_result"
 
 # bind() runs while a conftest file is imported, before or after pytest_configure, and is not
@@ -70,7 +73,7 @@ def bind(contract: str, pipeline: Any = None, *, under: str | None = None):
 
     if pipeline is None:
         return record
-    if isinstance(pipeline, str) and not _TARGET.match(pipeline):
+    if isinstance(pipeline, str) and not projectconfig.is_target(pipeline):
         raise pytest.UsageError(f"bind({contract!r}, {pipeline!r}): a pipeline is 'module:function' or a callable")
     return record(pipeline)
 
@@ -184,12 +187,9 @@ class _Settings:
             _check_contract(name, "--eventtime-suite / ini eventtime_suite")  # bundled suites only
         raw_timeout = config.getoption("eventtime_timeout") or config.getini("eventtime_timeout")
         try:
-            self.timeout = float(raw_timeout)
-            if self.timeout <= 0:
-                raise ValueError
-        except ValueError:
-            raise pytest.UsageError(f"--eventtime-timeout / ini eventtime_timeout: {raw_timeout!r} is not a "
-                                    "positive number of seconds") from None
+            self.timeout = projectconfig.positive_seconds(raw_timeout, "--eventtime-timeout / ini eventtime_timeout")
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.contract_dirs = [Path(p) for p in config.getini("eventtime_contracts")] + [
             Path(p) for p in config.getoption("eventtime_contracts")]
         for folder in self.contract_dirs:
@@ -222,24 +222,13 @@ class _Settings:
         _PENDING_ROOTS.clear()
 
     def _bindings(self, values: list[str], where: str, root: Path) -> dict[tuple[str, str | None], tuple[Any, str]]:
+        try:
+            out = projectconfig.parse_bindings(values, where)
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         extra = [c.name for c in self.hook_contracts]
-        out: dict[tuple[str, str | None], tuple[Any, str]] = {}
-        for value in values:
-            if not value.strip():
-                continue
-            m = _BINDING.match(value)
-            if not m or not _TARGET.match(m.group("target")):
-                raise pytest.UsageError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
-                                        "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count; "
-                                        "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__)")
-            _check_contract(m.group("contract"), where, root, extra=extra)
-            under = m.group("under").strip().strip("/") if m.group("under") else None
-            key = (m.group("contract"), under)
-            if key in out and out[key][0] != m.group("target"):
-                folder = f" for {under}" if under else ""
-                raise pytest.UsageError(f"{where}: contract {key[0]!r} is bound twice{folder}: {out[key][1]!r} and "
-                                        f"{value.strip()!r}; bind it once (or per folder: CONTRACT[FOLDER]=...)")
-            out[key] = (m.group("target"), value.strip())
+        for contract, _ in out:
+            _check_contract(contract, where, root, extra=extra)
         return out
 
     @property
@@ -282,24 +271,7 @@ class _Settings:
     def _nearest(self, level: dict[tuple[str, str | None], tuple[Any, str]], contract: str,
                  scenario: Path | None) -> Any:
         """The binding of `contract` in one level for the folder nearest above `scenario`."""
-        best, depth = None, -1
-        for (name, under), (target, _) in level.items():
-            if name != contract:
-                continue
-            if under is None:
-                if depth < 0:
-                    best, depth = target, 0
-                continue
-            if scenario is None:
-                continue
-            folder = (self.config.rootpath / under).resolve()
-            try:
-                scenario.resolve().relative_to(folder)
-            except ValueError:
-                continue
-            if len(folder.parts) > depth:
-                best, depth = target, len(folder.parts)
-        return best
+        return projectconfig.nearest(level, contract, scenario, self.config.rootpath)
 
     def resolve(self, target: Any) -> Callable:
         if callable(target):
@@ -398,14 +370,11 @@ class ScenarioFile(pytest.File):
                     f"--eventtime-suite {sc.contract.name}: no pipeline is bound to contract {sc.contract.name!r}; "
                     f"bind one with --eventtime-pipeline {sc.contract.name}=MODULE:FUNCTION, the ini key "
                     "eventtime_pipelines, or bind() in conftest.py")
-        if bound is None and not sc.contract.bundled:  # never a green run that tested nobody's code
-            name = sc.contract.name
-            raise InvalidScenario(
-                f"{display}: no pipeline is bound to contract {name!r}; bind one with a line "
-                f"'{name} = MODULE:FUNCTION' in the ini key eventtime_pipelines (pyproject.toml [tool.pytest."
-                f"ini_options] or pytest.ini), --eventtime-pipeline {name}=MODULE:FUNCTION, or "
-                f"bind({name!r}, 'MODULE:FUNCTION') in conftest.py")
-        targets = [bound] if bound is not None else list(sc.contract.implementations)
+        # never a green run that tested nobody's code: unbound, only a user's contract's declared
+        # implementations run, or a bundled contract's own for a scenario of the bundled suite
+        targets = [bound] if bound is not None else list(projectconfig.default_targets(sc.contract, self.path))
+        if not targets:
+            raise InvalidScenario(projectconfig.unbound_message(sc.contract, display))
         for target in targets:
             item = ScenarioItem.from_parent(self, name=f"{sc.name}[{_label(target)}]", scenario=sc, target=target,
                                             bundled_fallback=bound is None)
@@ -421,13 +390,7 @@ class ScenarioFile(pytest.File):
 
 
 def _in_suite(path: Path) -> bool:
-    from eventtime.scenarios import SUITE_DIR
-
-    try:
-        path.resolve().relative_to(Path(SUITE_DIR).resolve())
-        return True
-    except ValueError:
-        return False
+    return projectconfig.in_suite(path)
 
 
 class InvalidScenario(Exception):

@@ -31,6 +31,13 @@ def certification_verdict(statuses: Iterable[str]) -> str:
 
 def summary_line(result: ScenarioResult) -> str:
     extra = f"{len(result.steps) - 1} steps, {result.batches} batches, {result.seconds:.1f}s"
+    if not result.steps or (len(result.steps) == 1 and result.status == ERROR):
+        # it ended before its first step (a pipeline that does not import or raises when the query
+        # starts, a session refused): the implicit start is all it has, if that
+        why = (result.reason or (result.steps[0].message if result.steps else None) or "").strip()
+        first = why.splitlines()[0] if why else ""
+        extra = "stopped before its first step" + (f": {first[:157]}..." if len(first) > 160 else
+                                                   f": {first}" if first else "")
     if result.status == NOT_APPLICABLE:
         extra = result.reason or ""
     return f"{_MARK.get(result.status, result.status):5} {result.scenario.name}  [{result.implementation}]  ({extra})"

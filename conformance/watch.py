@@ -1,12 +1,14 @@
-"""`eventtime watch PATH... [--pipeline MODULE:FUNCTION]`: an edit-run loop on one warm Spark session.
+"""`eventtime watch PATH... [--pipeline [CONTRACT=]MODULE:FUNCTION]`: an edit-run loop on one warm Spark session.
 
 The scenarios under PATH run once; then, whenever a file changes, what it affects runs again and
 its verdicts are printed as `eventtime run` prints them:
 - a scenario file: that scenario;
 - a contract file (`*.contract.yaml` under PATH): every scenario;
-- a module of your code the pipeline was imported with (a module loaded from a file under the
-  working directory, outside any virtual environment): those modules are reloaded, in the order they
-  were first imported, and every scenario runs against the new code.
+- a module of your code the pipelines were imported with (a module loaded from a file under the
+  working directory, outside any virtual environment, not the kit's own): those modules are reloaded,
+  in the order they were first imported, and every scenario runs against the new code.
+What runs for a scenario is what `eventtime run` runs (`--pipeline`, the project's bindings,
+`cli_files.Project.targets`); a scenario whose contract has no pipeline is said, as `run` says it.
 Files are compared by modification time and size, polled every `--poll` seconds; a change runs once
 two polls in a row see the same files (a save written in pieces is not run half-done); nothing is
 decided by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and its queries stop with the process.
@@ -49,6 +51,8 @@ def _user_modules(root: Path) -> list[Any]:
             continue
         if any(part in ("site-packages", "dist-packages") or part.startswith(".venv") for part in path.parts):
             continue
+        if module.__name__.split(".")[0] == "eventtime":  # the kit itself (an editable install under the root)
+            continue
         out.append(module)
     return out
 
@@ -57,9 +61,11 @@ class Watcher:
     """Runs the scenarios under `paths` and re-runs what a changed file affects (see the module doc)."""
 
     def __init__(self, paths: Sequence[str], *, pipeline: str | None, contract_dirs: Sequence[str],
-                 run: Callable[[Any, Any], Any], say: Callable[[str], None] = print, root: Path | None = None):
+                 run: Callable[[Any, Any], Any], say: Callable[[str], None] = print, root: Path | None = None,
+                 targets: Callable[[Any, Path], list[str]] | None = None):
         self.paths = list(paths)
-        self.pipeline = pipeline
+        self.pipeline = pipeline  # one pipeline for every scenario, else `targets` chooses per scenario
+        self.targets = targets  # (scenario, its file) -> the 'module:function's it runs against
         self.contract_dirs = list(contract_dirs)
         self.run_one = run  # (scenario, pipeline function or None) -> ScenarioResult
         self.say = say
@@ -83,19 +89,25 @@ class Watcher:
         return sorted(set(scenarios)), sorted(set(contracts))
 
     def _module_files(self) -> dict[str, Path]:
-        return {m.__name__: Path(m.__file__) for m in _user_modules(self.root)} if self.pipeline else {}
+        return {m.__name__: Path(m.__file__) for m in _user_modules(self.root)} if self._users_code else {}
+
+    @property
+    def _users_code(self) -> bool:
+        """Whether the user's own code is run (and so watched and reloaded)."""
+        return self.pipeline is not None or self.targets is not None
 
     # -- one round ---------------------------------------------------------------------------------
     def _resolve(self, reload: bool) -> bool:
         from .runner import PipelineError, resolve_pipeline
 
-        if self.pipeline is None:
+        if not self._users_code:
             return True
         try:
             if reload:
                 for module in _user_modules(self.root):
                     importlib.reload(module)
-            self.fn = resolve_pipeline(self.pipeline)
+            if self.pipeline is not None:
+                self.fn = resolve_pipeline(self.pipeline)
         except PipelineError as exc:
             self.say(f"eventtime: error: {exc}")
             return False
@@ -103,7 +115,7 @@ class Watcher:
             from .signatures import user_frames
 
             frames = user_frames(exc)
-            self.say(f"eventtime: error: reloading {self.pipeline} raised {type(exc).__name__}: {exc}"
+            self.say(f"eventtime: error: reloading {self.pipeline or 'your modules'} raised {type(exc).__name__}: {exc}"
                      + (f"\n{frames}" if frames else ""))
             return False
         return True
@@ -112,6 +124,7 @@ class Watcher:
         from eventtime.scenarios import display_path
 
         from .loader import ScenarioInvalid, load_scenario
+        from .projectconfig import unbound_message
         from .registry import ContractLookup
         from .textreport import describe_failure, summary_line
 
@@ -120,7 +133,7 @@ class Watcher:
             return
         lookup = ContractLookup(self.contract_dirs)
         started = time.monotonic()
-        counts = {"passed": 0, "failed": 0, "error": 0, "not_applicable": 0, "invalid": 0}
+        counts = {"passed": 0, "failed": 0, "error": 0, "not_applicable": 0, "invalid": 0, "unbound": 0}
         for path in files:
             try:
                 scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
@@ -128,7 +141,11 @@ class Watcher:
                 counts["invalid"] += 1
                 self.say(str(exc))
                 continue
-            targets: list[Any] = [self.fn] if self.pipeline else list(scenario.contract.implementations) or [None]
+            targets: list[Any] = ([self.fn] if self.pipeline else self.targets(scenario, path) if self.targets
+                                  else list(scenario.contract.implementations))
+            if not targets:
+                counts["unbound"] += 1
+                self.say(f"eventtime: error: {unbound_message(scenario.contract, scenario.path)}")
             for target in targets:
                 result = self.run_one(scenario, target)
                 counts[result.status] = counts.get(result.status, 0) + 1
@@ -136,7 +153,8 @@ class Watcher:
                 if result.status in ("failed", "error"):
                     self.say(describe_failure(result))
         self.say(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
-                 f"{counts['not_applicable']} not applicable, {counts['invalid']} invalid files "
+                 f"{counts['not_applicable']} not applicable, {counts['invalid']} invalid files"
+                 + (f", {counts['unbound']} unbound" if counts["unbound"] else "") + " "
                  f"in {time.monotonic() - started:.1f}s; watching (Ctrl-C stops)")
 
     def first_round(self) -> None:
@@ -172,7 +190,7 @@ class Watcher:
             return False
         if edited is None:
             scenarios, _ = self._files()
-            reload = bool(self.pipeline)
+            reload = self._users_code
             if not self._resolve(reload=reload):
                 self.fn = None
             self.module_stamps = {name: _stamp(path) for name, path in self._module_files().items()}
@@ -189,22 +207,22 @@ class Watcher:
             time.sleep(poll)  # how often files are looked at; no verdict depends on it
 
 
-def watch_command(args: Any, session: Any, conf: Mapping[str, str]) -> int:
+def watch_command(args: Any, project: Any, session: Any, conf: Mapping[str, str]) -> int:
+    """Watch with `project`'s choice of pipelines (cli_files.Project) on `session` until Ctrl-C."""
+    from .cli_files import rerun_command
+    from .exitcodes import ExitCode
     from .runner import run_scenario
 
-    import shlex
-
-    options = ([f"--pipeline={args.pipeline}"] if args.pipeline else []) + [f"--contracts={d}" for d in args.contracts]
-
     def run(scenario: Any, target: Any) -> Any:
-        rerun = " ".join(shlex.quote(w) for w in ["eventtime", "run", str(scenario.path), *options])
+        rerun = rerun_command(scenario, None, target if isinstance(target, str) else project.pipeline, args)
         return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf, rerun=rerun)
 
-    watcher = Watcher(args.paths, pipeline=args.pipeline, contract_dirs=args.contracts, run=run,
-                      say=lambda text: print(text, flush=True), root=Path(os.getcwd()))
+    watcher = Watcher(args.paths, pipeline=project.pipeline, contract_dirs=project.contract_dirs, run=run,
+                      say=lambda text: print(text, flush=True), root=Path(os.getcwd()),
+                      targets=None if project.pipeline else project.targets)
     try:
         watcher.first_round()
         watcher.loop(args.poll)
     except KeyboardInterrupt:
         print("eventtime: stopped watching", flush=True)
-    return 0
+    return ExitCode.OK

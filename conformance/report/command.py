@@ -9,7 +9,7 @@ from . import DEFAULT_HTML, DEFAULT_JUNIT, DEFAULT_MARKDOWN, DEFAULT_TITLE, buil
 
 __all__ = ["report_command"]
 
-EXIT_OK, EXIT_USAGE = 0, 2
+from ..exitcodes import ExitCode
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -23,7 +23,7 @@ def report_command(args: argparse.Namespace) -> int:
         report = build_report(args.results, baseline=args.baseline, title=args.title or DEFAULT_TITLE)
     except ResultsFileError as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     for warning in report.matrix.warnings:
         print(f"eventtime: warning: {warning}", file=sys.stderr)
     if upgrading:  # the summary instead of the merged report's Markdown; HTML and JUnit when asked
@@ -33,23 +33,23 @@ def report_command(args: argparse.Namespace) -> int:
             summary = upgrade(report.matrix, *upgrading)
         except UpgradeError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE_ERROR
         print(upgrade_text(summary))
         if markdown:
             try:
                 _write(markdown, upgrade_markdown(summary, args.title))
             except OSError as exc:
                 print(f"eventtime: error: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-                return EXIT_USAGE
+                return ExitCode.USAGE_ERROR
             print(f"wrote {markdown}")
             markdown = None
         if not (html or junit):
-            return EXIT_OK
+            return ExitCode.OK
     try:
         written = write_report(report, html=html, markdown=markdown, junit=junit)
     except OSError as exc:
         print(f"eventtime: error: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     m = report.matrix
     cells = sum(len(r.cells) for r in m.rows)
     failing = sum(1 for r in m.rows for c in r.cells.values() if c.failed)
@@ -60,7 +60,7 @@ def report_command(args: argparse.Namespace) -> int:
           "across versions")
     for path in written:
         print(f"wrote {path}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _write(path: str, text: str) -> None:

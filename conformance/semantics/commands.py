@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 __all__ = ["add_parsers", "run", "expectations_yaml"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+from ..exitcodes import ExitCode
 
 
 def add_parsers(sub: Any) -> None:
@@ -49,7 +49,7 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contrac
 
     files = scenario_files(paths, what="under the given paths")
     if files is None:
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     scenarios, invalid = load_scenarios(files, contract_dirs)
     results = []
     used: set[str] = set()
@@ -71,7 +71,7 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contrac
     print(f"{len(results)} scenarios: {count[PASSED]} agree with the model ({profiles}), "
           f"{count[FAILED]} disagree, {count[NOT_APPLICABLE]} not covered, {count[ERROR]} errors, "
           f"{invalid} invalid files")
-    return EXIT_FAILED if bad or invalid else EXIT_OK
+    return ExitCode.FAILED if bad or invalid else ExitCode.OK
 
 
 def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: Sequence[str] = ()) -> int:
@@ -83,21 +83,21 @@ def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: 
 
     if not Path(path).is_file():
         print(f"eventtime: error: no such file: {path}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE_ERROR
     try:
         sc = load_scenario(path, display_path=display_path(path), contracts=ContractLookup(contract_dirs))
     except ScenarioInvalid as exc:
         print(exc, file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     try:
         sim = simulate(sc, profile or sc.profile)
     except (NotCovered, ModelError) as exc:
         print(f"eventtime: the model cannot compute {sc.path}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     if write:
         return _write(Path(path), sim)
     print(expectations_yaml(sim), end="")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _write(path: Path, sim: Any) -> int:
@@ -114,21 +114,21 @@ def _write(path: Path, sim: Any) -> int:
         new = write_expectations(sim, old)
     except WriteError as exc:
         print(f"eventtime: cannot write the expectations of {sim.scenario.path}: {exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     try:
         written = load_scenario_text(new, path=sim.scenario.path)
     except ScenarioInvalid as exc:  # a bug of the writer, never a file half-written
         print(f"eventtime: the expectations written into {sim.scenario.path} would not load; file left unchanged:\n"
               f"{exc}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     check = check_scenario(written, sim.profile)
     if check.status != "passed":
         print(f"eventtime: the expectations written into {sim.scenario.path} do not agree with the model; file left "
               f"unchanged:\n{describe_failure(check)}", file=sys.stderr)
-        return EXIT_FAILED
+        return ExitCode.FAILED
     if new == old:
         print(f"{sim.scenario.path}: the expectations already agree with the model ({sim.profile} profile)")
-        return EXIT_OK
+        return ExitCode.OK
     with open(path, "w", encoding="utf-8", newline="") as fh:
         fh.write(new)
     import difflib
@@ -136,7 +136,7 @@ def _write(path: Path, sim: Any) -> int:
     changed = sum(1 for line in difflib.ndiff(old.splitlines(), new.splitlines()) if line.startswith("+ "))
     print(f"{sim.scenario.path}: expectations written from the model ({sim.profile} profile), "
           f"{changed} line(s) changed or added")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 # -- rendering the model's observations as scenario `expect` steps --------------------------------------

@@ -6,7 +6,9 @@ writer substituted), their own contract files,
 scenario files and a Python fixture test pass under `pytest -n 2` with one ini line per binding and
 no adapter code; results JSON is written by the controller; wrong versions of a job (a wrong
 decimal, a missing, an extra and a mistyped column) and a wrong expectation each fail, naming what
-is wrong. Where the installed pyspark ships a Spark Connect server (4.x) the same suite passes over
+is wrong; `eventtime run tests/scenarios` with no options reads the same bindings and reaches the
+same verdicts as pytest, and the re-run command it prints for a failure runs it again pasted. Where
+the installed pyspark ships a Spark Connect server (4.x) the same suite passes over
 Connect from the consumer's environment with no JVM access (no java on PATH, no JAVA_HOME), and a
 wrong expectation fails there too. pip's cache is reused, so only the first run downloads anything.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,12 +170,18 @@ def test_a_wrong_decimal_a_missing_an_extra_and_a_mistyped_column_each_fail_nami
     assert "column 'clicks' is int, the contract says long" in sections["wrong type"]
 
 
+def _wrong_expectation(project: Path, file: str, name: str) -> Path:
+    """A copy of a clicks scenario, as `name` in tests/scenarios/clicks/`file`, expecting a wrong revenue."""
+    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
+    bad = project / "tests" / "scenarios" / "clicks" / file
+    bad.write_text(good.replace("scenario: late-click-is-dropped", f"scenario: {name}")
+                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    return bad
+
+
 def test_a_wrong_expectation_fails_with_the_diff(consumer):
     py, project, env, _ = consumer
-    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
-    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
-                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    bad = _wrong_expectation(project, "wrong.scenario.yaml", "wrong-expectation")
     try:
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", str(bad)], cwd=project, env=env,
                        timeout=RUN_TIMEOUT)
@@ -182,6 +191,39 @@ def test_a_wrong_expectation_fails_with_the_diff(consumer):
     assert "1 missing, 1 unexpected" in out
     assert "revenue: 10.01}" in out  # the failing step's YAML line
     assert "re-run: pytest 'tests/scenarios/clicks/wrong.scenario.yaml::wrong-expectation[" in out
+
+
+def test_eventtime_run_with_no_options_runs_what_pytest_runs_with_the_same_verdicts(consumer):
+    """The shop binds its contracts for pytest in pyproject.toml; `eventtime run` reads the same lines
+    (before, it bound nothing, ran nothing and exited 0)."""
+    py, project, env, _ = consumer
+    rc, out = _run([str(py.with_name("eventtime")), "run", "tests/scenarios", "--json", "cli.json"], cwd=project,
+                   env=env, timeout=RUN_TIMEOUT)
+    assert rc == 0, out
+    rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/scenarios",
+                    "--eventtime-report-json", "pytest.json"], cwd=project, env=env, timeout=RUN_TIMEOUT)
+    assert rc == 0, out
+    verdicts = {name: {(r["scenario"], r["implementation"], r["status"])
+                       for r in json.loads((project / name).read_text())["results"]} for name in ("cli.json", "pytest.json")}
+    assert verdicts["cli.json"] == verdicts["pytest.json"]
+    assert {s for s, _, _ in verdicts["cli.json"]} == SHOP_SCENARIOS - {"python-user-sessions"}
+
+
+def test_a_failing_scenarios_printed_rerun_command_runs_it_again_pasted(consumer):
+    py, project, env, _ = consumer
+    bad = _wrong_expectation(project, "wrong-cli.scenario.yaml", "wrong-in-cli")
+    try:
+        rc, out = _run([str(py.with_name("eventtime")), "run", "tests/scenarios"], cwd=project, env=env,
+                       timeout=RUN_TIMEOUT)
+        assert rc == 1, out
+        (rerun,) = [line.split("re-run: ", 1)[1] for line in out.splitlines() if "re-run: " in line]
+        words = shlex.split(rerun)  # as a user pastes it, in the same folder, with the venv's eventtime
+        assert words[:3] == ["eventtime", "run", "tests/scenarios/clicks/wrong-cli.scenario.yaml"], rerun
+        rc, again = _run([str(py.with_name("eventtime")), *words[1:]], cwd=project, env=env, timeout=RUN_TIMEOUT)
+    finally:
+        bad.unlink()
+    assert rc == 1, again
+    assert "FAIL  wrong-in-cli  [shop.clicks:transform]" in again and "0 passed, 1 failed" in again
 
 
 # -- over Spark Connect, from a client with no JVM -----------------------------------------------------------
@@ -213,10 +255,7 @@ def test_the_shops_suite_passes_over_spark_connect_from_a_client_with_no_jvm(con
     rc, out = _run([str(py), "-c", "from pyspark.sql import SparkSession; SparkSession.builder.master('local[1]')"
                     ".getOrCreate()"], cwd=project, env=client, timeout=RUN_TIMEOUT)
     assert rc != 0 and "JAVA_GATEWAY_EXITED" in out, out
-    good = (project / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml").read_text()
-    bad = project / "tests" / "scenarios" / "clicks" / "wrong.scenario.yaml"
-    bad.write_text(good.replace("scenario: late-click-is-dropped", "scenario: wrong-expectation")
-                   .replace("clicks: 1, revenue: 10.00}", "clicks: 1, revenue: 10.01}"))
+    bad = _wrong_expectation(project, "wrong.scenario.yaml", "wrong-expectation")
     try:
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q",
                         "--eventtime-remote", connect_server.url, "--eventtime-report-json", "results-connect.json",

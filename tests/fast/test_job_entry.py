@@ -14,7 +14,7 @@ from eventtime.contractfile import contract_from_mapping
 from eventtime.harness.jobsession import process_settings
 from eventtime.jobs import JobEntry, ScriptJob, SubstitutionError, _enter, job_entry
 from eventtime.loader import ScenarioInvalid, load_scenario_text
-from eventtime.pytest_plugin import _TARGET
+from eventtime.projectconfig import is_target
 from eventtime.runner import PipelineError, resolve_pipeline
 from eventtime.signatures import SignatureError, is_job, pipeline_caller
 
@@ -105,8 +105,8 @@ def test_a_script_is_bound_by_its_path_or_as_module_main(tmp_path, monkeypatch):
         resolve_pipeline("jobs/missing.py")
     with pytest.raises(PipelineError, match=r"cannot find module 'no_such_pkg' for script job"):
         resolve_pipeline("no_such_pkg:__main__")
-    assert _TARGET.match("jobs/medallion.py") and _TARGET.match("shop.jobs.medallion:__main__")
-    assert not _TARGET.match("jobs/medallion")  # control: neither a module:function nor a script
+    assert is_target("jobs/medallion.py") and is_target("shop.jobs.medallion:__main__")
+    assert not is_target("jobs/medallion")  # control: neither a module:function nor a script
 
 
 def test_process_settings_hold_only_while_the_job_runs(monkeypatch):

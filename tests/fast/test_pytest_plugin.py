@@ -77,11 +77,25 @@ def test_scenario_files_are_collected_one_item_per_bound_pipeline(pytester):
     result.stdout.fnmatch_lines(["mine.scenario.yaml::mine[[]jobs:count[]]", "1 test collected*"])
 
 
-def test_unbound_contract_runs_the_bundled_implementations(pytester):
+def test_a_users_scenario_of_a_bundled_contract_unbound_is_an_error_not_the_kits_implementations(pytester):
+    # before, the kit's own three implementations ran and passed: a green run that tested nobody's code
     pytester.makefile(".scenario.yaml", mine=SCENARIO)
-    result = pytester.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*mine[[]reference:tumbling_count[]]", "*mine[[]sql:tumbling_count[]]",
-                                 "*mine[[]stateful:tumbling_count[]]"])
+    result = pytester.runpytest("-q")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["mine.scenario.yaml: no pipeline is bound to contract 'tumbling_count' (the kit's "
+                                 "own implementations of the bundled contract 'tumbling_count' run only for the "
+                                 "bundled suite*; bind one with a line 'tumbling_count = MODULE:FUNCTION' in the ini "
+                                 "key eventtime_pipelines*--eventtime-pipeline tumbling_count=MODULE:FUNCTION*"])
+    assert "reference:tumbling_count" not in result.stdout.str()
+
+
+def test_control_a_file_of_the_bundled_suite_runs_the_kits_implementations(pytester):
+    # asked for: the kit's own scenario file, named on the command line
+    from eventtime.scenarios import SUITE_DIR
+
+    result = pytester.runpytest("--collect-only", "-q", str(SUITE_DIR / "tumbling" / "append-late-row-dropped.scenario.yaml"))
+    result.stdout.fnmatch_lines(["*[[]reference:tumbling_count[]]", "*[[]sql:tumbling_count[]]",
+                                 "*[[]stateful:tumbling_count[]]", "3 tests collected*"])
 
 
 def test_ini_and_conftest_bindings_and_precedence(pytester):
@@ -139,7 +153,7 @@ def test_a_conftest_binding_ends_with_its_session(pytester):
     pytester.runpytest("--collect-only", "-q").stdout.fnmatch_lines(["*mine[[]from_conftest:fn[]]"])
     conftest.unlink()
     result = pytester.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*mine[[]reference:tumbling_count[]]"])
+    result.stdout.fnmatch_lines(["*no pipeline is bound to contract 'tumbling_count'*"])
     assert "from_conftest" not in result.stdout.str()
 
 

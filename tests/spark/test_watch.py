@@ -4,15 +4,10 @@ Ctrl-C stops it with exit 0. Every wait for the child's output is bounded and sa
 from __future__ import annotations
 
 import os
-import queue
-import signal
-import subprocess
-import sys
-import textwrap
-import threading
-import time
 
 import pytest
+
+from tests.lines import WATCHED, stop_watching, watching
 
 pytestmark = pytest.mark.spark
 
@@ -29,44 +24,7 @@ def count(events, window, watermark_delay):
                     F.col("window.end").alias("window_end"), "count"))
 """
 
-SCENARIO = textwrap.dedent("""\
-    scenario: watched
-    description: Two events of one key in a window, written once the watermark passes its end.
-    contract: tumbling_count
-    params: {window: 10s, watermark_delay: 5s}
-    steps:
-      - add: {events: [[a, "00:00:03"], [a, "00:00:07"]]}
-      - add: {events: [[b, "00:00:30"]]}
-      - process
-      - expect:
-          rows: [[a, "00:00:00", "00:00:10", COUNT]]
-    """)
-
-
-class _Lines:
-    """The child's output lines, read by a thread; `until` waits (bounded) for a line that matches."""
-
-    def __init__(self, proc: subprocess.Popen):
-        self.queue: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
-
-    def _read(self, proc: subprocess.Popen) -> None:
-        for line in proc.stdout:  # type: ignore[union-attr]
-            self.queue.put(line.rstrip("\n"))
-
-    def until(self, text: str, what: str) -> str:
-        deadline = time.monotonic() + WAIT
-        while time.monotonic() < deadline:
-            try:
-                line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            self.seen.append(line)
-            if text in line:
-                return line
-        raise AssertionError(f"no line with {text!r} ({what}) within {WAIT:.0f} s; the output:\n"
-                             + "\n".join(self.seen[-60:]))
+SCENARIO = WATCHED
 
 
 def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
@@ -74,11 +32,8 @@ def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
     scenario = tmp_path / "one.scenario.yaml"
     scenario.write_text(SCENARIO.replace("COUNT", "2"))
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "EVENTTIME_DRIVER_LOG": str(tmp_path / "driver.log")}
-    proc = subprocess.Popen([sys.executable, "-m", "eventtime.cli", "watch", "one.scenario.yaml", "--pipeline",
-                             "jobs:count", "--poll", "0.1"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    lines = _Lines(proc)
-    try:
+    with watching(["one.scenario.yaml", "--pipeline", "jobs:count", "--poll", "0.1"], cwd=tmp_path, env=env,
+                  wait=WAIT) as (proc, lines):
         assert lines.until("watched", "the first run's verdict").startswith("PASS")
         lines.until("watching (Ctrl-C stops)", "the first round's totals")
 
@@ -94,10 +49,4 @@ def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
         lines.until("one.scenario.yaml:2:1: YAML syntax error", "the broken file's problem at its place")
         lines.until("watching (Ctrl-C stops)", "watching after the broken file")
 
-        proc.send_signal(signal.SIGINT)
-        lines.until("eventtime: stopped watching", "the stop on Ctrl-C")
-        assert proc.wait(timeout=60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=60)
+        assert stop_watching(proc, lines) == 0

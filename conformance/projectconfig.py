@@ -1,0 +1,238 @@
+"""A project's eventtime settings and the rules both faces apply to them (the pytest plugin and the
+`eventtime` command), each rule written once here; a face words a SettingsError as its usage error.
+
+The settings live where pytest keeps its own: `[tool.pytest.ini_options]` in pyproject.toml, or
+`[pytest]` in pytest.ini, .pytest.ini or tox.ini, or `[tool:pytest]` in setup.cfg, found as pytest
+finds its file (the first of those, in that order, in the starting folder or the nearest folder above
+it that has one). The keys both faces read:
+
+    eventtime_pipelines   one binding per line: CONTRACT = MODULE:FUNCTION, or
+                          CONTRACT[FOLDER] = MODULE:FUNCTION for the scenario files under FOLDER
+                          (relative to the file's folder)
+    eventtime_contracts   folders of *.contract.yaml files (relative to the file's folder)
+    eventtime_timeout     bound on each wait for Spark, seconds
+    pythonpath            folders put on the import path (pytest's own key; relative to the file's folder)
+
+On the command line, `--pipeline CONTRACT=MODULE:FUNCTION` (`eventtime`) and `--eventtime-pipeline
+CONTRACT=MODULE:FUNCTION` (pytest) override the file's binding of that contract; `--timeout` and
+`--eventtime-timeout` override its timeout; contract folders given on the command line are added to
+the file's.
+
+What runs for a scenario: the pipeline bound to its contract, nearest folder first. With none bound,
+a contract of the user's own runs the implementations its file declares (`implementations:`); a
+bundled contract runs the kit's own implementations only for a scenario of the bundled suite (when
+asked for: `eventtime run` on the suite, `certify` without `--pipeline`); anything else is an error
+naming the contract and how to bind it, never a green run that tested nobody's code.
+"""
+from __future__ import annotations
+
+import configparser
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = ["SettingsError", "IniFile", "find_ini", "parse_binding", "parse_bindings", "nearest", "is_target",
+           "default_targets", "unbound_message", "positive_seconds", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 60.0
+_BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
+_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
+
+# (contract, folder or None) -> (pipeline: 'module:function' or a callable, where it was given)
+Bindings = dict[tuple[str, str | None], tuple[Any, str]]
+
+
+class SettingsError(ValueError):
+    """A setting that cannot be used: the message names where it came from and what is wrong."""
+
+
+def is_target(text: str) -> bool:
+    """Whether `text` is a pipeline reference: 'module:function', or a script job's path ('jobs/job.py')."""
+    return bool(_TARGET.match(text))
+
+
+def parse_binding(value: str, where: str) -> tuple[str, str | None, str]:
+    """'CONTRACT=MODULE:FUNCTION' or 'CONTRACT[FOLDER]=MODULE:FUNCTION' -> (contract, folder or None, target)."""
+    m = _BINDING.match(value)
+    if not m or not _TARGET.match(m.group("target")):
+        raise SettingsError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
+                            "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count; "
+                            "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__)")
+    under = m.group("under").strip().strip("/") if m.group("under") else None
+    return m.group("contract"), under, m.group("target")
+
+
+def parse_bindings(values: Iterable[str], where: str) -> Bindings:
+    """Every binding of `values` (blank ones skipped); one contract bound twice for one folder is an error."""
+    out: Bindings = {}
+    for value in values:
+        if not value.strip():
+            continue
+        contract, under, target = parse_binding(value, where)
+        key = (contract, under)
+        if key in out and out[key][0] != target:
+            folder = f" for {under}" if under else ""
+            raise SettingsError(f"{where}: contract {contract!r} is bound twice{folder}: {out[key][1]!r} and "
+                                f"{value.strip()!r}; bind it once (or per folder: CONTRACT[FOLDER]=...)")
+        out[key] = (target, value.strip())
+    return out
+
+
+def nearest(level: Mapping[tuple[str, str | None], tuple[Any, str]], contract: str, scenario: Path | None,
+            root: Path) -> Any:
+    """The binding of `contract` in one set of bindings for the folder nearest above the scenario file
+    (a folder is relative to `root`); a binding without a folder applies everywhere; None if none."""
+    best, depth = None, -1
+    for (name, under), (target, _) in level.items():
+        if name != contract:
+            continue
+        if under is None:
+            if depth < 0:
+                best, depth = target, 0
+            continue
+        if scenario is None:
+            continue
+        folder = (root / under).resolve()
+        try:
+            scenario.resolve().relative_to(folder)
+        except ValueError:
+            continue
+        if len(folder.parts) > depth:
+            best, depth = target, len(folder.parts)
+    return best
+
+
+def positive_seconds(raw: Any, where: str) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if not value > 0:
+        raise SettingsError(f"{where}: {raw!r} is not a positive number of seconds")
+    return value
+
+
+def default_targets(contract: Any, scenario_file: Path | str | None) -> tuple[str, ...]:
+    """What runs for a scenario whose contract nobody bound: a user's contract's declared
+    implementations; a bundled contract's only for a scenario of the bundled suite; else nothing."""
+    if not contract.bundled:
+        return tuple(contract.implementations)
+    return tuple(contract.implementations) if scenario_file is not None and in_suite(Path(scenario_file)) else ()
+
+
+def in_suite(path: Path) -> bool:
+    """Whether `path` is a file of the bundled suite: of the installed package, or of the kit's own
+    source tree beside an installed copy (a checkout's `scenarios/` package, e.g. under tox), the
+    same file's bytes at the same place."""
+    from eventtime.scenarios import SUITE_DIR
+
+    path, suite = path.resolve(), Path(SUITE_DIR).resolve()
+    try:
+        path.relative_to(suite)
+        return True
+    except ValueError:
+        pass
+    for folder in path.parents:
+        if folder.name == suite.name and (folder / "__init__.py").is_file():
+            twin = suite / path.relative_to(folder)
+            try:
+                return twin.is_file() and twin.read_bytes() == path.read_bytes()
+            except OSError:
+                return False
+    return False
+
+
+def unbound_message(contract: Any, display: str) -> str:
+    """Why a scenario cannot run unbound, and every way to bind its contract."""
+    name = contract.name
+    bundled = (f" (the kit's own implementations of the bundled contract {name!r} run only for the bundled suite: "
+               f"`eventtime certify --contract {name}`)") if contract.bundled else ""
+    return (f"{display}: no pipeline is bound to contract {name!r}{bundled}; bind one with a line "
+            f"'{name} = MODULE:FUNCTION' in the ini key eventtime_pipelines (pyproject.toml [tool.pytest."
+            f"ini_options] or pytest.ini, read by pytest and `eventtime run`), on the command line with "
+            f"--pipeline {name}=MODULE:FUNCTION (eventtime) or --eventtime-pipeline {name}=MODULE:FUNCTION "
+            f"(pytest), or with bind({name!r}, 'MODULE:FUNCTION') in conftest.py (pytest)")
+
+
+# -- the file -------------------------------------------------------------------------------------------
+@dataclass
+class IniFile:
+    """The settings file found for a run: its path and its keys' raw values (strings, or lists from TOML)."""
+
+    path: Path
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    def where(self, key: str) -> str:
+        return f"{self.path}: {key}"
+
+    def lines(self, key: str) -> list[str]:
+        """A linelist key: one value per line (an ini file) or per list item (TOML)."""
+        raw = self.values.get(key)
+        if raw is None:
+            return []
+        items = raw if isinstance(raw, list) else str(raw).splitlines()
+        return [str(i).strip() for i in items if str(i).strip()]
+
+    def paths(self, key: str) -> list[Path]:
+        """A paths key, relative to the file's folder: split like a shell line (an ini file) or a TOML list."""
+        raw = self.values.get(key)
+        if raw is None:
+            return []
+        items = raw if isinstance(raw, list) else shlex.split(str(raw))
+        return [self.root / str(i) for i in items]
+
+    def text(self, key: str) -> str | None:
+        raw = self.values.get(key)
+        return None if raw is None or str(raw).strip() == "" else str(raw).strip()
+
+
+_CANDIDATES = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("pyproject.toml", None),
+               ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+
+
+def find_ini(start: Path) -> IniFile | None:
+    """The settings file pytest would read for a run started at `start` (a folder or a file): in that
+    folder or the nearest above it, the first of pytest.ini, .pytest.ini, pyproject.toml with
+    [tool.pytest.ini_options], tox.ini with [pytest], setup.cfg with [tool:pytest]. A file that does
+    not parse is a SettingsError naming it."""
+    folder = start.resolve()
+    if not folder.is_dir():
+        folder = folder.parent
+    for here in (folder, *folder.parents):
+        for name, section in _CANDIDATES:
+            path = here / name
+            if not path.is_file():
+                continue
+            values = _read(path, section)
+            if values is not None:
+                return IniFile(path, values)
+    return None
+
+
+def _read(path: Path, section: str | None) -> dict[str, Any] | None:
+    if section is None:
+        try:
+            if sys.version_info >= (3, 11):
+                import tomllib
+            else:  # pragma: no cover - Python 3.10
+                import tomli as tomllib
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        except Exception as exc:  # noqa: BLE001 - tomllib.TOMLDecodeError, or unreadable
+            raise SettingsError(f"{path}: cannot be read as TOML: {exc}") from None
+        table = doc.get("tool", {}).get("pytest", {}).get("ini_options")
+        return dict(table) if isinstance(table, dict) else None
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as exc:
+        raise SettingsError(f"{path}: cannot be read as an ini file: {exc}") from None
+    if not parser.has_section(section):
+        return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+    return dict(parser.items(section))
