@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import tempfile
@@ -452,8 +453,8 @@ class _Build:
             frame = spark.table(check.table)
         else:
             folder = self.path(str(check.path))
-            if not os.path.exists(folder):
-                raise PipelineError(f"the job wrote nothing to {what} (it does not exist)")
+            if nothing_written(folder):
+                return []
             reader = spark.read.format(check.format)
             if check.format == "csv":
                 reader = reader.option("header", "true").option("inferSchema", "true")
@@ -614,6 +615,32 @@ class _JobBuild(_Build):
         query.sink = BatchFunctionSink(next(iter(self.sources.values())).spark, out.sink, lambda batch: read_rows(project(batch)))
         self.sink = query.sink
         return df, out.output_mode, query.sink
+
+
+def nothing_written(folder: str) -> bool:
+    """Whether a folder holds nothing Spark's readers would read: it does not exist, or it has Spark's
+    file sink log (`_spark_metadata`) and that log records no file, or it has no data file at all
+    (readers skip names starting with `_` or `.`: `_SUCCESS`, `.crc` files). Such a folder reads as
+    no rows, not as the schema error Spark raises for it."""
+    if not os.path.isdir(folder):
+        return not os.path.exists(folder)
+    log = os.path.join(folder, "_spark_metadata")
+    if os.path.isdir(log):  # readers then read the files the log records, and only those
+        return not any(_records_a_file(os.path.join(log, name)) for name in os.listdir(log)
+                       if name.split(".")[0].isdigit() and not name.endswith(".crc"))
+    for _, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        if any(not f.startswith(("_", ".")) for f in files):
+            return False
+    return True
+
+
+def _records_a_file(entry: str) -> bool:
+    """Whether one file of a `_spark_metadata` log (a version line, then one JSON object per line)
+    adds a file."""
+    with open(entry, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()[1:]
+    return any(line.strip().startswith("{") and json.loads(line).get("action") == "add" for line in lines)
 
 
 def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
