@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, caller_place, substitution,
                                      writer_call)
+from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
 
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
@@ -170,12 +171,12 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
               impl_name: str, folder: str, output: JobTopics | None = None) -> list[JobOutput]:
     """Call the job under the substitution and say what queries it built, in the order it started them; raises SubstitutionError naming
     the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
-    A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
+    Every path the job names is kept inside `folder`, the scenario's own (`jobpaths.kept_path`)."""
     from .signatures import PipelineRaised
 
     notes: list[str] = []
     topic_reads: list[tuple[str, ReaderCall]] = []
-    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active:
+    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active, kept_to(folder):
         try:
             value = fn(spark)
         except SubstitutionError:
@@ -233,7 +234,8 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
         raise SubstitutionError(place, "a `foreach` sink (a ForeachWriter) cannot be observed per micro-batch; "
                                        "write it with `foreachBatch`, whose function the kit runs for real")
     if fmt == "foreachBatch":
-        return writer.foreach_batch
+        assert writer.foreach_batch is not None
+        return keeping(writer.foreach_batch, folder)  # its batch writes and reads, in the stream's thread
     if writer.table is not None:
         table, partition_by, table_format = writer.table, writer.partition_by, writer.format
 
@@ -255,12 +257,13 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
     path = writer.path
     if not path:
         raise SubstitutionError(place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
-    inside = os.path.abspath(path.removeprefix("file:")).startswith(os.path.abspath(folder) + os.sep)
-    if not inside:
-        raise SubstitutionError(writer.place or place, f"the {fmt} sink writes to {path!r}, outside the scenario's own "
-                                              "folder: read the path from a `kind: path` contract parameter "
-                                              "(its `conf:`), so that each run writes to a folder of its own")
-    return _file_sink(fmt, path, writer.partition_by, writer.options)
+    try:
+        kept = kept_path(path, folder)
+    except PathOutside as exc:
+        raise SubstitutionError(writer.place or place, f"the {fmt} sink's path {path!r} would leave the scenario's "
+                                                       f"run folder: {exc}; a job's paths are kept inside it "
+                                                       "(docs/jobs.md, *Where the job writes*)") from None
+    return _file_sink(fmt, kept, writer.partition_by, writer.options)
 
 
 def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str]

@@ -424,6 +424,14 @@ class _Build:
     def path(self, param: str) -> str:
         return str(Path(self.workdir) / "paths" / param)
 
+    def written_folder(self, name: str) -> str:
+        """The folder `expect: {written: NAME}` reads: a `kind: path` parameter's, else the path NAME as
+        the job writes it, kept to this run as the job's own paths are (`jobpaths.kept_path`)."""
+        from eventtime.harness.jobpaths import kept_path
+
+        spec = self.scenario.contract.param(name)
+        return self.path(name) if spec is not None and spec.kind == "path" else kept_path(name, self.workdir)
+
     def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
         try:
@@ -452,7 +460,7 @@ class _Build:
             spark.catalog.refreshTable(check.table)  # the job wrote it from the query's session: no stale listing
             frame = spark.table(check.table)
         else:
-            folder = self.path(str(check.path))
+            folder = self.written_folder(str(check.path))
             if nothing_written(folder):
                 return []
             reader = spark.read.format(check.format)
