@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
+from eventtime.harness.jobpaths import FILES, forget_paths, kept_path, named_paths
 
 from . import model as m
 from .contracts import Contract, implementation_info
@@ -310,6 +311,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
             for session, before in build.session_before.items():
                 restore_session(session, before)
         shutil.rmtree(workdir, ignore_errors=True)
+        forget_paths(workdir)
     result.notes.extend(build.notes)
     _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
@@ -427,10 +429,25 @@ class _Build:
     def written_folder(self, name: str) -> str:
         """The folder `expect: {written: NAME}` reads: a `kind: path` parameter's, else the path NAME as
         the job writes it, kept to this run as the job's own paths are (`jobpaths.kept_path`)."""
-        from eventtime.harness.jobpaths import kept_path
-
         spec = self.scenario.contract.param(name)
-        return self.path(name) if spec is not None and spec.kind == "path" else kept_path(name, self.workdir)
+        return (self.path(name) if spec is not None and spec.kind == "path"
+                else kept_path(name, self.workdir, record=False))
+
+    def _unnamed(self, check: m.WrittenCheck, folder: str) -> None:
+        """A note when `written: PATH` read as no rows and the job has named no such path so far (a
+        misspelt path would otherwise pass `rows: []`)."""
+        if self.scenario.contract.param(str(check.path)) is not None:
+            return
+        named = named_paths(self.workdir)
+        if any(n == folder or n.startswith(folder + os.sep) or folder.startswith(n + os.sep) for n in named):
+            return
+        files = os.path.join(self.workdir, FILES)
+        names = sorted(os.path.relpath(n, files) if n.startswith(files + os.sep) else n for n in named)
+        note = (f"{check.where}: `written: {check.path}` read as no rows, and the job has named no such path "
+                f"so far ({'it named ' + ', '.join(names) if names else 'it named none'}): is it spelt as "
+                "the job writes it?")
+        if note not in self.notes:
+            self.notes.append(note)
 
     def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
@@ -462,6 +479,7 @@ class _Build:
         else:
             folder = self.written_folder(str(check.path))
             if nothing_written(folder):
+                self._unnamed(check, folder)
                 return []
             reader = spark.read.format(check.format)
             if check.format == "csv":

@@ -34,10 +34,14 @@ from typing import Any, Callable, Iterator
 
 from .jobio import SubstitutionError, caller_place
 
-__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping"]
+__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "forget_paths"]
 
 FILES = "files"  # the run folder's folder where a job's paths land
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at least: not a drive letter
+
+
+_lock = threading.Lock()
+_named: dict[str, set[str]] = {}  # run folder -> the paths its job named, as kept
 
 
 class PathOutside(ValueError):
@@ -75,9 +79,10 @@ def _name_of(path: str) -> str:
     return os.path.normpath(local)
 
 
-def kept_path(path: str, run_folder: str) -> str:
+def kept_path(path: str, run_folder: str, *, record: bool = True) -> str:
     """Where `path`, as a job names it, lands inside `run_folder` (see the module's text); raises
-    PathOutside for a path that would leave it."""
+    PathOutside for a path that would leave it. `record`: remember it among the paths the run's job
+    named (`named_paths`), as the job's own calls do; a check that reads a path does not."""
     run = os.path.abspath(run_folder)
     name = _name_of(str(path))
     if os.path.isabs(name) and _inside(name, run):
@@ -90,12 +95,26 @@ def kept_path(path: str, run_folder: str) -> str:
     real = os.path.realpath(target)
     if not _inside(real, os.path.realpath(run)):
         raise PathOutside(f"it reaches {real} through a symbolic link, outside the run folder")
+    if record:
+        with _lock:
+            _named.setdefault(run, set()).add(target)
     return target
+
+
+def named_paths(run_folder: str) -> set[str]:
+    """The folders (as kept) that the job of the run has named so far, for a check's hint."""
+    with _lock:
+        return set(_named.get(os.path.abspath(run_folder), ()))
+
+
+def forget_paths(run_folder: str) -> None:
+    """Drop what the run's job named (the run is over)."""
+    with _lock:
+        _named.pop(os.path.abspath(run_folder), None)
 
 
 # -- the patches ------------------------------------------------------------------------------------
 _local = threading.local()
-_lock = threading.Lock()
 _installed: dict[str, tuple[Any, str, Any]] = {}  # "Class.method" -> (class, name, pyspark's own), while patched
 _users = 0
 _HERE = os.path.abspath(__file__)

@@ -132,3 +132,14 @@ def test_written_names_a_path_as_the_job_writes_it(tmp_path, written):
     assert load_scenario(str(_write(tmp_path, scenario=text))).steps[2].written.path == written
     found = _problems(_write(tmp_path, scenario=text.replace(f"written: {written!r},", "written: limit,")))
     assert any(":7:" in p and "not 'limit'" in p for p in found), found  # the control: an int parameter
+
+
+def test_the_paths_a_run_named_are_remembered_until_it_is_forgotten(tmp_path):
+    from eventtime.harness.jobpaths import forget_paths, named_paths
+
+    run = str(tmp_path)
+    gold = kept_path("data/gold", run)
+    kept_path("data/checked", run, record=False)  # a check's read, not the job's
+    assert named_paths(run) == {gold}
+    forget_paths(run)
+    assert named_paths(run) == set()

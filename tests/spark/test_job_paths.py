@@ -138,6 +138,7 @@ def test_a_jobs_paths_land_in_the_run_folder_and_are_checked_by_their_name(spark
     result = run_scenario(kept_scenario(GOLD, where), job, session=spark)
     assert result.status == "passed", describe_failure(result)
     assert _nothing_outside() == before, "a path was written outside the run folder"
+    assert not [n for n in result.notes if "read as no rows" in n], result.notes
 
 
 def test_control_a_path_the_job_does_not_write_reads_as_nothing_and_fails(spark, kept_scenario):
@@ -145,6 +146,8 @@ def test_control_a_path_the_job_does_not_write_reads_as_nothing_and_fails(spark,
     assert result.status == "failed", describe_failure(result)
     assert [s.index for s in result.steps if s.status == "failed"] == [6], describe_failure(result)
     assert "2 missing" in describe_failure(result), describe_failure(result)
+    hint = [n for n in result.notes if "`written: data/gold/other` read as no rows" in n]
+    assert hint and "it named data/gold/counts" in hint[0] and "s.scenario.yaml:5" in hint[0], result.notes
 
 
 BATCH = textwrap.dedent("""\
