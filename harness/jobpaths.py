@@ -168,7 +168,8 @@ def _keep(value: Any, root: str, what: str) -> Any:
     return value
 
 
-def _patched(key: str, *, first: bool, every: bool = False, option: bool = False) -> Callable[..., Any]:
+def _patched(key: str, original: Callable[..., Any], *, first: bool, every: bool = False,
+             option: bool = False) -> Callable[..., Any]:
     """pyspark's method `key`, its path arguments kept while a thread keeps its paths: the first
     positional (or `path`/`paths` keyword), every positional (`parquet(*paths)`), the value of
     `option("path", v)`, and always a `path` among its keyword options."""
@@ -187,7 +188,7 @@ def _patched(key: str, *, first: bool, every: bool = False, option: bool = False
             for name in list(kwargs):
                 if name.lower() in ("path", "paths"):
                     kwargs[name] = _keep(kwargs[name], root, what)
-        return _installed[key][2](self, *args, **kwargs)
+        return original(self, *args, **kwargs)  # held here: a call under way outlives an uninstall
     method.__name__ = verb
     return method
 
@@ -202,7 +203,8 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
             if name not in cls.__dict__:
                 continue
             key = f"{cls.__name__}.{name}"
-            out[key] = (cls, name, _patched(key, first=name not in ("options", "saveAsTable", "option"),
+            out[key] = (cls, name, _patched(key, cls.__dict__[name],
+                                            first=name not in ("options", "saveAsTable", "option"),
                                             every=cls is DataFrameReader and name == "parquet",
                                             option=name == "option"))
     return out

@@ -190,6 +190,7 @@ def test_a_path_that_would_leave_the_run_is_refused_at_the_jobs_line(spark, scen
     text = _text(result)
     assert _line(marker) in text, text
     assert words in text, text
+    assert "jobpaths.py" not in text and "stream.py" not in text, text  # the job's frames, not the kit's
     assert list(outside.iterdir()) == [], "nothing was written outside"
     assert not (tmp_path.parent / "outside").exists()
 
