@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, caller_place, substitution,
                                      writer_call)
+from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
 
 from .contracts import Contract, SourceSpec
 from .signatures import user_frames
@@ -44,8 +45,9 @@ READER_REFUSED = {
     "readchangefeed": "reads a table's change feed",
     "startingversion": "starts at a table version",
 }
-# Sinks the kit can observe: the job's own batch function, a table or folder the kit writes each batch
-# to after observing it, or an output topic (`topics`) it publishes each batch's records to.
+# Sinks the kit can observe: the job's own batch function, a table the kit appends each batch to,
+# Spark's own file sink handed each batch, or an output topic (`topics`) it publishes each batch's
+# records to, after the kit observed the batch.
 SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "console", "noop", "kafka")
 
 
@@ -169,12 +171,12 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
               impl_name: str, folder: str, output: JobTopics | None = None) -> list[JobOutput]:
     """Call the job under the substitution and say what queries it built, in the order it started them; raises SubstitutionError naming
     the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
-    A file sink must write inside `folder`, the scenario's own (where `kind: path` parameters point)."""
+    Every path the job names is kept inside `folder`, the scenario's own (`jobpaths.kept_path`)."""
     from .signatures import PipelineRaised
 
     notes: list[str] = []
     topic_reads: list[tuple[str, ReaderCall]] = []
-    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active:
+    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active, kept_to(folder):
         try:
             value = fn(spark)
         except SubstitutionError:
@@ -232,7 +234,8 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
         raise SubstitutionError(place, "a `foreach` sink (a ForeachWriter) cannot be observed per micro-batch; "
                                        "write it with `foreachBatch`, whose function the kit runs for real")
     if fmt == "foreachBatch":
-        return writer.foreach_batch
+        assert writer.foreach_batch is not None
+        return keeping(writer.foreach_batch, folder)  # its batch writes and reads, in the stream's thread
     if writer.table is not None:
         table, partition_by, table_format = writer.table, writer.partition_by, writer.format
 
@@ -254,19 +257,32 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
     path = writer.path
     if not path:
         raise SubstitutionError(place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
-    inside = os.path.abspath(path.removeprefix("file:")).startswith(os.path.abspath(folder) + os.sep)
-    if not inside:
-        raise SubstitutionError(writer.place or place, f"the {fmt} sink writes to {path!r}, outside the scenario's own "
-                                              "folder: read the path from a `kind: path` contract parameter "
-                                              "(its `conf:`), so that each run writes to a folder of its own")
-    partition_by = writer.partition_by
+    try:
+        kept = kept_path(path, folder)
+    except PathOutside as exc:
+        raise SubstitutionError(writer.place or place, f"the {fmt} sink's path {path!r} would leave the scenario's "
+                                                       f"run folder: {exc}; a job's paths are kept inside it "
+                                                       "(docs/jobs.md, *Where the job writes*)") from None
+    return _file_sink(fmt, kept, writer.partition_by, writer.options)
 
-    def append_to_folder(batch: Any, batch_id: int) -> None:
-        out = batch.write.mode("append").format(fmt)
-        if partition_by:
-            out = out.partitionBy(*partition_by)
-        out.save(path)
-    return append_to_folder
+
+def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str]
+               ) -> Callable[[Any, int], Any]:
+    """Spark's own file sink (`FileStreamSink`) for one query start, handed each batch the kit observed:
+    it writes the batch and records it in `path/_spark_metadata`, and skips a batch id already recorded
+    (a batch re-run after a crash between its write and its commit), as in production."""
+    from eventtime.harness.compat import SparkCompat
+
+    options = {**options, "path": path}
+    made: list[Any] = []  # the JVM sink, made with the first batch's session
+
+    def write_files(batch: Any, batch_id: int) -> None:
+        if not made:
+            session = batch.sparkSession  # the query's own session (not cached: one sink per start)
+            made.append(SparkCompat(session).file_stream_sink(session._jsparkSession, path, fmt, partition_by,
+                                                               dict(options)))
+        made[0].addBatch(batch_id, batch._jdf)
+    return write_files
 
 
 @dataclass
@@ -473,7 +489,10 @@ def run_job(entry: JobEntry, spark: Any, frames: Mapping[str, Any], contract: Co
 def batch_error(batch_id: int, exc: BaseException, writer: WriterCall | None) -> str:
     """The verdict's text for a batch function that raised: the batch, the exception, the job's frames."""
     fn = writer.foreach_batch if writer is not None else None
-    name = getattr(fn, "__qualname__", None) or "the job's batch function"
     frames = user_frames(exc)
+    if fn is None and writer is not None and writer.format in SINK_FORMATS[1:5]:
+        return (f"the job's {writer.format} file sink (Spark's FileStreamSink) failed in batch {batch_id}: "
+                f"{type(exc).__name__}: {exc}" + (f"\n{frames}" if frames else ""))
+    name = getattr(fn, "__qualname__", None) or "the job's batch function"
     return (f"the job's foreachBatch function {name} raised {type(exc).__name__} in batch {batch_id}: {exc}"
             + (f"\n{frames}" if frames else ""))

@@ -923,15 +923,8 @@ class _Builder:
                                                   "of its own", key=True)
         if not any(k in body for k in ("rows", "output")):
             self.c.at(path, "say which rows the job must have written: `rows: [...]` (`[]` for none)")
-        if folder is not None:
-            spec = contract.param(str(folder))
-            if spec is None or spec.kind != "path":
-                paths = [p.name for p in contract.params if p.kind == "path"]
-                self.c.at(path + ("written",), f"`written` names a path parameter of contract {contract.name!r} "
-                                            f"(`kind: path`), not {folder!r}"
-                          + (f"{did_you_mean(str(folder), paths)} (path parameters: {', '.join(paths)})" if paths
-                             else "; it declares none"))
-                return None
+        if folder is not None and not self.written_path(folder, contract, path + ("written",)):
+            return None
         fmt = body.get("format", "parquet")
         if table is not None and "format" in body:
             self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `written:`", key=True)
@@ -989,6 +982,18 @@ class _Builder:
                 continue
             out.append(m.ExpectedRecord(raw["value"], raw.get("key"), raw.get("headers"), partition))
         return m.TopicCheck(self.c.where(path + ("topic",)), str(topic), tuple(out), bool(body.get("ordered", False)))
+
+    def written_path(self, folder: Any, contract: Contract, path: tuple) -> bool:
+        """`written:` names a `kind: path` parameter, or a path as the job writes it (`data/gold/x`,
+        `s3a://bucket/x`): text that is not another kind of parameter."""
+        spec = contract.param(str(folder)) if isinstance(folder, str) else None
+        if not isinstance(folder, str) or not folder.strip() or (spec is not None and spec.kind != "path"):
+            paths = [p.name for p in contract.params if p.kind == "path"]
+            self.c.at(path, f"`written` names a path as the job writes it (`data/gold/revenue`) or a path parameter "
+                            f"of contract {contract.name!r} (`kind: path`), not {folder!r}"
+                      + (f" (path parameters: {', '.join(paths)})" if paths else ""))
+            return False
+        return True
 
     def schema_check(self, text: str, path: tuple) -> m.SchemaCheck | None:
         """`schema: DDL`: columns `name type [NOT NULL]`, read by `coltypes` (problems at the step's line)."""

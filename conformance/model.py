@@ -146,7 +146,7 @@ class WrittenCheck:
 
     where: Where
     table: str | None = None
-    path: str | None = None  # a `kind: path` parameter of the contract
+    path: str | None = None  # a `kind: path` parameter of the contract, or a path as the job writes it
     format: str = "parquet"
     filter: tuple[tuple[str, Value], ...] = ()  # (output column, value): `where: {page: home}`
 

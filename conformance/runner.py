@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import shutil
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
+from eventtime.harness.jobpaths import FILES, forget_paths, kept_path, named_paths
 
 from . import model as m
 from .contracts import Contract, implementation_info
@@ -309,6 +311,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
             for session, before in build.session_before.items():
                 restore_session(session, before)
         shutil.rmtree(workdir, ignore_errors=True)
+        forget_paths(workdir)
     result.notes.extend(build.notes)
     _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
@@ -423,6 +426,29 @@ class _Build:
     def path(self, param: str) -> str:
         return str(Path(self.workdir) / "paths" / param)
 
+    def written_folder(self, name: str) -> str:
+        """The folder `expect: {written: NAME}` reads: a `kind: path` parameter's, else the path NAME as
+        the job writes it, kept to this run as the job's own paths are (`jobpaths.kept_path`)."""
+        spec = self.scenario.contract.param(name)
+        return (self.path(name) if spec is not None and spec.kind == "path"
+                else kept_path(name, self.workdir, record=False))
+
+    def _unnamed(self, check: m.WrittenCheck, folder: str) -> None:
+        """A note when `written: PATH` read as no rows and the job has named no such path so far (a
+        misspelt path would otherwise pass `rows: []`)."""
+        if self.scenario.contract.param(str(check.path)) is not None:
+            return
+        named = named_paths(self.workdir)
+        if any(n == folder or n.startswith(folder + os.sep) or folder.startswith(n + os.sep) for n in named):
+            return
+        files = os.path.join(self.workdir, FILES)
+        names = sorted(os.path.relpath(n, files) if n.startswith(files + os.sep) else n for n in named)
+        note = (f"{check.where}: `written: {check.path}` read as no rows, and the job has named no such path "
+                f"so far ({'it named ' + ', '.join(names) if names else 'it named none'}): is it spelt as "
+                "the job writes it?")
+        if note not in self.notes:
+            self.notes.append(note)
+
     def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
         try:
@@ -451,9 +477,10 @@ class _Build:
             spark.catalog.refreshTable(check.table)  # the job wrote it from the query's session: no stale listing
             frame = spark.table(check.table)
         else:
-            folder = self.path(str(check.path))
-            if not os.path.exists(folder):
-                raise PipelineError(f"the job wrote nothing to {what} (it does not exist)")
+            folder = self.written_folder(str(check.path))
+            if nothing_written(folder):
+                self._unnamed(check, folder)
+                return []
             reader = spark.read.format(check.format)
             if check.format == "csv":
                 reader = reader.option("header", "true").option("inferSchema", "true")
@@ -614,6 +641,32 @@ class _JobBuild(_Build):
         query.sink = BatchFunctionSink(next(iter(self.sources.values())).spark, out.sink, lambda batch: read_rows(project(batch)))
         self.sink = query.sink
         return df, out.output_mode, query.sink
+
+
+def nothing_written(folder: str) -> bool:
+    """Whether a folder holds nothing Spark's readers would read: it does not exist, or it has Spark's
+    file sink log (`_spark_metadata`) and that log records no file, or it has no data file at all
+    (readers skip names starting with `_` or `.`: `_SUCCESS`, `.crc` files). Such a folder reads as
+    no rows, not as the schema error Spark raises for it."""
+    if not os.path.isdir(folder):
+        return not os.path.exists(folder)
+    log = os.path.join(folder, "_spark_metadata")
+    if os.path.isdir(log):  # readers then read the files the log records, and only those
+        return not any(_records_a_file(os.path.join(log, name)) for name in os.listdir(log)
+                       if name.split(".")[0].isdigit() and not name.endswith(".crc"))
+    for _, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+        if any(not f.startswith(("_", ".")) for f in files):
+            return False
+    return True
+
+
+def _records_a_file(entry: str) -> bool:
+    """Whether one file of a `_spark_metadata` log (a version line, then one JSON object per line)
+    adds a file."""
+    with open(entry, encoding="utf-8") as fh:
+        lines = fh.read().splitlines()[1:]
+    return any(line.strip().startswith("{") and json.loads(line).get("action") == "add" for line in lines)
 
 
 def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:

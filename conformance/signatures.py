@@ -24,6 +24,8 @@ import os
 import traceback
 from typing import Any, Callable, Mapping
 
+from eventtime import harness as _harness
+
 from .contracts import Column, Contract
 
 __all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_caller", "check_output",
@@ -199,7 +201,9 @@ def check_output(fields: list[tuple[str, str]], contract: Contract) -> list[int]
     return positions
 
 
-_OWN = (os.path.dirname(os.path.abspath(__file__)),)
+# the kit's own code: this package and the harness (a sibling folder in the repository, inside it
+# once installed), whose frames sit between Spark and a job's batch function
+_OWN = tuple({os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(_harness.__file__))})
 
 
 def user_frames(exc: BaseException, limit: int = 8) -> str:

@@ -37,6 +37,12 @@ _CHECKPOINT_FILE_MANAGER_KEY = "spark.sql.streaming.checkpointFileManagerClass"
 _MEMORY_SINK_CLASSES = (
     "org.apache.spark.sql.execution.streaming.sources.MemorySink",
 )
+# Spark's file sink (`writeStream.format("parquet").start(path)`): it records each batch it wrote in
+# its `_spark_metadata` log and skips a batch id the log already has.
+_FILE_STREAM_SINK_CLASSES = (
+    "org.apache.spark.sql.execution.streaming.sinks.FileStreamSink",  # 4.1+
+    "org.apache.spark.sql.execution.streaming.FileStreamSink",  # 3.4 - 4.0
+)
 
 
 def _jvm_class(jvm: Any, name: str) -> Any | None:
@@ -233,6 +239,33 @@ class SparkCompat:
         fld.setAccessible(True)
         sink = self.java("org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink")
         return sink(fld.get(jwriter), jdf.exprEnc())
+
+    def file_stream_sink(self, jsession: Any, path: str, fmt: str, partition_by: Sequence[str],
+                         options: dict[str, str]) -> Any:
+        """Spark's own file sink writing `fmt` files to `path`, made as `DataStreamWriter.start` makes it
+        for a file format (`DataSource.createSink`): `FileStreamSink(session, path, fileFormat,
+        partitionColumnNames, options)`, whose `addBatch(batchId, df)` writes the batch and records it in
+        `path/_spark_metadata`, or skips it when that log already has the batch id. The constructor is the
+        same on 3.4 - 4.3; only its package moved (`_FILE_STREAM_SINK_CLASSES`)."""
+        cls = next((c for c in (_jvm_class(self.jvm, n) for n in _FILE_STREAM_SINK_CLASSES) if c is not None), None)
+        if cls is None:
+            raise RuntimeError(f"no FileStreamSink class in this Spark {self.version} (looked for "
+                               f"{', '.join(_FILE_STREAM_SINK_CLASSES)})")
+        source = getattr(self.java("org.apache.spark.sql.execution.datasources.DataSource$"), "MODULE$")
+        provider = source.lookupDataSource(fmt, jsession.sessionState().conf()).newInstance()
+        # a file source read as V2 (parquet on 4.x) writes a stream through its V1 format, as
+        # `DataSource.providingClass` falls back to it
+        v2 = self.java("java.lang.Class").forName("org.apache.spark.sql.execution.datasources.v2.FileDataSourceV2")
+        file_format = provider.fallbackFileFormat().newInstance() if v2.isInstance(provider) else provider
+        utils = self.java("org.apache.spark.api.python.PythonUtils")
+        columns = self.java("java.util.ArrayList")()
+        for name in partition_by:
+            columns.add(name)
+        jmap = self.java("java.util.HashMap")()
+        for key, value in options.items():
+            jmap.put(key, value)
+        insensitive = getattr(self.java("org.apache.spark.sql.catalyst.util.CaseInsensitiveMap$"), "MODULE$")
+        return cls(jsession, path, file_format, utils.toSeq(columns), insensitive.apply(utils.toScalaMap(jmap)))
 
     @cached_property
     def _start_query_arity(self) -> int:

@@ -78,7 +78,7 @@ def test_contract_problems_are_at_their_line(tmp_path, old, new, place, message)
 
 
 @pytest.mark.parametrize("old, new, place, message", [
-    ("written: out, where", "written: limit, where", ":7:", "`written` names a path parameter of contract"),
+    ("written: out, where", "written: limit, where", ":7:", "or a path parameter of contract 'page_counts' (`kind: path`), not 'limit'"),
     ("where: {page: home}", "where: {pages: home}", ":7:", "has no output column 'pages'"),
     ("{table: page_counts, rows: []}", "{table: page_counts, rows: [], watermark: initial}", ":8:",
      "put `watermark` in an expect of its own"),

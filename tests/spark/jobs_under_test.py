@@ -92,4 +92,4 @@ def file_sink(spark):
 
 def file_sink_outside(spark):
     clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
-    _counts(clicks).writeStream.outputMode("append").format("parquet").start("/data/out")  # <- outside
+    _counts(clicks).writeStream.outputMode("append").format("parquet").start("../out")  # <- outside

@@ -101,9 +101,9 @@ def scenario_of(tmp_path):
     return load
 
 
-def _line(marker: str) -> str:
-    """`file:line` of the line of jobs_under_test.py marked `# <- marker`."""
-    path = Path(jobs.__file__)
+def _line(marker: str, module=jobs) -> str:
+    """`file:line` of the line of `module` (jobs_under_test.py) marked `# <- marker`."""
+    path = Path(module.__file__)
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if line.rstrip().endswith(f"# <- {marker}"):
             return f"{path}:{number}"
@@ -155,7 +155,7 @@ def test_a_main_that_starts_its_query_and_waits_writes_its_table(spark, scenario
 
 FILES = textwrap.dedent("""\
     scenario: job-file-sink
-    description: A parquet file sink gets each batch appended to the run's own folder.
+    description: Spark's parquet file sink writes each batch to the run's own folder.
     contract: page_counts
     steps:
       - add: {clicks: [{page: home, ts: "00:00:10"}, {page: cart, ts: "00:00:30"}]}
@@ -176,7 +176,7 @@ def test_a_file_sink_writes_each_batch_to_the_runs_own_folder(spark, scenario_of
     (jobs.unmatched_reader, "unmatched", "matches no source of contract 'page_counts'"),
     (jobs.file_age, "option", "option maxFileAge='1h'"),
     (jobs.connector_sink, "sink", "sink format 'org.apache.spark.sql.cassandra' cannot be observed"),
-    (jobs.file_sink_outside, "outside", "the parquet sink writes to '/data/out', outside the scenario's own folder"),
+    (jobs.file_sink_outside, "outside", "the parquet sink's path '../out' would leave the scenario's run folder"),
 ], ids=["unmatched-reader", "unsupported-option", "unobservable-sink", "file-sink-outside"])
 def test_each_substitution_error_names_the_jobs_line(spark, scenario_of, job, marker, words):
     result = run_scenario(scenario_of(ONE_BATCH), job, session=spark)

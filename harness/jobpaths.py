@@ -1,0 +1,222 @@
+"""A job's paths kept to its scenario's run folder.
+
+`kept_path` is the one rule: every path a job names (relative, absolute, a `file:` URI or any other
+URI such as `s3a://bucket/key`) lands inside the run folder's `files/` folder, keeping its name:
+
+    data/gold/revenue         -> RUN/files/data/gold/revenue
+    /data/gold/revenue        -> RUN/files/data/gold/revenue      (absolute: from the root)
+    CWD/data/gold/revenue     -> RUN/files/data/gold/revenue      (under the working directory: from it,
+                                                                   so a path built from `__file__` in
+                                                                   the project lands where its relative
+                                                                   form does)
+    file:/data/x, file:///data/x -> RUN/files/data/x
+    s3a://bucket/a/b          -> RUN/files/s3a/bucket/a/b
+    hdfs://namenode:8020/a    -> RUN/files/hdfs/namenode_8020/a
+
+A path already inside the run folder (a `kind: path` parameter's folder, given to the job through its
+conf) is kept as it is. A path whose `..` climbs above the start of its name (`../x`, `s3a://b/../../x`)
+or that reaches outside the run folder through a symbolic link is refused (`PathOutside`).
+
+While `kept_to(run_folder)` is active in a thread, the batch readers and writers the code of that
+thread calls (`spark.read...load/parquet/json/csv/orc/text/xml`, `df.write...save/parquet/...`,
+their `option("path", ...)`, `saveAsTable(..., path=...)`) get their paths kept; a path that cannot be
+kept raises `SubstitutionError` naming the job's line. Only classic PySpark's `DataFrameReader` and
+`DataFrameWriter` are patched, installed while any thread uses them (as `jobio` does for streams).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import threading
+from typing import Any, Callable, Iterator
+
+from .jobio import SubstitutionError, caller_place
+
+__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "forget_paths"]
+
+FILES = "files"  # the run folder's folder where a job's paths land
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at least: not a drive letter
+
+
+_lock = threading.Lock()
+_named: dict[str, set[str]] = {}  # run folder -> the paths its job named, as kept
+
+
+class PathOutside(ValueError):
+    """A path that would leave the run folder; the message says why (the caller names the line)."""
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _name_of(path: str) -> str:
+    """The name a path keeps under `files/`: relative, or for a local path absolute (`kept_path` then
+    keeps it where it is, or names it from the working directory or the root)."""
+    found = _URI.match(path)
+    if found is not None and found.group(1).lower() != "file":
+        scheme, rest = found.group(1).lower(), found.group(2)
+        authority = ""
+        if rest.startswith("//"):
+            authority, _, rest = rest[2:].partition("/")
+        name = posixpath.normpath(rest.lstrip("/") or ".")
+        if name.startswith(".."):
+            raise PathOutside(f"its `..` climbs above {scheme}://{authority}")
+        parts = [scheme] + ([authority.replace(":", "_")] if authority else []) + ([] if name == "." else [name])
+        return posixpath.join(*parts)
+    local = path
+    if found is not None:  # file:/x, file:///x, file://host/x: a local absolute path
+        rest = found.group(2)
+        local = "/" + (rest[2:].partition("/")[2] if rest.startswith("//") and not rest.startswith("///")
+                       else rest.lstrip("/"))
+    if not os.path.isabs(local):
+        name = os.path.normpath(local)
+        if name == ".." or name.startswith(".." + os.sep):
+            raise PathOutside("its `..` climbs above the working directory, where a relative path starts")
+        return name
+    return os.path.normpath(local)
+
+
+def kept_path(path: str, run_folder: str, *, record: bool = True) -> str:
+    """Where `path`, as a job names it, lands inside `run_folder` (see the module's text); raises
+    PathOutside for a path that would leave it. `record`: remember it among the paths the run's job
+    named (`named_paths`), as the job's own calls do; a check that reads a path does not."""
+    run = os.path.abspath(run_folder)
+    name = _name_of(str(path))
+    if os.path.isabs(name) and _inside(name, run):
+        target = name  # a folder of the run's own already (a `kind: path` parameter's)
+    else:
+        if os.path.isabs(name):
+            cwd = os.getcwd()
+            name = os.path.relpath(name, cwd) if _inside(name, cwd) else name.lstrip(os.sep) or "."
+        target = os.path.normpath(os.path.join(run, FILES, name))
+    real = os.path.realpath(target)
+    if not _inside(real, os.path.realpath(run)):
+        raise PathOutside(f"it reaches {real} through a symbolic link, outside the run folder")
+    if record:
+        with _lock:
+            _named.setdefault(run, set()).add(target)
+    return target
+
+
+def named_paths(run_folder: str) -> set[str]:
+    """The folders (as kept) that the job of the run has named so far, for a check's hint."""
+    with _lock:
+        return set(_named.get(os.path.abspath(run_folder), ()))
+
+
+def forget_paths(run_folder: str) -> None:
+    """Drop what the run's job named (the run is over)."""
+    with _lock:
+        _named.pop(os.path.abspath(run_folder), None)
+
+
+# -- the patches ------------------------------------------------------------------------------------
+_local = threading.local()
+_installed: dict[str, tuple[Any, str, Any]] = {}  # "Class.method" -> (class, name, pyspark's own), while patched
+_users = 0
+_HERE = os.path.abspath(__file__)
+
+
+def _root() -> str | None:
+    return getattr(_local, "root", None)
+
+
+@contextlib.contextmanager
+def kept_to(run_folder: str) -> Iterator[None]:
+    """Keep the paths of the batch reads and writes this thread makes inside the block to `run_folder`."""
+    global _users
+    previous = _root()
+    with _lock:
+        if _users == 0:
+            _install()
+        _users += 1
+    _local.root = run_folder
+    try:
+        yield
+    finally:
+        _local.root = previous
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _uninstall()
+
+
+def keeping(function: Callable[..., Any], run_folder: str) -> Callable[..., Any]:
+    """`function` with its batch reads and writes kept to `run_folder` in whatever thread calls it
+    (a job's foreachBatch function runs in the stream's callback thread, not the one that built it)."""
+    def kept(*args: Any, **kwargs: Any) -> Any:
+        with kept_to(run_folder):
+            return function(*args, **kwargs)
+    kept.__qualname__ = getattr(function, "__qualname__", "kept")
+    return kept
+
+
+def _keep(value: Any, root: str, what: str) -> Any:
+    """A path argument (a string or a list of strings) kept; anything else (an RDD of lines) as it is."""
+    try:
+        if isinstance(value, str):
+            return kept_path(value, root)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return type(value)(kept_path(v, root) for v in value)
+    except PathOutside as exc:
+        place = caller_place(lambda name: os.path.abspath(name) == _HERE)
+        raise SubstitutionError(place, f"{what} {value!r} would leave the scenario's run folder: {exc}; a job's "
+                                       "paths are kept inside it (docs/jobs.md, *Where the job writes*)") from None
+    return value
+
+
+def _patched(key: str, original: Callable[..., Any], *, first: bool, every: bool = False,
+             option: bool = False) -> Callable[..., Any]:
+    """pyspark's method `key`, its path arguments kept while a thread keeps its paths: the first
+    positional (or `path`/`paths` keyword), every positional (`parquet(*paths)`), the value of
+    `option("path", v)`, and always a `path` among its keyword options."""
+    verb = key.rpartition(".")[2]
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        root = _root()
+        if root is not None:
+            what = f"the path of {verb}(...)"
+            if option and len(args) >= 2 and str(args[0]).lower() == "path":
+                args = (args[0], _keep(args[1], root, what)) + tuple(args[2:])
+            elif every:
+                args = tuple(_keep(a, root, what) for a in args)
+            elif first and args:
+                args = (_keep(args[0], root, what),) + tuple(args[1:])
+            for name in list(kwargs):
+                if name.lower() in ("path", "paths"):
+                    kwargs[name] = _keep(kwargs[name], root, what)
+        return original(self, *args, **kwargs)  # held here: a call under way outlives an uninstall
+    method.__name__ = verb
+    return method
+
+
+def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+
+    out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
+    for cls in (DataFrameReader, DataFrameWriter):
+        for name in ("load", "save", "json", "csv", "orc", "text", "xml", "parquet", "option", "options",
+                     "saveAsTable"):
+            if name not in cls.__dict__:
+                continue
+            key = f"{cls.__name__}.{name}"
+            out[key] = (cls, name, _patched(key, cls.__dict__[name],
+                                            first=name not in ("options", "saveAsTable", "option"),
+                                            every=cls is DataFrameReader and name == "parquet",
+                                            option=name == "option"))
+    return out
+
+
+def _install() -> None:
+    for key, (cls, name, method) in _patches().items():
+        _installed[key] = (cls, name, cls.__dict__[name])
+        setattr(cls, name, method)
+
+
+def _uninstall() -> None:
+    while _installed:
+        cls, name, original = _installed.popitem()[1]
+        setattr(cls, name, original)
