@@ -757,6 +757,12 @@ class _SparkSteps:
             self.failure_consumed = True
         return True
 
+    def _run_of(self, step: m.ExpectStep) -> Any:
+        """The run whose watermark an expect of what was written shows: its query's, when it names one."""
+        if isinstance(self.build, _JobBuild) and step.query in self.build.queries:
+            return self.query_run.query(step.query)
+        return self.query_run
+
     def _looked_at(self, step: m.ExpectStep) -> tuple[Any, str | None]:
         """The run an expect's checks look at, and the name of the job's query it is (None: a pipeline's
         one query)."""
@@ -812,7 +818,7 @@ class _SparkSteps:
                                  watermark_after_ms=None, rows=rows)
         judge_expect(sr, step, Observed([batch], [batch], "append", names, None), self.scenario
                      if contract is self.scenario.contract else replace(self.scenario, contract=contract), self.unjudged)
-        sr.watermark_ms = _current_watermark(self.query_run)
+        sr.watermark_ms = _current_watermark(self._run_of(step))
         return True
 
     def run(self, step: m.Step | None, action: Callable[[], list[Any]]) -> list[Any]:

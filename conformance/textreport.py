@@ -100,7 +100,10 @@ def describe_failure(result: ScenarioResult) -> str:
         for f in step.failures:
             lines += _failure_lines(f, result, "    ", contract)
         wm = step.watermark_ms
-        lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
+        if wm is None and any(b.query is not None for s in result.steps for b in s.batches):
+            lines.append("    watermark now: one per query of the job (an expect with `query:` shows that query's)")
+        else:
+            lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
         batches = [b for s in since_check for b in s.batches] + list(step.batches)
         if batches:
             lines.append("    batches since the previous expect:")

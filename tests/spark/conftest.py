@@ -17,3 +17,21 @@ def spark():
         if thread.name == _PREPARING:
             thread.join(120)
     return session
+
+
+@pytest.fixture
+def contract_beside(tmp_path):
+    """`contract_beside(CONTRACT_TEXT)` -> a function loading a scenario text from a file beside that
+    contract file (found as a user's contract file is: in the scenario's folder)."""
+    def using(contract: str):
+        name = contract.split("contract:", 1)[1].split()[0]
+        (tmp_path / f"{name}.contract.yaml").write_text(contract)
+
+        def load(text: str):
+            from eventtime import load_scenario
+
+            path = tmp_path / "s.scenario.yaml"
+            path.write_text(text)
+            return load_scenario(str(path))
+        return load
+    return using

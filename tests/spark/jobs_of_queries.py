@@ -5,23 +5,11 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-OUT = "jobs.test.out"  # the Spark setting the contract's `kind: path` parameter sets
+from tests.spark.jobs_under_test import _counts, overwrite_partitions
 
 
 def _clicks(spark):
     return spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
-
-
-def _counts(clicks):
-    return (clicks.withWatermark("ts", "0 seconds")
-            .groupBy("page", F.window("ts", "1 minute").alias("window"))
-            .agg(F.count("*").alias("clicks"))
-            .select("page", F.col("window.start").alias("window_start"), "clicks"))
-
-
-def overwrite_partitions(batch, batch_id):
-    (batch.write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy("page")
-     .parquet(batch.sparkSession.conf.get(OUT)))
 
 
 def layers(spark):

@@ -7,10 +7,11 @@ import textwrap
 
 import pytest
 
-from eventtime import load_scenario, run_scenario
+from eventtime import run_scenario
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_of_queries as jobs
+from tests.spark.test_jobs import _text
 
 pytestmark = pytest.mark.spark
 
@@ -57,19 +58,8 @@ LAYERS = textwrap.dedent("""\
 
 
 @pytest.fixture
-def scenario_of(tmp_path):
-    (tmp_path / "click_layers.contract.yaml").write_text(CONTRACT)
-
-    def load(text: str):
-        path = tmp_path / "s.scenario.yaml"
-        path.write_text(text)
-        return load_scenario(str(path))
-    return load
-
-
-def _text(result) -> str:
-    return "\n".join([result.reason or ""] + [f"{s.message or ''} " + " ".join(f.message for f in s.failures)
-                                              for s in result.steps])
+def scenario_of(contract_beside):
+    return contract_beside(CONTRACT)
 
 
 def test_every_query_of_the_job_runs_and_each_is_checked_by_its_name(spark, scenario_of):
@@ -103,9 +93,8 @@ ONE_OUTPUT = (CONTRACT.replace("contract: click_layers", "contract: two_tables")
               + "output: {columns: \"page string, ts timestamp\"}\n")
 
 
-def test_an_expect_must_say_which_query_when_there_are_several(spark, tmp_path):
-    (tmp_path / "c.contract.yaml").write_text(ONE_OUTPUT)
-    (tmp_path / "s.scenario.yaml").write_text(textwrap.dedent("""\
+def test_an_expect_must_say_which_query_when_there_are_several(spark, contract_beside):
+    scenario = contract_beside(ONE_OUTPUT)(textwrap.dedent("""\
         scenario: unnamed
         description: two queries without names
         contract: two_tables
@@ -115,15 +104,14 @@ def test_an_expect_must_say_which_query_when_there_are_several(spark, tmp_path):
           - expect: {table: cart_clicks, rows: [[cart, "00:00:10"]]}
           - expect: {rows: [[cart, "00:00:10"]]}
         """))
-    result = run_scenario(load_scenario(str(tmp_path / "s.scenario.yaml")), jobs.unnamed, session=spark)
+    result = run_scenario(scenario, jobs.unnamed, session=spark)
     assert result.status == "error"
     text = _text(result)
     assert "the job started 2 queries ('all_clicks', 'cart_clicks'): say which one" in text, text
     assert result.steps[3].status == "passed", describe_failure(result)  # the table check before it
 
 
-def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, tmp_path):
-    (tmp_path / "c.contract.yaml").write_text(ONE_OUTPUT)
+def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, contract_beside):
     one = textwrap.dedent("""\
         scenario: changing
         description: the job starts another query when it is called again at the restart
@@ -134,8 +122,7 @@ def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, tmp_p
           - restart
           - process
         """)
-    (tmp_path / "s.scenario.yaml").write_text(one)
-    result = run_scenario(load_scenario(str(tmp_path / "s.scenario.yaml")), jobs.changing, session=spark)
+    result = run_scenario(contract_beside(ONE_OUTPUT)(one), jobs.changing, session=spark)
     assert result.status == "error"
     text = _text(result)
     assert "started the queries 'first', 'later' this time and 'first' at its first start" in text, text

@@ -5,14 +5,14 @@ checks them when the query starts, naming the job's line."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from eventtime import load_scenario, run_scenario
+from eventtime import run_scenario
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_of_queries as jobs
+from tests.spark.test_jobs import _line, _text
 
 pytestmark = pytest.mark.spark
 
@@ -58,27 +58,8 @@ ALERTS = textwrap.dedent("""\
 
 
 @pytest.fixture
-def scenario_of(tmp_path):
-    (tmp_path / "order_alerts.contract.yaml").write_text(CONTRACT)
-
-    def load(text: str):
-        path = tmp_path / "s.scenario.yaml"
-        path.write_text(text)
-        return load_scenario(str(path))
-    return load
-
-
-def _line(marker: str) -> str:
-    path = Path(jobs.__file__)
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if line.rstrip().endswith(f"# <- {marker}"):
-            return f"{path}:{number}"
-    raise AssertionError(f"no line marked {marker}")
-
-
-def _text(result) -> str:
-    return "\n".join([result.reason or ""] + [f"{s.message or ''} " + " ".join(f.message for f in s.failures)
-                                              for s in result.steps])
+def scenario_of(contract_beside):
+    return contract_beside(CONTRACT)
 
 
 def test_an_output_topic_holds_what_the_sink_published_and_feeds_the_query_reading_it(spark, scenario_of):
@@ -119,4 +100,4 @@ def test_each_kafka_refusal_names_the_jobs_line(spark, scenario_of, job, marker,
     result = run_scenario(scenario_of(one), job, session=spark)
     assert result.status == "error"
     text = _text(result)
-    assert _line(marker) in text and words in text, text
+    assert _line(marker, jobs) in text and words in text, text
