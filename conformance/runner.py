@@ -725,10 +725,15 @@ class _SparkSteps:
     def expect(self, step: m.ExpectStep, since_expect: list[Any]) -> bool:
         sr = self.current
         contract = m.checked_contract(self.scenario.contract, step)
-        if step.topic is not None:
-            return self._expect_topic(sr, step.topic)
-        if step.written is not None:
-            return self._expect_written(sr, step, contract)
+        if step.topic is not None or step.written is not None:
+            judged = (self._expect_topic(sr, step.topic) if step.topic is not None
+                      else self._expect_written(sr, step, contract))
+            if judged:  # like any expect, it closes "since the previous expect": of its query, or of all
+                if step.query is not None:
+                    self.pending[step.query] = []
+                else:
+                    self.pending.clear()
+            return judged
         try:
             run, name = self._looked_at(step)
         except PipelineError as exc:

@@ -199,3 +199,24 @@ def test_a_batch_function_that_raises_names_the_batch_and_the_jobs_frames(spark,
     assert "raised ValueError in batch 0: no carts here" in text, text
     assert f'File "{jobs.__file__}", line {_line("raise").rpartition(":")[2]}' in text, text
     assert "py4j" not in text and "eventtime" not in text.split("no carts here", 1)[1], text
+
+
+CLOSES = textwrap.dedent("""\
+    scenario: a-check-of-what-was-written-closes-since-the-previous-expect
+    description: An expect of what the job wrote closes "since the previous expect", like any expect.
+    contract: page_counts
+    steps:
+      - add: {clicks: [{page: home, ts: "00:00:10"}, {page: cart, ts: "00:00:30"}]}
+      - process
+      - expect: {written: out, rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]}
+      - expect: {no_output: true}
+    """)
+
+
+def test_an_expect_of_what_the_job_wrote_closes_since_the_previous_expect(spark, scenario_of):
+    result = run_scenario(scenario_of(CLOSES), jobs.build, session=spark)
+    assert result.status == "passed", describe_failure(result)
+    # control: without the written check in between, the batch's rows are there to see
+    control = run_scenario(scenario_of(CLOSES.replace("  - expect: {written: out, rows: [[home, \"00:00:00\", 1], "
+                                                      "[cart, \"00:00:00\", 1]]}\n", "")), jobs.build, session=spark)
+    assert control.status == "failed", describe_failure(control)
