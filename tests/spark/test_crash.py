@@ -11,7 +11,7 @@ import pytest
 
 from eventtime.harness.cluster import child_environment
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.any_line]  # CI runs it on the newest line (tests/README.md)
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 

@@ -16,7 +16,7 @@ import pytest
 
 from eventtime.harness.cluster import child_environment
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.any_line]  # CI runs it on the newest line (tests/README.md)
 
 ROOT = Path(__file__).parents[2]
 # the first has a restart (its second build) after step 2 has processed its first rows

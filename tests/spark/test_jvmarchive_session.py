@@ -13,6 +13,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.any_line]  # CI runs it on the newest line (tests/README.md)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ["scenarios/tumbling/append-late-row-dropped.scenario.yaml",
              "scenarios/join/left-outer-null-after-watermark.scenario.yaml",
