@@ -898,6 +898,12 @@ class _Builder:
         written = body.get("written")
         if isinstance(written, str) and contract.query(written) is not None:
             return contract.for_query(written)
+        if isinstance(written, str) and names and not contract.output and contract.param(written) is None:
+            self.c.at(path + ("written",), f"`written: {written}` is no query contract {contract.name!r} declares"
+                                           f"{did_you_mean(written, names)} (queries: {', '.join(names)}): name "
+                                           "the path as the job writes it, or say whose columns it has with "
+                                           "`query: NAME`")
+            return None
         if names and not contract.output and any(k in body for k in _NEEDS_OUTPUT):
             self.c.at(path, f"contract {contract.name!r} declares several queries ({', '.join(names)}) and no "
                             "`output`: say which query this expect checks with `query: NAME`")

@@ -728,11 +728,10 @@ class _SparkSteps:
         if step.topic is not None or step.written is not None:
             judged = (self._expect_topic(sr, step.topic) if step.topic is not None
                       else self._expect_written(sr, step, contract))
-            if judged:  # like any expect, it closes "since the previous expect": of its query, or of all
-                if step.query is not None:
-                    self.pending[step.query] = []
-                else:
-                    self.pending.clear()
+            if judged:  # like any expect, it closes "since the previous expect" of the query it reads
+                closed = self._closed_by(step)
+                if closed is not None:
+                    self.pending[closed] = []
             return judged
         try:
             run, name = self._looked_at(step)
@@ -761,6 +760,19 @@ class _SparkSteps:
         if step.failure is not None and self.failure is not None:
             self.failure_consumed = True
         return True
+
+    def _closed_by(self, step: m.ExpectStep) -> str | None:
+        """The query whose "since the previous expect" an expect of what was written or published closes:
+        the one it names (`query:`), else the one named after the path or topic it reads, else a job's
+        only query; None when it reads something no single query of several is known by."""
+        if not isinstance(self.build, _JobBuild):
+            return None
+        queries = list(self.build.queries)
+        read = step.topic.topic if step.topic is not None else (step.written.path if step.written else None)
+        for name in (step.query, read):
+            if name in queries:
+                return name
+        return queries[0] if len(queries) == 1 else None
 
     def _run_of(self, step: m.ExpectStep) -> Any:
         """The run whose watermark an expect of what was written shows: its query's, when it names one."""

@@ -126,3 +126,25 @@ def test_a_job_that_starts_other_queries_on_another_call_is_refused(spark, contr
     assert result.status == "error"
     text = _text(result)
     assert "started the queries 'first', 'later' this time and 'first' at its first start" in text, text
+
+
+def test_a_check_of_what_one_query_wrote_closes_only_that_querys_rows(spark, scenario_of):
+    # the counts' folder checked first: it closes the counts' rows of the step, not the valid query's
+    written = ('  - expect: {query: counts, written: out, rows: [[home, "00:00:00", 2], [bot, "00:00:00", 1], '
+               '[cart, "00:00:00", 1]]}\n')
+    counts = ('{query: counts, rows: [[home, "00:00:00", 2], [bot, "00:00:00", 1], [cart, "00:00:00", 1]],\n'
+              '             watermark')
+    assert written in LAYERS and counts in LAYERS
+    moved = (LAYERS.replace(written, "", 1).replace("  - process\n", "  - process\n" + written, 1)
+             .replace(counts, "{query: counts, no_output: true, watermark", 1))
+    result = run_scenario(scenario_of(moved), jobs.layers, session=spark)
+    assert result.status == "passed", describe_failure(result)
+    # control: the same check naming the valid query closes the valid query's rows instead
+    closing = moved.replace("  - expect: {query: counts, written: out,", "  - expect: {query: valid, written: out, "
+                            "columns: [page],", 1).replace(
+        'rows: [[home, "00:00:00", 2], [bot, "00:00:00", 1], [cart, "00:00:00", 1]]}\n  - expect: {query: valid',
+        "rows: [[home], [bot], [cart]]}\n  - expect: {query: valid", 1)
+    assert closing.count("columns: [page]") == 1 and "rows: [[home], [bot], [cart]]" in closing
+    control = run_scenario(scenario_of(closing), jobs.layers, session=spark)
+    assert control.status == "failed", describe_failure(control)
+    assert [s.index for s in control.steps if s.status == "failed"][:1] == [4], describe_failure(control)
