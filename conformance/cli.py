@@ -323,10 +323,14 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _validate(paths: Sequence[str], contract_dirs: Sequence[str] = ()) -> int:
+    from .cli_files import read_project
     from .loader import find_scenario_files, validate_file
     from .registry import ContractLookup
 
-    lookup = ContractLookup(contract_dirs)
+    project = read_project(paths, None, contract_dirs, None)  # the contract folders `run` and pytest read
+    if project is None:
+        return EXIT_USAGE
+    lookup = ContractLookup(project.contract_dirs)
 
     files, missing = find_scenario_files(paths)
     for path in missing:

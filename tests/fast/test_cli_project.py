@@ -264,3 +264,13 @@ def test_a_checkouts_copy_of_the_bundled_suite_counts_as_the_suite_and_an_edited
     assert in_suite(copy)
     copy.write_bytes(bundled.read_bytes().replace(b"late", b"latte", 1))  # a user's edited copy
     assert not in_suite(copy)
+
+
+def test_validate_reads_the_contract_folders_run_and_pytest_read(in_project, capsys):
+    _project(in_project, None)
+    assert cli.main(["validate", "tests/scenarios"]) == cli.EXIT_OK
+    assert "2 valid, 0 invalid" in capsys.readouterr().out
+    # control: without the file's eventtime_contracts the contract is unknown
+    (in_project / "pyproject.toml").write_text('[project]\nname = "shop"\n')
+    assert cli.main(["validate", "tests/scenarios"]) != cli.EXIT_OK
+    assert "unknown contract 'page_clicks'" in capsys.readouterr().out
