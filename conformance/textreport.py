@@ -36,6 +36,8 @@ def summary_line(result: ScenarioResult) -> str:
         # starts, a session refused): the implicit start is all it has, if that
         why = (result.reason or (result.steps[0].message if result.steps else None) or "").strip()
         first = why.splitlines()[0] if why else ""
+        if result.cause == DRIVER_DIED:  # its message, printed once after the line, says how
+            first = "the Spark driver died (below)"
         extra = "stopped before its first step" + (f": {first[:157]}..." if len(first) > 160 else
                                                    f": {first}" if first else "")
     if result.status == NOT_APPLICABLE:

@@ -244,6 +244,12 @@ def test_a_scenario_that_errors_before_its_first_step_says_so_in_words():
     assert "-1 steps" not in line
     long = summary_line(ScenarioResult(scenario, "jobs:count", ERROR, reason="x" * 300))
     assert long.endswith("x...)") and len(long) < 260
+    # a dead driver's message is printed once, after the line (test_driver_death counts it)
+    from eventtime.results import DRIVER_DIED
+
+    died = ScenarioResult(scenario, "jobs:count", ERROR, reason="the Spark driver died: its JVM (pid 1) was killed")
+    died.cause = DRIVER_DIED
+    assert summary_line(died).endswith("(stopped before its first step: the Spark driver died (below))")
     # control: a scenario that ran its steps counts them
     from eventtime.results import StepResult
 
