@@ -31,12 +31,13 @@ can read it). Column types are Spark DDL (`coltypes`).
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from .coltypes import TypeSyntaxError, parse_type
-from .contracts import Column, Contract, ParamSpec, QuerySpec, SourceSpec
+from .contracts import Column, Contract, ParamSpec, QuerySpec, SourceSpec, StaticSpec
 from .sourcekinds import SOURCE_KINDS, source_columns
 from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
@@ -50,8 +51,8 @@ PARAM_KINDS = ("duration", "choice", "string", "int", "double", "bool", "path")
 OUTPUT_MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_TOP_KEYS = ("contract", "name", "title", "description", "sources", "params", "output", "queries", "requires",
-             "implementations")
+_TOP_KEYS = ("contract", "name", "title", "description", "sources", "static", "params", "output", "queries",
+             "requires", "implementations")
 
 
 class ContractInvalid(ScenarioInvalid):
@@ -235,6 +236,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     sources = _sources(r, doc.get("sources"))
     params = _params(r, doc.get("params"))
     queries = _queries(r, doc.get("queries"))
+    statics = _statics(r, doc.get("static"), sources or ())
     output: tuple[Column, ...] | None
     modes: tuple[str, ...]
     key: tuple[str, ...]
@@ -266,7 +268,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
                     output=output, reference=implementations[0] if implementations else "",
                     alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
                     where=checker.where(prefix), output_where=checker.where(prefix + ("output", "columns")),
-                    bundled=bundled, queries=queries)
+                    bundled=bundled, queries=queries, statics=statics)
 
 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
@@ -313,6 +315,69 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
                 continue
         out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers))
     return tuple(out) if len(out) == len(raw) else None
+
+
+STATIC_FORMATS = ("parquet", "json", "csv", "orc", "text")
+_STATIC_KEYS = ("columns", "table", "path", "format", "options")
+
+
+def _statics(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...]) -> tuple[StaticSpec, ...]:
+    """`static: {NAME: {columns: ..., table: T}}` or `{columns: ..., path: P, format: F, options: {...}}`."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        r.at(("static",), "`static:` is a mapping of name to {columns: ..., table: NAME} or {columns: ..., path: "
+                          "PATH, format: parquet}: the inputs the job reads with spark.read")
+        return ()
+    taken = {s.name for s in sources}
+    out = []
+    for name, spec in raw.items():
+        path = ("static", name)
+        if not _NAME.match(str(name)):
+            r.at(path, f"a static input's name is a word of letters, digits and '_', not {name!r}", key=True)
+            continue
+        if str(name) in taken:
+            r.at(path, f"{name!r} is the name of a source too: give the static input another name", key=True)
+            continue
+        if not isinstance(spec, dict) or "columns" not in spec:
+            r.at(path, f"static input {name!r} needs `columns:` and `table: NAME` or `path: PATH`")
+            continue
+        for key in spec:
+            if key not in _STATIC_KEYS:
+                r.at(path + (key,), f"a static input has no key {key!r}{did_you_mean(str(key), _STATIC_KEYS)} "
+                                    f"(keys: {', '.join(_STATIC_KEYS)})", key=True)
+        table, where_to = spec.get("table"), spec.get("path")
+        if (table is None) == (where_to is None):
+            r.at(path, f"static input {name!r} is a table (`table: NAME`) or a folder (`path: PATH`, as the job "
+                       "names it): give one of them")
+            continue
+        fmt = spec.get("format", "parquet")
+        if table is not None and "format" in spec:
+            r.at(path + ("format",), "a static table is read by its name: its format is the table's (leave "
+                                     "`format` out)", key=True)
+        if fmt not in STATIC_FORMATS:
+            r.at(path + ("format",), f"a static folder's format is one of {', '.join(STATIC_FORMATS)}, not {fmt!r}")
+            continue
+        options = spec.get("options") or {}
+        if not isinstance(options, dict) or any(isinstance(v, (dict, list)) for v in options.values()):
+            r.at(path + ("options",), "`options` is a mapping of writer option to text, e.g. {header: true}")
+            continue
+        columns = r.columns(spec["columns"], path + ("columns",), f"static input {name!r}")
+        if columns is None:
+            continue
+        if where_to is not None:
+            from eventtime.harness.jobpaths import PathOutside, kept_path
+
+            try:
+                kept_path(str(where_to), os.sep + "run", record=False)
+            except PathOutside as exc:
+                r.at(path + ("path",), f"static input {name!r}'s path would leave the scenario's run folder: {exc}")
+                continue
+        text = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()}
+        out.append(StaticSpec(str(name), columns, table=str(table) if table is not None else None,
+                              path=str(where_to) if where_to is not None else None, format=str(fmt),
+                              options=tuple(text.items()), where=r.c.where(r.prefix + path)))
+    return tuple(out)
 
 
 def _reads(r: _Reader, raw: Any, path: tuple, name: str) -> tuple[tuple[str, str], ...]:

@@ -68,12 +68,18 @@ class Contract:
     # `queries:` of a job that starts several streaming queries: the output each named query promises
     # (name as the user knows the query: its queryName, else the path, table or topic it writes)
     queries: tuple["QuerySpec", ...] = ()
+    # `static:` inputs a job reads with `spark.read` (a dimension table, a reference file), whose rows
+    # each scenario gives (`static:`, and `- static:` steps that replace them)
+    statics: tuple["StaticSpec", ...] = ()
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
 
     def source(self, name: str) -> SourceSpec | None:
         return next((s for s in self.sources if s.name == name), None)
+
+    def static(self, name: str) -> "StaticSpec | None":
+        return next((s for s in self.statics if s.name == name), None)
 
     def query(self, name: str) -> "QuerySpec | None":
         return next((q for q in self.queries if q.name == name), None)
@@ -107,6 +113,21 @@ class QuerySpec:
     name: str
     output: tuple[Column, ...]
     key: tuple[str, ...] = ()
+    where: Where | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class StaticSpec:
+    """A static input of a job (`static: {NAME: {columns, table | path + format, options}}`): the table
+    or folder its `spark.read` reads, written by the kit with a scenario's rows, as a batch job would
+    write it (`options`: the writer options the job's reader expects, e.g. a CSV header)."""
+
+    name: str
+    columns: tuple[Column, ...]
+    table: str | None = None
+    path: str | None = None
+    format: str = "parquet"
+    options: tuple[tuple[str, str], ...] = ()
     where: Where | None = field(default=None, compare=False)
 
 

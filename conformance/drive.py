@@ -25,11 +25,16 @@ Action = Callable[[], list[BatchObservation]]
 class Driver(Protocol):
     """What a scenario's steps do to a streaming query; each method returns the batches it ran."""
 
-    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
-        """Start the query with these SQL settings (in a new session of the same cluster when asked)."""
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
+              ) -> list[BatchObservation]:
+        """Start the query with these SQL settings (in a new session of the same cluster when asked);
+        `query`: only that query of a job that starts several."""
 
     def add(self, source: str, rows: Rows, partitions: Sequence[Rows] | None) -> None:
         """Add rows to a source: as one input, or, for a source with partitions, one input per partition."""
+
+    def replace_static(self, name: str, rows: Rows) -> None:
+        """Write a static input anew with these rows (a table or folder the query reads with spark.read)."""
 
     def process(self) -> list[BatchObservation]:
         """Run batches until the query has nothing left to do."""
@@ -37,10 +42,10 @@ class Driver(Protocol):
     def advance(self, ms: int) -> list[BatchObservation]:
         """Move processing time on by `ms` milliseconds (with the query running or stopped)."""
 
-    def stop(self) -> None:
-        """Stop the query (its checkpoint stays)."""
+    def stop(self, query: str | None = None) -> None:
+        """Stop the query (its checkpoint stays); `query`: only that query of a job."""
 
-    def uncommit_last(self) -> None:
+    def uncommit_last(self, query: str | None = None) -> None:
         """With the query stopped: forget the last batch's commit, so the next start runs it again."""
 
 
@@ -92,6 +97,12 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         return lambda: driver.advance(step.by.total_ms)
     if isinstance(step, m.StartStep):
         def start() -> list[BatchObservation]:
+            if step.query is not None:  # one query of a job; the others run on
+                if step.restart:
+                    driver.stop(step.query)
+                if step.rerun_last_batch:
+                    driver.uncommit_last(step.query)
+                return driver.start({**conf, **step.conf}, query=step.query)
             if step.restart:
                 driver.stop()
             if step.rerun_last_batch:
@@ -100,9 +111,18 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         return start
     if isinstance(step, m.StopStep):
         def stop() -> list[BatchObservation]:
-            driver.stop()
+            if step.query is not None:
+                driver.stop(step.query)
+            else:
+                driver.stop()
             return []
         return stop
+    if isinstance(step, m.StaticStep):
+        def replace_static() -> list[BatchObservation]:
+            for name, rows in step.rows.items():
+                driver.replace_static(name, rows)
+            return []
+        return replace_static
     if isinstance(step, m.ProcessStep):
         return driver.process
     if isinstance(step, m.RunStep):

@@ -17,8 +17,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
-from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, caller_place, substitution,
-                                     writer_call)
+from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
+                                     substitution, writer_call)
 from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
 
 from .contracts import Contract, SourceSpec
@@ -49,6 +49,7 @@ READER_REFUSED = {
 # Spark's own file sink handed each batch, or an output topic (`topics`) it publishes each batch's
 # records to, after the kit observed the batch.
 SINK_FORMATS = ("foreachBatch", "parquet", "json", "csv", "orc", "memory", "console", "noop", "kafka")
+FILE_FORMATS = SINK_FORMATS[1:5]  # written by Spark's own file sink, into a folder or a table's location
 
 
 @dataclass
@@ -61,6 +62,7 @@ class JobOutput:
     sink: Callable[[Any, int], Any] | None  # the batch function that runs in each micro-batch
     notes: tuple[str, ...] = ()  # what of the job's code the kit did not exercise, for the result
     name: str = ""  # the name the user knows the query by (`query_names`)
+    chained: bool = False  # a query of the job reads a folder or table another of its queries writes
 
 
 def _is_kit(path: str) -> bool:
@@ -133,8 +135,33 @@ def _check_schema(call: ReaderCall, df: Any, source: str) -> None:
                                             "columns as the job reads them")
 
 
+def _own_output(call: ReaderCall, folder: str) -> str | None:
+    """What to open for a reader of a folder or table one of the job's queries started before it writes
+    (its kept path, or the table's name), None when no such query writes it."""
+    writers = active_writers()
+    if call.table is not None:
+        wanted = call.table.lower()
+        return call.table if any(w.table is not None and w.table.lower() == wanted for w in writers) else None
+    if call.path is None:
+        return None
+    try:
+        kept = kept_path(call.path, folder)
+    except PathOutside as exc:
+        raise SubstitutionError(call.place, f"{call.describe()} reads a path that would leave the scenario's run "
+                                            f"folder: {exc} (docs/jobs.md, *Where the job writes*)") from None
+    for w in writers:
+        if w.table is None and w.path and w.format in FILE_FORMATS:
+            try:
+                if kept_path(w.path, folder) == kept:
+                    return kept
+            except PathOutside:
+                continue
+    return None
+
+
 def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], output: JobTopics | None,
-              topic_reads: list[tuple[str, ReaderCall]]) -> Callable[[ReaderCall], Any]:
+              topic_reads: list[tuple[str, ReaderCall]], own_reads: list[ReaderCall], folder: str
+              ) -> Callable[[ReaderCall], Any]:
     used: dict[str, ReaderCall] = {}
 
     def resolve(call: ReaderCall) -> Any:
@@ -145,11 +172,18 @@ def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], o
             if df is not None:
                 topic_reads.append((topic, call))
                 return df
+        own = _own_output(call, folder) if not fitting and topic is None else None
+        if own is not None:  # what another of the job's queries writes: Spark's own source reads it
+            own_reads.append(call)
+            return call.open(own)
         if not fitting:
             declared = "; ".join(_describe_source(s.name, reads_of(s)) for s in contract.sources)
+            written = (f" and no query the job started before this reader writes {call.path or call.table!r} (a "
+                       "folder or table the job's own queries write is read as Spark reads it, once the query "
+                       "writing it has started)") if (call.path or call.table) else ""
             raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
-                                                f"({declared}); the kit never opens a real source: declare the "
-                                                "source's `from:` as this reader names it (docs/jobs.md)")
+                                                f"({declared}){written}; the kit never opens a real source: declare "
+                                                "the source's `from:` as this reader names it (docs/jobs.md)")
         if len(fitting) > 1:
             raise SubstitutionError(call.place, f"{call.describe()} matches sources "
                                                 f"{' and '.join(s.name for s in fitting)} of contract "
@@ -176,7 +210,9 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
 
     notes: list[str] = []
     topic_reads: list[tuple[str, ReaderCall]] = []
-    with substitution(_resolver(frames, contract, notes, output, topic_reads)) as active, kept_to(folder):
+    own_reads: list[ReaderCall] = []
+    resolve = _resolver(frames, contract, notes, output, topic_reads, own_reads, folder)
+    with substitution(resolve, lambda w: _sink_made(spark, w, folder)) as active, kept_to(folder):
         try:
             value = fn(spark)
         except SubstitutionError:
@@ -206,8 +242,8 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
                                                 f"({declared}) and no query of the job publishes to topic {topic!r}; "
                                                 "declare the source's `from:` as this reader names it (docs/jobs.md)")
     names = query_names(writers)
-    return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder, output), tuple(notes), name)
-            for w, name in zip(writers, names)]
+    return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder, output), tuple(notes), name,
+                      bool(own_reads)) for w, name in zip(writers, names)]
 
 
 def query_names(writers: list[WriterCall]) -> list[str]:
@@ -237,21 +273,14 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
         assert writer.foreach_batch is not None
         return keeping(writer.foreach_batch, folder)  # its batch writes and reads, in the stream's thread
     if writer.table is not None:
-        table, partition_by, table_format = writer.table, writer.partition_by, writer.format
-
-        def append_to_table(batch: Any, batch_id: int) -> None:
-            out = batch.write.mode("append")
-            if table_format:
-                out = out.format(table_format)
-            if partition_by:
-                out = out.partitionBy(*partition_by)
-            out.saveAsTable(table)
-        return append_to_table
+        provider, location = _table_sink(writer.df.sparkSession, writer)
+        return _file_sink(provider, location, writer.partition_by,
+                          {k: v for k, v in writer.options.items() if k.lower() != "path"})
     if fmt in ("memory", "console", "noop"):
         return None
     if fmt not in SINK_FORMATS:
         raise SubstitutionError(place, f"sink format {fmt!r} cannot be observed: the kit observes `foreachBatch`, "
-                                       f"`toTable(...)`, the file formats ({', '.join(SINK_FORMATS[1:5])}) and kafka "
+                                       f"`toTable(...)`, the file formats ({', '.join(FILE_FORMATS)}) and kafka "
                                        "(an output topic); a connector's sink is never started under test: write "
                                        "it with `foreachBatch`, or make the writer a parameter of the job")
     path = writer.path
@@ -264,6 +293,69 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
                                                        f"run folder: {exc}; a job's paths are kept inside it "
                                                        "(docs/jobs.md, *Where the job writes*)") from None
     return _file_sink(fmt, kept, writer.partition_by, writer.options)
+
+
+def _sink_made(spark: Any, writer: WriterCall, folder: str) -> None:
+    """What a query's start makes in production before its first batch, made when the job starts it, so
+    that a later reader of the job finds it: a file sink's folder and its `_spark_metadata` log, a
+    table `toTable` creates."""
+    place = writer.place
+    if writer.table is not None:
+        _create_table(spark, writer, folder)
+    elif writer.path and (writer.format or "parquet") in FILE_FORMATS and writer.foreach_batch is None:
+        try:
+            os.makedirs(os.path.join(kept_path(writer.path, folder), "_spark_metadata"), exist_ok=True)
+        except PathOutside as exc:
+            raise SubstitutionError(place, f"the {writer.format} sink's path {writer.path!r} would leave the "
+                                           f"scenario's run folder: {exc}; a job's paths are kept inside it "
+                                           "(docs/jobs.md, *Where the job writes*)") from None
+
+
+def _create_table(spark: Any, writer: WriterCall, folder: str) -> None:
+    """`toTable(name)` of a table that does not exist creates it as Spark does: with the query's columns,
+    the writer's format (else `spark.sql.sources.default`), its `partitionBy` and its `path` option as
+    the location (kept inside the run folder)."""
+    assert writer.table is not None
+    fmt = writer.format or spark.conf.get("spark.sql.sources.default")
+    columns = ", ".join(f"`{f.name.replace('`', '``')}` {f.dataType.simpleString()}" for f in writer.df.schema.fields)
+    sql = f"CREATE TABLE IF NOT EXISTS {writer.table} ({columns}) USING {fmt}"
+    if writer.partition_by:
+        sql += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in writer.partition_by) + ")"
+    if writer.option("path"):
+        try:
+            location = kept_path(str(writer.option("path")), folder)
+        except PathOutside as exc:
+            raise SubstitutionError(writer.place, f"table {writer.table!r}'s path {writer.option('path')!r} would "
+                                                  f"leave the scenario's run folder: {exc}") from None
+        sql += " LOCATION '" + location.replace("'", "\\'") + "'"
+    try:
+        spark.sql(sql)
+    except Exception as exc:  # noqa: BLE001 - Spark's own refusal (a format without its jars), at the job's line
+        raise SubstitutionError(writer.place, f"toTable({writer.table!r}) creates a {fmt} table, and Spark could not: "
+                                              f"{_first_line(exc)}; the kit writes a table through Spark's file sink "
+                                              f"(formats {', '.join(FILE_FORMATS)}): for another format make the "
+                                              "writer a parameter of the job, or write it in foreachBatch") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _table_sink(spark: Any, writer: WriterCall) -> tuple[str, str]:
+    """The format and location Spark's `toTable` writes a table with: a table of a file format is written
+    by Spark's file sink at its location (`DataStreamWriter.toTable` starts `format(provider)
+    .option("path", location)` for a V1 table); another kind is refused at the job's line."""
+    described = {str(r[0]).strip(): str(r[1]).strip() for r in
+                 spark.sql(f"DESCRIBE TABLE EXTENDED {writer.table}").collect() if r[0] is not None and r[1] is not None}
+    provider, location = described.get("Provider", "").lower(), described.get("Location", "")
+    if described.get("Type", "").upper() == "VIEW" or provider not in FILE_FORMATS or not location:
+        what = "a view" if described.get("Type", "").upper() == "VIEW" else f"a {provider or 'non-file'} table"
+        raise SubstitutionError(writer.place, f"toTable({writer.table!r}) writes {what}; the kit writes a table "
+                                              f"through Spark's file sink (formats {', '.join(FILE_FORMATS)}), as "
+                                              "Spark does for a file-format table: make the writer a parameter of "
+                                              "the job, or write it in foreachBatch")
+    return provider, location
 
 
 def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str]
@@ -490,7 +582,7 @@ def batch_error(batch_id: int, exc: BaseException, writer: WriterCall | None) ->
     """The verdict's text for a batch function that raised: the batch, the exception, the job's frames."""
     fn = writer.foreach_batch if writer is not None else None
     frames = user_frames(exc)
-    if fn is None and writer is not None and writer.format in SINK_FORMATS[1:5]:
+    if fn is None and writer is not None and writer.format in FILE_FORMATS:
         return (f"the job's {writer.format} file sink (Spark's FileStreamSink) failed in batch {batch_id}: "
                 f"{type(exc).__name__}: {exc}" + (f"\n{frames}" if frames else ""))
     name = getattr(fn, "__qualname__", None) or "the job's batch function"

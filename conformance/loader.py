@@ -65,7 +65,7 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
-             for name in ("add", "expect", "duration", "conf_change", "generate", "run")}
+             for name in ("add", "expect", "duration", "conf_change", "generate", "run", "static")}
     return top_validator, parts
 
 
@@ -349,6 +349,7 @@ class _Builder:
         self.sources_unknown = contract is None and "sources" not in d
         self.now_us = clock_start_us
         steps = self.steps(contract, sources, trigger)
+        statics = self.static_rows(d.get("static"), contract, ("static",)) if "static" in d else {}
         if c.problems or contract is None:
             return None
         where = c.where(())
@@ -358,7 +359,7 @@ class _Builder:
             where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
             timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"), job_args=job_args,
-            job_env=job_env, job_where=c.where(("job",)) if "job" in d else None)
+            job_env=job_env, job_where=c.where(("job",)) if "job" in d else None, statics=statics)
 
     def contract(self) -> Contract | None:
         raw = self.doc.get("contract")
@@ -580,7 +581,7 @@ class _Builder:
         return read_columns(raw, path, self.c.at)
 
     # -- steps ------------------------------------------------------------------------------------
-    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate")
+    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate", "static")
 
     def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
               trigger: Duration | None) -> tuple[m.Step, ...]:
@@ -614,7 +615,7 @@ class _Builder:
                 self.c.at(path, f"unknown step kind {item!r}{did_you_mean(item, self.KINDS)} "
                                 f"(steps: {', '.join(self.KINDS)})")
                 return None
-            if item in ("add", "advance", "expect", "generate", "run"):
+            if item in ("add", "advance", "expect", "generate", "run", "static"):
                 self.c.at(path, f"step {item!r} needs a value, e.g. `- {item}: ...`")
                 return None
             return item, None
@@ -664,6 +665,9 @@ class _Builder:
                 step = m.RunStep(where, trigger=body, was_running=flow.running)
                 flow.running, flow.runs_batches = False, True
                 return step
+        elif kind == "static":
+            if self.c.schema_errors(parts["static"], body, bpath):
+                return m.StaticStep(where, rows=self.static_rows(body, contract, bpath))
         elif kind == "expect":
             if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
                 return self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping
@@ -671,15 +675,24 @@ class _Builder:
 
     def run_state_step(self, kind: str, body: Any, path: tuple, bpath: tuple, where: m.Where,
                        flow: _StepFlow) -> m.Step:
-        """`stop`, `start` or `restart`, checked against whether the query is running at that point."""
-        if kind == "stop":
-            if body is not None:
-                self.c.at(bpath, "`stop` takes no value")
-            if not flow.running:
-                self.c.at(path, "the query is already stopped here (add `- start` before)")
-            flow.running = False
-            return m.StopStep(where)
+        """`stop`, `start` or `restart`, checked against whether the query is running at that point;
+        with `query: NAME`, of one query of a job while the job runs (the kit checks the name, and
+        whether that query runs, when it runs the step)."""
         _, parts = _validators()
+        query = body.get("query") if isinstance(body, dict) else None
+        if query is not None and not isinstance(query, str):
+            self.c.at(bpath + ("query",), "`query` is the name of one query of the job (text)")
+            query = None
+        if query is not None and not flow.running:
+            self.c.at(path, f"`{kind}: {{query: ...}}` stops or starts one query of a running job; the job is "
+                            "stopped here (use `- start`)")
+        if kind == "stop":
+            if body is not None and (not isinstance(body, dict) or set(body) != {"query"}):
+                self.c.at(bpath, "`stop` takes no value, or `{query: NAME}` for one query of a job")
+            if not flow.running and query is None:
+                self.c.at(path, "the query is already stopped here (add `- start` before)")
+            flow.running = flow.running and query is not None
+            return m.StopStep(where, query=query)
         conf: dict[str, str] = {}
         new_session = rerun = False
         if body is not None and self.c.schema_errors(parts["conf_change"], body, bpath):
@@ -689,13 +702,32 @@ class _Builder:
             if rerun and kind != "restart":
                 self.c.at(bpath + ("rerun_last_batch",), "`rerun_last_batch` goes with `restart` (a query that "
                                                          "was running)", key=True)
-        if kind == "start" and flow.running:
+        if query is not None and new_session:
+            self.c.at(bpath + ("session",), "a new session restarts the whole job: leave out `query` or `session`",
+                      key=True)
+        if kind == "start" and flow.running and query is None:
             self.c.at(path, "the query is already running here; use `restart` to stop and start it again")
         if kind == "restart" and not flow.running:
             self.c.at(path, "the query is stopped here; use `start`")
         flow.running = True
         return m.StartStep(where, conf=conf, restart=kind == "restart", new_session=new_session,
-                           rerun_last_batch=rerun)
+                           rerun_last_batch=rerun, query=query)
+
+    def static_rows(self, raw: Any, contract: Contract | None, path: tuple) -> dict[str, tuple[tuple, ...]]:
+        """`static: {NAME: rows}` (schema-checked): each named static input's rows, in its columns."""
+        if not isinstance(raw, dict) or contract is None:
+            return {}
+        names = [s.name for s in contract.statics]
+        out = {}
+        for name, rows in raw.items():
+            spec = contract.static(name)
+            if spec is None:
+                self.c.at(path + (name,), f"contract {contract.name!r} declares no static input {name!r}"
+                                          f"{did_you_mean(name, names)}" + (f" (static: {', '.join(names)})" if names
+                                                                           else " (it has no `static:`)"), key=True)
+                continue
+            out[name] = self.rows(rows, spec.columns, path + (name,), f"static input {name!r}")
+        return out
 
     def add_step(self, body: dict, sources: dict[str, m.SourceDef], path: tuple, where: m.Where) -> m.Step:
         rows = {}
@@ -885,8 +917,8 @@ class _Builder:
 
     def query_contract(self, body: dict, contract: Contract, path: tuple) -> Contract | None:
         """`query: NAME`: the checks look at that query of a job that starts several, with the output
-        columns the contract declares for it under `queries:`; `written:` of a path a declared query is
-        named after reads with that query's columns."""
+        columns the contract declares for it under `queries:`; `written:` of a path (`table:` of a table)
+        a declared query is named after reads with that query's columns."""
         names = [q.name for q in contract.queries]
         name = body.get("query")
         if isinstance(name, str):
@@ -896,8 +928,11 @@ class _Builder:
                 return None
             return contract.for_query(name)
         written = body.get("written")
+        table = body.get("table")
         if isinstance(written, str) and contract.query(written) is not None:
             return contract.for_query(written)
+        if isinstance(table, str) and contract.query(table) is not None:  # a table is its query's name too
+            return contract.for_query(table)
         if isinstance(written, str) and names and not contract.output and contract.param(written) is None:
             self.c.at(path + ("written",), f"`written: {written}` is no query contract {contract.name!r} declares"
                                            f"{did_you_mean(written, names)} (queries: {', '.join(names)}): name "

@@ -103,6 +103,14 @@ class GenerateStep(Step):
 
 
 @dataclass(frozen=True)
+class StaticStep(Step):
+    """`static: {NAME: rows}`: the contract's static inputs written anew with these rows (`StaticSpec`)."""
+
+    rows: Mapping[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
+    kind = "static"
+
+
+@dataclass(frozen=True)
 class ProcessStep(Step):
     kind = "process"
 
@@ -115,6 +123,7 @@ class AdvanceStep(Step):
 
 @dataclass(frozen=True)
 class StopStep(Step):
+    query: str | None = None  # `stop: {query: NAME}`: only that query of a job; the others run on
     kind = "stop"
 
 
@@ -126,6 +135,7 @@ class StartStep(Step):
     # `rerun_last_batch: true`: restart as after a crash between the last batch's sink write and its
     # commit: the last batch runs again, with the same input (what an idempotent sink must survive)
     rerun_last_batch: bool = False
+    query: str | None = None  # `{query: NAME}`: only that query of a job; the others run on
 
     @property
     def kind(self) -> str:  # type: ignore[override]
@@ -281,6 +291,9 @@ class Scenario:
     job_args: tuple[str, ...] = ()
     job_env: Mapping[str, str] = field(default_factory=dict)
     job_where: Where | None = None
+    # `static: {NAME: rows}`: each static input's rows when the query first starts (a static input the
+    # contract declares and the scenario does not give is empty)
+    statics: Mapping[str, tuple[tuple[Value, ...], ...]] = field(default_factory=dict)
 
     @property
     def output_columns(self) -> tuple[Column, ...]:
@@ -305,10 +318,16 @@ class Scenario:
                 if n - 1 < len(self.lines)]
 
 
+def checked_query(step: ExpectStep) -> str | None:
+    """The query an expect names: `query:`, else the path or table it reads (a query is known by it)."""
+    written = step.written
+    return step.query or (written.path or written.table if written is not None else None)
+
+
 def checked_contract(contract: Contract, step: ExpectStep) -> Contract:
     """The contract an expect's rows are read with: the output its query declares (`query:`, or a
-    `written:` path a declared query is named after: `Contract.queries`), else the contract's own."""
-    return contract.for_query(step.query or (step.written.path if step.written is not None else None))
+    `written:` path or `table:` a declared query is named after: `Contract.queries`), else the contract's own."""
+    return contract.for_query(checked_query(step))
 
 
 def for_spark_version(scenario: Scenario, spark_version: str) -> Scenario:

@@ -82,7 +82,7 @@ def _param(value: Any) -> Any:
 
 def _step_definition(step: m.Step) -> dict[str, Any]:
     out: dict[str, Any] = {"index": step.index, "kind": step.kind, "line": step.where.line}
-    if isinstance(step, m.AddStep):
+    if isinstance(step, (m.AddStep, m.StaticStep)):
         out["rows"] = {name: _rows(rows) for name, rows in step.rows.items()}
     elif isinstance(step, m.GenerateStep):
         g = step.spec

@@ -287,11 +287,11 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
     build.run_conf = query_conf
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
-    database = _JobDatabase(spark, workdir) if job else None
+    database = _JobDatabase(spark, workdir) if job or scenario.contract.statics else None
     try:
         if database is not None:
             database.enter()
-        drive(scenario, QueryDriver(run, sources), query_conf, steps)
+        drive(scenario, QueryDriver(run, sources, _statics(scenario, spark, workdir)), query_conf, steps)
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
@@ -316,6 +316,21 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     _conclude(result, steps, died)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _statics(scenario: m.Scenario, spark: Any, workdir: str) -> dict[str, tuple[Any, Any]]:
+    """The contract's static inputs, each with the rows the scenario gives it at the first start: a table
+    in the scenario's own database, a folder at its path as the job names it, kept in the run folder."""
+    from eventtime.harness.jobpaths import kept_path
+    from eventtime.harness.statics import StaticInput
+
+    out: dict[str, tuple[Any, Any]] = {}
+    for spec in scenario.contract.statics:
+        static = StaticInput(spark, spec.name, [(c.name, c.ctype.ddl) for c in spec.columns], table=spec.table,
+                             path=kept_path(spec.path, workdir) if spec.path is not None else None,
+                             format=spec.format, options=dict(spec.options))
+        out[spec.name] = (static, scenario.statics.get(spec.name, ()))
+    return out
 
 
 class _JobDatabase:
@@ -529,6 +544,7 @@ class _JobBuild(_Build):
                                 self._topic_reader)
         self._index = 0  # the query being built
         self._first: list[Any] | None = None  # what discovering the queries built, for query 0
+        self.reads_own = False  # a query reads a folder or table another query of the job writes
 
     def sink_of(self, query: str | None) -> Any:
         found = self.queries.get(query) if query is not None else (
@@ -565,6 +581,7 @@ class _JobBuild(_Build):
             raise PipelineError(f"job {self.impl_name}: {exc}") from None
         for out in outs:
             self.notes.extend(n for n in out.notes if n not in self.notes)
+        self.reads_own = self.reads_own or any(o.chained for o in outs)
         return outs
 
     def _topic_reader(self, topic: str, call: Any) -> Any:
@@ -689,7 +706,7 @@ def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, work
         job = build
         group = QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
             session, lambda: job.build_query(i), Path(workdir) / "checkpoint" / str(i)),
-            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners))
+            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners) or job.reads_own)
         job.clock = group
         return group
     return stream_run(spark, build, Path(workdir) / "checkpoint")
@@ -710,10 +727,15 @@ class _SparkSteps:
         self.faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
         self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
         self.pending: dict[str, list[Any]] = {}  # a job's query -> its batches since its previous expect
+        self.replaced: list[tuple[str, int]] = []  # static inputs written anew since the query last started
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
         self.result.steps.append(sr)
+        if isinstance(step, (m.StartStep, m.RunStep)):
+            self.replaced = []
+        elif isinstance(step, m.StaticStep):
+            self.replaced += [(name, step.where.line) for name in step.rows]
         if self.fatal:
             sr.status = SKIPPED
             return True
@@ -768,7 +790,7 @@ class _SparkSteps:
         if not isinstance(self.build, _JobBuild):
             return None
         queries = list(self.build.queries)
-        read = step.topic.topic if step.topic is not None else (step.written.path if step.written else None)
+        read = step.topic.topic if step.topic is not None else m.checked_query(step)
         for name in (step.query, read):
             if name in queries:
                 return name
@@ -853,6 +875,18 @@ class _SparkSteps:
             sr.seconds = time.monotonic() - t0
             sr.watermark_ms = _current_watermark(self.query_run)
 
+    def _replaced_hint(self, message: str) -> str:
+        """Why a query that reads a static input replaced while it ran finds its files gone."""
+        if not self.replaced or not any(k in message for k in ("FILE_NOT_EXIST", "FileNotFoundException")):
+            return ""
+        which = ", ".join(f"{name!r} (line {line})" for name, line in self.replaced)
+        were = "inputs " + which + " were" if len(self.replaced) > 1 else "input " + which + " was"
+        return (f" (the static {were} written anew while the query ran: Spark lists a static table's "
+                "or folder's files when the query starts and a stream-static join keeps that listing, so the files "
+                "it listed are gone, as when a batch job overwrites them under a running stream in production; "
+                "stop the query before the `static` step and start it after, or read the input in foreachBatch; "
+                "docs/jobs.md, *Static inputs*)")
+
     def _surroundings_failed(self, sr: StepResult, chain: Any) -> bool:
         """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
         step says what it is, later steps are skipped and no expect of a failure can consume it."""
@@ -897,7 +931,7 @@ class _SparkSteps:
 
                 self.failure.summary = batch_error(raised[0], raised[1], self.build.writer_of(exc.query))
                 sink.raised = None
-            sr.message = str(self.failure)
+            sr.message = str(self.failure) + self._replaced_hint(str(self.failure))
             sr.status = ERROR
         except HarnessTimeout as exc:
             sr.status, sr.message = ERROR, str(exc)

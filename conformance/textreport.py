@@ -5,7 +5,7 @@ from typing import Iterable, Sequence
 
 from .contracts import Contract
 from .judge import format_value
-from .model import ExpectStep, checked_contract
+from .model import ExpectStep, checked_contract, checked_query
 from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 
@@ -107,9 +107,15 @@ def describe_failure(result: ScenarioResult) -> str:
         else:
             lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
         batches = [b for s in since_check for b in s.batches] + list(step.batches)
+        queries = {b.query for b in batches}
+        named = checked_query(src[0]) if src and isinstance(src[0], ExpectStep) else None
+        if len(queries) > 1 and named in queries:  # a job's queries: the one the check looks at
+            batches, queries = [b for b in batches if b.query == named], {named}
         if batches:
-            lines.append("    batches since the previous expect:")
-            lines += [f"      {_batch_line(b, result)}" for b in batches]
+            lines.append("    batches since the previous expect" + (f" (query {named!r})" if len(queries) == 1
+                                                                     and named in queries else "") + ":")
+            lines += [f"      {'' if len(queries) == 1 else f'query {b.query!r}: '}{_batch_line(b, result)}"
+                      for b in batches]
         else:
             lines.append("    no micro-batch ran since the previous expect")
         since_check = []

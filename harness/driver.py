@@ -17,11 +17,33 @@ class QueryDriver:
     """Drives one query run. `sources` is the mapping the query's build reads at each start: a start
     in a new session replaces its entries with the same sources replayed there."""
 
-    def __init__(self, run: Any, sources: MutableMapping[str, Any]):
+    def __init__(self, run: Any, sources: MutableMapping[str, Any],
+                 statics: Mapping[str, tuple[Any, Sequence[Sequence[Any]]]] | None = None):
         self.run = run
         self.sources = sources
+        # static input name -> (its `statics.StaticInput`, the rows it holds when the query first starts)
+        self.statics = dict(statics or {})
+        self._started = False
 
-    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+    def _only(self, query: str | None) -> dict[str, str]:
+        """`only=query` for a run of several queries (a job's `QueryGroup`); {} when no query is named."""
+        if query is None:
+            return {}
+        if not hasattr(self.run, "runs"):
+            from .stream import HarnessError
+
+            raise HarnessError(f"`query: {query}` names one query of a job that starts several; this pipeline "
+                               "runs one query")
+        return {"only": query}
+
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
+              ) -> list[BatchObservation]:
+        if query is not None:
+            return list(self.run.start(conf, **self._only(query)))
+        if not self._started:  # the static inputs are there before the job first reads them
+            for static, rows in self.statics.values():
+                static.replace(rows)
+            self._started = True
         if new_session:
             from .session import other_session
 
@@ -38,6 +60,9 @@ class QueryDriver:
         else:
             self.sources[source].add_partitions(partitions)
 
+    def replace_static(self, name: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.statics[name][0].replace(rows)
+
     def process(self) -> list[BatchObservation]:
         return list(self.run.process())
 
@@ -47,12 +72,17 @@ class QueryDriver:
         self.run.advance_stopped(ms)
         return []
 
-    def stop(self) -> None:
-        self.run.stop()
+    def stop(self, query: str | None = None) -> None:
+        self.run.stop(**self._only(query))
 
-    def uncommit_last(self) -> None:
+    def uncommit_last(self, query: str | None = None) -> None:
         """The last data batch runs again at the next start; a MemoryStream drops what a query committed,
         so the sources are replayed (every add re-added, same offsets) for it to read its input again."""
-        self.run.uncommit_last()
+        self.run.uncommit_last(**self._only(query))
+        if query is not None:  # that query alone reads its input again; the others read on from theirs
+            index = list(self.run.runs).index(query)
+            for source in self.sources.values():
+                source.replay(index)
+            return
         for name in list(self.sources):
             self.sources[name] = self.sources[name].replayed_in(self.run.spark)

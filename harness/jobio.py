@@ -74,6 +74,14 @@ class ReaderCall:
     schema: Any = None  # a StructType or a DDL string, when the job gives one
     place: Place | None = None  # where the chain was loaded (`load()`, `table()`, `json()`...)
     method: str = "load"
+    # pyspark's own call that ends the chain, given the path (or table) to open instead of the one the
+    # job names: a reader of what the job's own queries write is opened for real, on the kept path
+    opener: Callable[[str], Any] | None = field(default=None, repr=False, compare=False)
+
+    def open(self, where: str) -> Any:
+        """The real streaming DataFrame of this chain, reading `where` (a path or a table)."""
+        assert self.opener is not None
+        return self.opener(where)
 
     def option(self, key: str) -> str | None:
         """An option's value, its key matched regardless of case (as Spark does)."""
@@ -142,8 +150,9 @@ class StandInQuery:
 class _Active:
     """The substitution of one thread: how readers resolve, and what writers were started."""
 
-    def __init__(self, resolve: Callable[[ReaderCall], Any]):
+    def __init__(self, resolve: Callable[[ReaderCall], Any], started: Callable[[WriterCall], None] | None):
         self.resolve = resolve
+        self.started = started  # told of each start, when it happens (a sink the job's later readers read)
         self.writers: list[WriterCall] = []  # started, in order
         self.returned: WriterCall | None = None
 
@@ -159,8 +168,10 @@ def _active() -> _Active | None:
 
 
 @contextlib.contextmanager
-def substitution(resolve: Callable[[ReaderCall], Any]) -> Iterator[_Active]:
-    """Substitute the readers and writers of the code run in this thread inside the block."""
+def substitution(resolve: Callable[[ReaderCall], Any], started: Callable[[WriterCall], None] | None = None
+                 ) -> Iterator[_Active]:
+    """Substitute the readers and writers of the code run in this thread inside the block; `started` is
+    called with each writer as the job starts it."""
     global _users
     if _active() is not None:
         raise RuntimeError("a substitution is already active in this thread")
@@ -168,7 +179,7 @@ def substitution(resolve: Callable[[ReaderCall], Any]) -> Iterator[_Active]:
         if _users == 0:
             _install()
         _users += 1
-    active = _Active(resolve)
+    active = _Active(resolve, started)
     _local.active = active
     try:
         yield active
@@ -256,8 +267,10 @@ def _r_schema(self: Any, schema: Any) -> None:
 
 
 def _load(active: _Active, self: Any, path: str | None = None, format: str | None = None,
-          schema: Any = None, **options: Any) -> Any:
+          schema: Any = None, *, _opener: Callable[[str], Any] | None = None, **options: Any) -> Any:
     call = _reader_of(self)
+    call.opener = _opener or (lambda where: _installed["DataStreamReader.load"](self, where, format=format,
+                                                                                schema=schema, **options))
     if format is not None:
         call.format = format
     if schema is not None:
@@ -274,13 +287,16 @@ def _shortcut(fmt: str) -> Callable[..., Any]:
     def load(active: _Active, self: Any, path: str, *args: Any, schema: Any = None, **options: Any) -> Any:
         call = _reader_of(self)
         call.format, call.method = fmt, fmt
-        return _load(active, self, path, schema=schema, **options)
+        given = {**options, **({"schema": schema} if schema is not None else {})}
+        return _load(active, self, path, schema=schema, **options, _opener=lambda where: _installed[
+            f"DataStreamReader.{fmt}"](self, where, *args, **given))
     return load
 
 
 def _table(active: _Active, self: Any, tableName: str) -> Any:  # noqa: N803 - pyspark's name
     call = _reader_of(self)
     call.table, call.method = tableName, "table"
+    call.opener = lambda where: _installed["DataStreamReader.table"](self, where)
     call.place = caller_place()
     return active.resolve(call)
 
@@ -350,6 +366,8 @@ def _started(active: _Active, self: Any, *, path: str | None, format: str | None
     call.path = path if path is not None else call.option("path")
     call.table, call.place, call.started = table, place, True
     active.writers.append(call)
+    if active.started is not None:
+        active.started(call)
     return StandInQuery(call)
 
 

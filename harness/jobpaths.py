@@ -193,17 +193,60 @@ def _patched(key: str, original: Callable[..., Any], *, first: bool, every: bool
     return method
 
 
+# Batch connectors the kit cannot stand in for: a call of the job's that reads or writes through one
+# is refused at its line while its paths are kept (never a connection attempt that hangs or fails deep
+# in Spark), with what to do instead.
+_CONNECTORS = ("jdbc",)
+_INSTEAD = {
+    "DataFrameReader": "read a table instead (`spark.read.table`, given by the scenario as a `static:` input) or "
+                       "make the reader a parameter of the job",
+    "DataFrameWriter": "write a table or a folder instead, or make the writer a parameter of the job (a function "
+                       "the job takes), so the test passes one that writes a table",
+}
+
+
+def _refused(cls_name: str, verb: str, connector: str) -> SubstitutionError:
+    place = caller_place(lambda name: os.path.abspath(name) == _HERE)
+    action = "reads from" if cls_name == "DataFrameReader" else "writes to"
+    return SubstitutionError(place, f"{verb}(...) {action} a database over {connector.upper()}, which the kit cannot "
+                                    f"stand in for: {_INSTEAD[cls_name]} (docs/jobs.md, *What it cannot do*)")
+
+
+def _connector_guard(cls_name: str, verb: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """`format(f)` remembered, and `load`/`save` of a connector format or `jdbc(...)` refused, while a
+    thread keeps its paths."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if _root() is not None:
+            if verb == "format" and args:
+                self._eventtime_format = str(args[0]).lower()
+            elif verb == "jdbc":
+                raise _refused(cls_name, verb, "jdbc")
+            elif getattr(self, "_eventtime_format", None) in _CONNECTORS or str(kwargs.get("format", "")).lower() \
+                    in _CONNECTORS:
+                raise _refused(cls_name, verb, getattr(self, "_eventtime_format", None) or kwargs["format"])
+        return original(self, *args, **kwargs)
+    method.__name__ = verb
+    return method
+
+
 def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
     out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
+    for cls in (DataFrameReader, DataFrameWriter):
+        for name in ("format", "jdbc"):
+            key = f"{cls.__name__}.{name}"
+            out[key] = (cls, name, _connector_guard(cls.__name__, name, cls.__dict__[name]))
     for cls in (DataFrameReader, DataFrameWriter):
         for name in ("load", "save", "json", "csv", "orc", "text", "xml", "parquet", "option", "options",
                      "saveAsTable"):
             if name not in cls.__dict__:
                 continue
             key = f"{cls.__name__}.{name}"
-            out[key] = (cls, name, _patched(key, cls.__dict__[name],
+            original = cls.__dict__[name]
+            if name in ("load", "save"):  # a connector's load or save is refused before its path is looked at
+                original = _connector_guard(cls.__name__, name, original)
+            out[key] = (cls, name, _patched(key, original,
                                             first=name not in ("options", "saveAsTable", "option"),
                                             every=cls is DataFrameReader and name == "parquet",
                                             option=name == "option"))

@@ -7,7 +7,9 @@ aggregates to gold, alerts to a topic). `QueryGroup` runs them as production doe
   it goes round again while any query ran a batch, so that the reader gets it in the same step;
 - `advance` moves every query's manual clock by the same time and runs each one's trigger that came due;
 - `uncommit_last` makes each query's last data batch run again at the next start (a crash of the job
-  between those batches' writes and their commits).
+  between those batches' writes and their commits);
+- `start`, `stop` and `uncommit_last` take `only=NAME` for one query; `process` and `advance` then run
+  the queries still running (a stopped one's clock moves all the same).
 Each query has its own checkpoint, sink and sources: a MemoryStream drops what its reader committed, so
 two queries cannot share one (`SourceCopies` gives each query its own copy of every scenario source,
 each add going to all of them). Each batch it observes is tagged with its query's name.
@@ -62,6 +64,11 @@ class SourceCopies:
         for c in self.copies:
             c.add_partitions(parts)
 
+    def replay(self, index: int) -> None:
+        """Query `index`'s copy made anew with every add so far, for it alone to read its input again."""
+        if index < len(self.copies):
+            self.copies[index] = self.copies[index].replayed_in(self.copies[index].spark)
+
     def replayed_in(self, spark: Any) -> "SourceCopies":
         out = SourceCopies(self.copies[0].replayed_in(spark))
         out.copies += [c.replayed_in(spark) for c in self.copies[1:]]
@@ -87,6 +94,10 @@ class QueryGroup:
         return list(self.runs)
 
     def query(self, name: str) -> StreamRun:
+        if name not in self.runs:
+            raise HarnessError(f"the job started no query named {name!r}; it started "
+                               f"{', '.join(map(repr, self.runs))} (a query is known by its queryName, else the "
+                               "path, table or topic it writes)")
         return self.runs[name]
 
     @property
@@ -104,7 +115,11 @@ class QueryGroup:
         batch ids each count from 0: ask `query(name).history`."""
         return next(iter(self.runs.values())).history if len(self.runs) == 1 else {}
 
-    def start(self, conf: Mapping[str, str] | None = None) -> list[BatchObservation]:
+    def start(self, conf: Mapping[str, str] | None = None, *, only: str | None = None) -> list[BatchObservation]:
+        """Start every query (or the one named `only`), in the order the job started them."""
+        if only is not None:
+            run = self.query(only)
+            return self._each(only, lambda: run.start(conf))
         if not self.runs:  # the job is called with the settings each query is built with
             previous = apply_conf(self.spark, conf or {})
             try:
@@ -122,7 +137,8 @@ class QueryGroup:
         for _ in range(MAX_PASSES):
             ran: list[BatchObservation] = []
             for name, run in self.runs.items():
-                ran += self._each(name, run.process)
+                if run.running:  # a query stopped on its own (`stop: {query: ...}`) runs nothing
+                    ran += self._each(name, run.process)
             out += ran
             if not ran or not self._chained():  # queries that read only the scenario's sources are done
                 return out
@@ -132,22 +148,32 @@ class QueryGroup:
     def advance(self, ms: int) -> list[BatchObservation]:
         out: list[BatchObservation] = []
         for name, run in self.runs.items():
-            out += self._each(name, lambda r=run: r.advance(ms))  # type: ignore[misc]
+            if run.running:
+                out += self._each(name, lambda r=run: r.advance(ms))  # type: ignore[misc]
+            else:  # stopped on its own: its clock moves all the same
+                run.advance_stopped(ms)
         return out
 
     def advance_stopped(self, ms: int) -> None:
         for run in self.runs.values():
             run.advance_stopped(ms)
 
-    def stop(self) -> None:
-        """Stop every query; the first error is raised once all were asked to stop."""
+    def stop(self, *, only: str | None = None) -> None:
+        """Stop every query (or the one named `only`); the first error is raised once all were asked."""
+        if only is not None:
+            self.query(only).stop()
+            return
         self._all(lambda r: r.stop())
 
     def close(self) -> None:
         self._all(lambda r: r.close())
 
-    def uncommit_last(self) -> None:
-        """Each query that has committed a data batch runs its last one again at the next start."""
+    def uncommit_last(self, *, only: str | None = None) -> None:
+        """Each query (or the one named `only`) that has committed a data batch runs its last one again
+        at the next start."""
+        if only is not None:
+            self.query(only).uncommit_last()
+            return
         done = 0
         for run in self.runs.values():
             try:

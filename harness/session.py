@@ -73,6 +73,8 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         master = check_master(master or DEFAULT_MASTER)
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
+        if "spark.sql.warehouse.dir" not in settings:
+            settings["spark.sql.warehouse.dir"] = _warehouse()
         archive = _archive_plan(settings)
         if archive.options:
             driver = settings.get("spark.driver.extraJavaOptions", "")
@@ -105,6 +107,19 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         spark = prepare_session(spark)
         _prepare_queries_meanwhile(spark)
         return spark
+
+
+def _warehouse() -> str:
+    """A warehouse folder of the process's own, removed when it exits: Spark's default is
+    `spark-warehouse` in the working directory, which it creates at the session's start, so each run
+    left one in the user's project. A scenario's tables live in a database of its own anyway."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="eventtime-warehouse-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 _PREPARING = "eventtime-prepare-queries"  # the thread's name (tests wait for it before touching jvmclasses)

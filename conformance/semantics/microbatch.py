@@ -177,6 +177,11 @@ def rows_as_dicts(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list
     return [dict(zip(columns, row)) for row in rows]
 
 
+def _one_query(query: str | None) -> None:
+    if query is not None:
+        raise ModelError(f"the model runs one query: it does not stop or start a job's query {query!r} alone")
+
+
 class MicroBatchDriver:
     """The spark profile's query as a step driver (`eventtime.drive.Driver`): rows as dicts by column
     name, each input partition one addData, as the harness adds it."""
@@ -184,7 +189,9 @@ class MicroBatchDriver:
     def __init__(self, query: Any, columns: Mapping[str, Sequence[str]]):
         self.query, self.columns = query, columns
 
-    def start(self, conf: Mapping[str, str], *, new_session: bool = False) -> list[BatchObservation]:
+    def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
+              ) -> list[BatchObservation]:
+        _one_query(query)
         return self.query.start(conf)
 
     def add(self, source: str, rows: Sequence[tuple], partitions: Sequence[Sequence[tuple]] | None) -> None:
@@ -197,8 +204,12 @@ class MicroBatchDriver:
     def advance(self, ms: int) -> list[BatchObservation]:
         return self.query.advance(ms)
 
-    def stop(self) -> None:
+    def stop(self, query: str | None = None) -> None:
+        _one_query(query)
         self.query.stop()
 
-    def uncommit_last(self) -> None:
+    def uncommit_last(self, query: str | None = None) -> None:
         raise ModelError("the model does not re-run a batch after a crash (`rerun_last_batch`)")
+
+    def replace_static(self, name: str, rows: Sequence[tuple]) -> None:
+        raise ModelError("the model has no static inputs (`static`): they are a job's, read with spark.read")

@@ -261,3 +261,73 @@ def test_topic_check_problems_are_at_their_line(tmp_path, old, new, place, messa
     assert old in TOPIC_SCENARIO
     problems = _problems(_write(tmp_path, scenario=TOPIC_SCENARIO.replace(old, new)))
     assert any(place in p and message in p for p in problems), problems
+
+
+STATICS = CONTRACT.replace("params:\n", textwrap.dedent("""\
+    static:
+      pages: {table: pages, columns: "page string, section string"}
+      owners: {path: ref/owners.csv, format: csv, options: {header: true}, columns: "page string, since timestamp"}
+    params:
+    """), 1)
+STATIC_SCENARIO = SCENARIO.replace("contract: page_counts\n", textwrap.dedent("""\
+    contract: page_counts
+    static:
+      pages: [[home, main]]
+    """), 1).replace("  - restart: {rerun_last_batch: true}\n", "  - static: {owners: [{page: home, since: \"00:00:05\"}]}\n")
+
+
+def test_static_inputs_are_declared_by_the_contract_and_given_by_the_scenario(tmp_path):
+    sc = load_scenario(str(_write(tmp_path, STATICS, STATIC_SCENARIO)))
+    pages, owners = sc.contract.static("pages"), sc.contract.static("owners")
+    assert (pages.table, pages.path) == ("pages", None)
+    assert (owners.path, owners.format, owners.options) == ("ref/owners.csv", "csv", (("header", "true"),))
+    assert sc.statics == {"pages": (("home", "main"),)}
+    step = sc.steps[-1]
+    assert step.kind == "static" and step.rows == {"owners": (("home", 1_704_067_205_000_000),)}  # on the date
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("pages: {table: pages,", "pages: {table: pages, path: x,", ":9:", "is a table (`table: NAME`) or a folder"),
+    ("path: ref/owners.csv,", "path: ../owners.csv,", ":10:", "static input 'owners''s path would leave"),
+    ("format: csv,", "format: delta,", ":10:", "a static folder's format is one of parquet, json, csv, orc, text"),
+    ("pages: {table: pages,", "clicks: {table: pages,", ":9:", "'clicks' is the name of a source too"),
+], ids=["table-and-path", "path-outside", "format", "name-of-a-source"])
+def test_static_contract_problems_are_at_their_line(tmp_path, old, new, place, message):
+    assert old in STATICS
+    problems = _problems(_write(tmp_path, STATICS.replace(old, new), STATIC_SCENARIO.replace("pages: [[", "x: [[")
+                                if old.startswith("pages") and new.startswith("clicks") else STATIC_SCENARIO))
+    assert any(place in p and message in p for p in problems), problems
+
+
+@pytest.mark.parametrize("old, new, place, message", [
+    ("  pages: [[home, main]]", "  page: [[home, main]]", ":5:",
+     "contract 'page_counts' declares no static input 'page'; did you mean 'pages'?"),
+    ("  pages: [[home, main]]", "  pages: [[home]]", ":5:", "row has 1 value but static input 'pages' has 2 columns"),
+    ("since: \"00:00:05\"", "since: soon", ":11:", "column 'since' is timestamp"),
+], ids=["unknown-static", "short-row", "bad-value"])
+def test_static_scenario_problems_are_at_their_line(tmp_path, old, new, place, message):
+    assert old in STATIC_SCENARIO
+    problems = _problems(_write(tmp_path, STATICS, STATIC_SCENARIO.replace(old, new)))
+    assert any(place in p and message in p for p in problems), problems
+
+
+def test_one_query_of_a_job_stops_and_starts_alone(tmp_path):
+    one = SCENARIO.replace("  - restart: {rerun_last_batch: true}\n",
+                           "  - stop: {query: counts}\n  - restart: {query: counts, rerun_last_batch: true}\n"
+                           "  - start: {query: counts}\n")
+    sc = load_scenario(str(_write(tmp_path, scenario=one)))
+    stop, restart, start = sc.steps[-3:]
+    assert (stop.kind, stop.query) == ("stop", "counts")
+    assert (restart.kind, restart.query, restart.rerun_last_batch) == ("restart", "counts", True)
+    assert (start.kind, start.query) == ("start", "counts")
+
+
+@pytest.mark.parametrize("steps, place, message", [
+    ("  - stop\n  - stop: {query: counts}\n", ":10:", "stops or starts one query of a running job; the job is stopped"),
+    ("  - restart: {query: counts, session: new}\n", ":9:", "a new session restarts the whole job"),
+    ("  - stop: {queries: counts}\n", ":9:", "`stop` takes no value, or `{query: NAME}`"),
+], ids=["job-stopped", "new-session", "bad-key"])
+def test_one_query_steps_problems_are_at_their_line(tmp_path, steps, place, message):
+    text = SCENARIO.replace("  - restart: {rerun_last_batch: true}\n", steps)
+    problems = _problems(_write(tmp_path, scenario=text))
+    assert any(place in p and message in p for p in problems), problems

@@ -235,6 +235,8 @@ TEXT_SLOTS = {
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
     "/$defs/expect/properties/topic": "topic name, compared with the topics the job's Kafka sinks publish to",
     "/$defs/expect/properties/query": "query name, checked against the contract's `queries` and the job's queries",
+    "/$defs/conf_change/properties/query": "query name, checked against the job's queries when the step runs",
+    "/$defs/query_only/properties/query": "query name, checked against the job's queries when the step runs",
     "/$defs/expect/properties/columns/items": "output column name, checked against the contract",
     "/$defs/expect/properties/ignore/items": "output column name, checked against the contract",
     "/$defs/expect/properties/failure/properties/error_class": "text to find in the error",
@@ -309,6 +311,7 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/source/properties/columns/oneOf/1",  # names: columns, types read by eventtime.coltypes
         "/$defs/conf_change/properties/conf",  # names: ALLOWED_CONF
         "/$defs/add",                  # names: the declared sources
+        "/$defs/static",               # names: the contract's static inputs
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns

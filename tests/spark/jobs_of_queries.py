@@ -75,3 +75,68 @@ def reads_unknown_topic(spark):
     orders.writeStream.format("kafka").option("topic", "alerts").start()
     other = spark.readStream.format("kafka").option("subscribe", "payments").load()  # <- unknown topic
     other.writeStream.format("memory").queryName("payments").start()
+
+
+SILVER = "page string, ts timestamp"
+
+
+def _per_minute(frame):
+    return (frame.withWatermark("ts", "0 seconds").groupBy("page", F.window("ts", "1 minute")).count()
+            .select("page", F.col("window.start").alias("window_start"), F.col("count").alias("clicks")))
+
+
+def through_a_folder(spark):
+    """Silver: the valid clicks, deduplicated, to a parquet folder; gold reads that folder as a stream
+    and counts clicks per page and minute (append: a minute once gold's own watermark passes it)."""
+    clicks = _clicks(spark)
+    valid = clicks.where(F.col("page") != "bot").withWatermark("ts", "0 seconds").dropDuplicates(["page", "ts"])
+    (valid.writeStream.format("parquet").option("path", "data/silver/clicks")
+     .option("checkpointLocation", "checkpoints/silver").start())
+    silver = spark.readStream.schema(SILVER).parquet("data/silver/clicks")
+    (_per_minute(silver).writeStream.queryName("gold").format("memory").outputMode("append")
+     .option("checkpointLocation", "checkpoints/gold").start())
+    spark.streams.awaitAnyTermination()
+
+
+def through_a_table(spark):
+    """Silver: the valid clicks to a table (`toTable`); gold reads the table as a stream, clicks per page."""
+    clicks = _clicks(spark)
+    clicks.where(F.col("page") != "bot").writeStream.option("checkpointLocation", "chk/silver").toTable("silver_clicks")
+    gold = spark.readStream.table("silver_clicks").groupBy("page").count()
+    gold.writeStream.queryName("gold").outputMode("complete").format("memory").start()
+
+
+def reads_before_it_is_written(spark):
+    clicks = _clicks(spark)
+    silver = spark.readStream.schema(SILVER).parquet("data/silver/clicks")  # <- read before written
+    clicks.writeStream.format("parquet").option("path", "data/silver/clicks").start()
+    silver.writeStream.queryName("gold").format("memory").start()
+
+
+def table_of_a_format_without_jars(spark):
+    clicks = _clicks(spark)
+    clicks.writeStream.format("delta").option("checkpointLocation", "chk/t").toTable("clicks_delta")  # <- delta
+
+
+def enriched(spark):
+    """Clicks enriched from a dimension table (`spark.read.table`) and a reference CSV of page owners
+    (`spark.read.csv`), both read once when the query is built: a stream-static join."""
+    pages = spark.read.table("pages")
+    owners = spark.read.option("header", True).schema("page string, owner string").csv("ref/owners.csv")
+    clicks = _clicks(spark)
+    out = clicks.join(pages, "page", "left").join(owners, "page", "left").select("page", "section", "owner", "ts")
+    out.writeStream.queryName("enriched").format("memory").option("checkpointLocation", "chk/enriched").start()
+
+
+def reads_a_database(spark):
+    customers = spark.read.jdbc("jdbc:postgresql://db:5432/shop", "customers")  # <- jdbc read
+    _clicks(spark).join(customers, "page").writeStream.format("memory").queryName("joined").start()
+
+
+def _to_warehouse(batch, batch_id):
+    (batch.write.format("jdbc").option("url", "jdbc:postgresql://db:5432/shop")
+     .option("dbtable", "clicks").mode("append").save())  # <- jdbc write
+
+
+def writes_a_database(spark):
+    _clicks(spark).writeStream.foreachBatch(_to_warehouse).start()
