@@ -10,12 +10,14 @@ What is honoured and what is refused is documented in docs/jobs.md.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import runpy
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
                                      substitution, writer_call)
@@ -241,6 +243,13 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
             raise SubstitutionError(call.place, f"{call.describe()} matches no source of contract {contract.name!r} "
                                                 f"({declared}) and no query of the job publishes to topic {topic!r}; "
                                                 "declare the source's `from:` as this reader names it (docs/jobs.md)")
+    for w in writers:  # the scenario's clock decides when batches run
+        if w.trigger:
+            given = ", ".join(f"{k}={v!r}" for k, v in w.trigger.items())
+            note = (f"{w.trigger_place}: trigger({given}) is not used: under test the scenario's clock runs the "
+                    "batches (`process` steps; `clock: {trigger: ...}` with `advance` steps)")
+            if note not in notes:
+                notes.append(note)
     names = query_names(writers)
     return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder, output), tuple(notes), name,
                       bool(own_reads)) for w, name in zip(writers, names)]
@@ -541,12 +550,57 @@ def _exit_place(exc: BaseException) -> Place | None:
     return Place(last.filename, last.lineno or 0, last.name) if last is not None else None
 
 
-def _enter(entry: JobEntry, spark: Any) -> Any:
-    """Call the job; `sys.exit(0)` (or no code) at its end is a normal end, another code its error."""
+class _Overran(Exception):
+    """Raised inside a job's call that ran past its bound (`_bounded`)."""
+
+
+@contextlib.contextmanager
+def _bounded(seconds: float | None) -> Iterator[None]:
+    """Raise `_Overran` in this thread if the block runs longer than `seconds`: a job's `main` that
+    never returns (a loop waiting on something the kit does not end) is stopped where it is, at its
+    next Python instruction, instead of holding the run until it is killed."""
+    if not seconds:
+        yield
+        return
+    import ctypes
+
+    target, lock, state = threading.get_ident(), threading.Lock(), {"done": False, "sent": False}
+
+    def interrupt() -> None:
+        with lock:
+            if not state["done"]:
+                state["sent"] = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Overran))
+
+    timer = threading.Timer(seconds, interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["done"] = True
+            if state["sent"]:  # not delivered yet: withdrawn, so it never surfaces in the kit's code
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
+        timer.cancel()
+
+
+def _enter(entry: JobEntry, spark: Any, timeout: float | None = None) -> Any:
+    """Call the job, within `timeout` seconds; `sys.exit(0)` (or no code) at its end is a normal end,
+    another code its error."""
     tail = _Tail(sys.stderr)
     sys.stderr = tail
     try:
-        return entry(spark)
+        with _bounded(timeout):
+            return entry(spark)
+    except _Overran as exc:
+        raise SubstitutionError(_exit_place(exc), f"the job's entry point did not return within {timeout:g}s "
+                                                  "(the run's --timeout) and was stopped at this line: under the kit "
+                                                  "a job's main must return once it has started its queries; "
+                                                  "awaitTermination and awaitAnyTermination return at once and its "
+                                                  "queries end (isActive false, spark.streams.active empty), but a "
+                                                  "loop waiting on something else does not end (docs/jobs.md, *How "
+                                                  "a job ends*)") from None
     except SystemExit as exc:
         if exc.code is None or exc.code == 0:
             return None
@@ -563,7 +617,7 @@ def _enter(entry: JobEntry, spark: Any) -> Any:
 def run_job(entry: JobEntry, spark: Any, frames: Mapping[str, Any], contract: Contract, impl_name: str,
             folder: str, *, scenario_conf: Mapping[str, str], args: Sequence[str] = (),
             env: Mapping[str, str] | None = None, before: MutableMapping[str, str | None] | None = None,
-            output: JobTopics | None = None) -> list[JobOutput]:
+            output: JobTopics | None = None, timeout: float | None = None) -> list[JobOutput]:
     """`build_job` for a job as it ships: `sys.argv` (its script and `args`) and `env` set while it runs,
     its own session the kit's (`harness.jobsession`: builder settings applied or noted, `spark.stop()`
     recorded), its `sys.exit(0)` a normal end. `before` collects the session settings the job changed
@@ -572,7 +626,7 @@ def run_job(entry: JobEntry, spark: Any, frames: Mapping[str, Any], contract: Co
 
     with process_settings([entry.argv0, *args], env or {}, entry.search_path), \
             own_session(spark, scenario_conf, before if before is not None else {}) as session:
-        outs = build_job(lambda s: _enter(entry, s), spark, frames, contract, impl_name, folder, output)
+        outs = build_job(lambda s: _enter(entry, s, timeout), spark, frames, contract, impl_name, folder, output)
     for out in outs:
         out.notes = (*out.notes, *(n for n in session.notes if n not in out.notes))
     return outs

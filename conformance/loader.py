@@ -934,10 +934,12 @@ class _Builder:
         if isinstance(table, str) and contract.query(table) is not None:  # a table is its query's name too
             return contract.for_query(table)
         if isinstance(written, str) and names and not contract.output and contract.param(written) is None:
-            self.c.at(path + ("written",), f"`written: {written}` is no query contract {contract.name!r} declares"
-                                           f"{did_you_mean(written, names)} (queries: {', '.join(names)}): name "
-                                           "the path as the job writes it, or say whose columns it has with "
-                                           "`query: NAME`")
+            hint = (f"; a folder is read in the columns of the query that writes it: say which with `query: NAME` "
+                    f"beside it (e.g. `query: {names[0]}`)" if "/" in written or "\\" in written
+                    else f"{did_you_mean(written, names)}")
+            self.c.at(path + ("written",), f"`written: {written}` is no query contract {contract.name!r} declares "
+                                           f"by name (queries: {', '.join(names)}){hint}; a query is known by its "
+                                           "queryName, else the path, table or topic it writes")
             return None
         if names and not contract.output and any(k in body for k in _NEEDS_OUTPUT):
             self.c.at(path, f"contract {contract.name!r} declares several queries ({', '.join(names)}) and no "

@@ -285,13 +285,15 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
              else _Build(scenario, call, sources, impl_name, workdir=workdir))
     run = _new_run(scenario, spark, build, staging, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
-    build.run_conf = query_conf
+    build.run_conf, build.timeout = query_conf, timeout
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
     database = _JobDatabase(spark, workdir) if job or scenario.contract.statics else None
     try:
         if database is not None:
             database.enter()
-        drive(scenario, QueryDriver(run, sources, _statics(scenario, spark, workdir)), query_conf, steps)
+        drive(scenario, QueryDriver(run, sources, _statics(scenario, spark, workdir),
+                                    on_new_session=database.follow if database is not None else None),
+              query_conf, steps)
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
@@ -349,6 +351,10 @@ class _JobDatabase:
         self.previous = self.spark.catalog.currentDatabase()
         self.spark.sql(f"CREATE DATABASE `{self.name}` LOCATION '{Path(self.location).as_uri()}'")
         self.spark.catalog.setCurrentDatabase(self.name)
+
+    def follow(self, spark: Any) -> None:
+        """A new session of the run (`restart: {session: new}`) works in the scenario's database too."""
+        spark.catalog.setCurrentDatabase(self.name)
 
     def leave(self) -> None:
         try:
@@ -424,6 +430,7 @@ class _Build:
         self.notes: list[str] = []  # what the job's substitution says of its code, for the result
         self.sink: Any = None  # the BatchFunctionSink of a job's batch function, at the latest start
         self.run_conf: Mapping[str, str] = {}  # the SQL settings of the run's queries: a job's own do not replace them
+        self.timeout: float | None = None  # how long a job's entry point may run while it builds its queries
         self.session_before: dict[Any, dict[str, str | None]] = {}  # per session: the settings a job changed
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
 
@@ -507,6 +514,8 @@ class _Build:
             raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
         types = {c.name: c.ctype for c in contract.output}
+        if check.table is None and check.format in ("json", "csv"):  # text files: values in the output's types
+            frame = frame.selectExpr(*[f"CAST(`{c}` AS {types[c].ddl}) AS `{c}`" for c in present])
         rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
         rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
         return [tuple(r.get(n) for n in names) for r in rows]
@@ -566,6 +575,8 @@ class _JobBuild(_Build):
     def _call(self, index: int) -> list[Any]:
         """The job called as it ships (`jobs.run_job`: its entry point, arguments, environment and own
         session), its readers given query `index`'s copies of the sources."""
+        from eventtime.harness.jobsession import SessionBefore
+
         from .jobs import JobEntry, SubstitutionError, run_job
 
         frames = {name: src.copy(index).dataframe() for name, src in self.sources.items()
@@ -576,7 +587,8 @@ class _JobBuild(_Build):
         try:
             outs = run_job(self.call, spark, frames, self.scenario.contract, self.impl_name, self.workdir,
                            scenario_conf=self.run_conf, args=self.scenario.job_args, env=self.scenario.job_env,
-                           before=self.session_before.setdefault(spark, {}), output=self.output)
+                           before=self.session_before.setdefault(spark, SessionBefore()), output=self.output,
+                           timeout=self.timeout)
         except SubstitutionError as exc:
             raise PipelineError(f"job {self.impl_name}: {exc}") from None
         for out in outs:

@@ -119,6 +119,9 @@ def describe_failure(result: ScenarioResult) -> str:
         else:
             lines.append("    no micro-batch ran since the previous expect")
         since_check = []
+    if result.notes:  # what the run did not exercise or could not apply: part of reading a failure
+        lines.append("  notes:")
+        lines += [f"    {note}" for note in result.notes]
     if result.rerun:
         lines.append(f"  re-run: {result.rerun}")
     return "\n".join(lines)

@@ -6,7 +6,7 @@ step interpreter calls; the run is a `stream.StreamRun` (classic) or a `connect.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, MutableMapping, Sequence
+from typing import Any, Callable, Mapping, MutableMapping, Sequence
 
 from .observations import BatchObservation
 
@@ -18,9 +18,11 @@ class QueryDriver:
     in a new session replaces its entries with the same sources replayed there."""
 
     def __init__(self, run: Any, sources: MutableMapping[str, Any],
-                 statics: Mapping[str, tuple[Any, Sequence[Sequence[Any]]]] | None = None):
+                 statics: Mapping[str, tuple[Any, Sequence[Sequence[Any]]]] | None = None,
+                 on_new_session: Callable[[Any], None] | None = None):
         self.run = run
         self.sources = sources
+        self.on_new_session = on_new_session  # what a new session needs before the query is built in it
         # static input name -> (its `statics.StaticInput`, the rows it holds when the query first starts)
         self.statics = dict(statics or {})
         self._started = False
@@ -48,6 +50,8 @@ class QueryDriver:
             from .session import other_session
 
             spark = other_session(self.run.spark)
+            if self.on_new_session is not None:
+                self.on_new_session(spark)
             for name in list(self.sources):
                 self.sources[name] = self.sources[name].replayed_in(spark)
             self.run.move_to(spark)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
-           "active_writers"]
+           "active_writers", "active_queries"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,7 @@ class WriterCall:
     path: str | None = None
     place: Place | None = None  # where it was started (None: returned unstarted)
     format_place: Place | None = None
+    trigger_place: Place | None = None
     started: bool = False
 
     def option(self, key: str) -> str | None:
@@ -121,27 +122,59 @@ class WriterCall:
 
 
 class StandInQuery:
-    """What a substituted `start()` returns: the kit runs the query itself, so waiting on this one returns
-    at once (a job's `main` that calls `query.awaitTermination()` returns to the kit)."""
+    """What a substituted `start()` returns: the kit runs the query itself, after the job's `main`
+    returns. To the job, its queries run until it first waits on one (`awaitTermination`,
+    `spark.streams.awaitAnyTermination`, `processAllAvailable`) or stops it, and the wait returns at
+    once: after it they have ended (`isActive` false, `spark.streams.active` empty), so a job's loop
+    `while spark.streams.active: ...awaitAnyTermination(timeout=60)` ends. Their progress is what a
+    query reports before its first batch (`lastProgress` None, `recentProgress` []); `id` and `runId`
+    are ids of their own, which `spark.streams.get(id)` finds."""
 
-    def __init__(self, writer: WriterCall):
+    def __init__(self, writer: WriterCall, jobs: "_Active | None" = None):
+        import uuid
+
         self.writer = writer
+        self._jobs = jobs
+        self._stopped = False
         self.name = writer.query_name
-        self.id = None
-        self.runId = None
+        self.id = str(uuid.uuid4())
+        self.runId = str(uuid.uuid4())
+
+    def _ended(self) -> None:
+        if self._jobs is not None:
+            self._jobs.ended = True
 
     def awaitTermination(self, timeout: Any = None) -> bool | None:  # noqa: N802 - pyspark's name
+        self._ended()
         return True if timeout is not None else None
 
     def processAllAvailable(self) -> None:  # noqa: N802
+        self._ended()
         return None
 
     def stop(self) -> None:
-        return None
+        self._stopped = True
 
     @property
     def isActive(self) -> bool:  # noqa: N802
-        return False
+        return not (self._stopped or (self._jobs is not None and self._jobs.ended))
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return {"message": "Waiting for data to arrive" if self.isActive else "Stopped",
+                "isDataAvailable": False, "isTriggerActive": False}
+
+    @property
+    def lastProgress(self) -> None:  # noqa: N802
+        return None
+
+    @property
+    def recentProgress(self) -> list[Any]:  # noqa: N802
+        return []
+
+    def explain(self, extended: bool = False) -> None:
+        """The plan of the DataFrame the query writes (the kit's query has not run yet)."""
+        self.writer.df.explain(extended)
 
     def exception(self) -> None:
         return None
@@ -154,6 +187,8 @@ class _Active:
         self.resolve = resolve
         self.started = started  # told of each start, when it happens (a sink the job's later readers read)
         self.writers: list[WriterCall] = []  # started, in order
+        self.queries: list[StandInQuery] = []  # what each start returned, in order
+        self.ended = False  # the job waited on its queries: to it, they have ended
         self.returned: WriterCall | None = None
 
 
@@ -330,7 +365,8 @@ def _w_query_name(self: Any, queryName: str) -> None:  # noqa: N803
 
 
 def _w_trigger(active: _Active, self: Any, *args: Any, **kwargs: Any) -> Any:
-    _writer_of(self).trigger = dict(kwargs)
+    call = _writer_of(self)
+    call.trigger, call.trigger_place = dict(kwargs), caller_place()
     return self
 
 
@@ -368,7 +404,9 @@ def _started(active: _Active, self: Any, *, path: str | None, format: str | None
     active.writers.append(call)
     if active.started is not None:
         active.started(call)
-    return StandInQuery(call)
+    query = StandInQuery(call, active)
+    active.queries.append(query)
+    return query
 
 
 def _start(active: _Active, self: Any, path: str | None = None, format: str | None = None,
@@ -386,8 +424,21 @@ def _to_table(active: _Active, self: Any, tableName: str, format: str | None = N
 
 
 def _await_any(active: _Active, self: Any, timeout: Any = None) -> bool | None:
-    """`spark.streams.awaitAnyTermination()` in a job's `main`: the kit runs the query, so it returns at once."""
+    """`spark.streams.awaitAnyTermination()` in a job's `main`: the kit runs the query, so it returns at once
+    (and the job's queries have ended, to it)."""
+    active.ended = True
     return True if timeout is not None else None
+
+
+def _get(active: _Active, self: Any, id: str) -> StandInQuery | None:  # noqa: A002 - pyspark's name
+    """`spark.streams.get(id)`: the job's own query of that id."""
+    return next((q for q in active.queries if q.id == id), None)
+
+
+def active_queries() -> list[StandInQuery]:
+    """The job's queries that are active to it ([] outside a substitution): `spark.streams.active`."""
+    active = _active()
+    return [q for q in active.queries if q.isActive] if active is not None else []
 
 
 def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
@@ -425,6 +476,7 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
     replacing(DataStreamWriter, "start", _start)
     replacing(DataStreamWriter, "toTable", _to_table)
     replacing(StreamingQueryManager, "awaitAnyTermination", _await_any)
+    replacing(StreamingQueryManager, "get", _get)
     return out
 
 

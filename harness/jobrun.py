@@ -95,7 +95,11 @@ class QueryGroup:
 
     def query(self, name: str) -> StreamRun:
         if name not in self.runs:
-            raise HarnessError(f"the job started no query named {name!r}; it started "
+            import difflib
+
+            close = difflib.get_close_matches(name, list(self.runs), n=1)
+            raise HarnessError(f"the job started no query named {name!r}"
+                               + (f" (did you mean {close[0]!r}?)" if close else "") + "; it started "
                                f"{', '.join(map(repr, self.runs))} (a query is known by its queryName, else the "
                                "path, table or topic it writes)")
         return self.runs[name]

@@ -36,7 +36,7 @@ import sys
 import threading
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
-from .jobio import Place, StandInQuery, active_writers, caller_place
+from .jobio import Place, active_queries, caller_place
 
 __all__ = ["SessionScope", "own_session", "restore_session", "process_settings", "APPLICATION_SETTINGS"]
 
@@ -117,8 +117,23 @@ class SessionScope:
                 self.note(f"{said} is not applied: Spark fixes it when a session is made ({first[:160]})")
 
 
+class SessionBefore(dict[str, "str | None"]):
+    """What a scenario's job changed in the kit's session, to put back when the scenario ends: each
+    setting's value before (key -> value, None: unset) and the query listeners it added."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listeners: list[Any] = []
+
+
 def restore_session(spark: Any, before: Mapping[str, str | None]) -> None:
-    """Put back the session settings a job changed (`SessionScope.before`), at the end of its scenario."""
+    """Put back the session settings a job changed (`SessionScope.before`), at the end of its scenario,
+    and remove the query listeners it added (another scenario's queries are not its to see)."""
+    for listener in getattr(before, "listeners", ()):
+        try:
+            spark.streams.removeListener(listener)
+        except Exception:  # noqa: BLE001 - a dead driver keeps no listeners
+            pass
     for key, value in before.items():
         try:
             if value is None:
@@ -255,6 +270,14 @@ def _stop_context(scope: SessionScope, context: Any) -> None:
                "recorded, not done (the kit's session runs the scenarios after this one)")
 
 
+def _add_listener(scope: SessionScope, manager: Any, listener: Any) -> None:
+    """`spark.streams.addListener(l)`: added, and removed when the scenario ends (`restore_session`)."""
+    _pyspark_own(manager, "addListener")(manager, listener)
+    listeners = getattr(scope.before, "listeners", None)
+    if listeners is not None:
+        listeners.append(listener)
+
+
 def _conf_set(scope: SessionScope, conf: Any, key: str, value: Any) -> None:
     text = str(value).lower() if isinstance(value, bool) else str(value)
     owner = scope.owner(key)
@@ -297,8 +320,9 @@ def _install() -> None:
     def queries(self: Any) -> Any:  # the job's own stand-ins, never the queries of another scenario
         if _scope() is None:
             return original_active.fget(self)
-        return [StandInQuery(w) for w in active_writers()]
+        return active_queries()
     patch(StreamingQueryManager, "active", property(queries, doc=original_active.__doc__))
+    patch(StreamingQueryManager, "addListener", _own(StreamingQueryManager, "addListener", _add_listener))
 
 
 def _uninstall() -> None:

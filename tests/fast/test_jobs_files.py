@@ -178,8 +178,11 @@ def test_a_jobs_several_queries_are_read_each_with_its_own_columns(tmp_path):
     ("{query: valid, rows: [[home, \"00:00:01\"]]}", "{query: valid, rows: [[home, 1]]}", ":8:",
      "column 'ts' is timestamp"),
     ("{query: counts, written: out, where", "{written: count, where", ":9:",
-     "`written: count` is no query contract 'page_counts' declares; did you mean 'counts'?"),
-], ids=["unknown-query", "no-query", "wrong-columns", "misspelt-written"])
+     "`written: count` is no query contract 'page_counts' declares by name (queries: counts, valid); did you mean "
+     "'counts'?"),
+    ("{query: counts, written: out, where", "{written: data/counts, where", ":9:",
+     "a folder is read in the columns of the query that writes it: say which with `query: NAME` beside it"),
+], ids=["unknown-query", "no-query", "wrong-columns", "misspelt-written", "path-of-a-named-query"])
 def test_query_problems_are_at_their_line(tmp_path, old, new, place, message):
     assert old in QUERY_SCENARIO
     problems = _problems(_write(tmp_path, QUERIES, QUERY_SCENARIO.replace(old, new)))

@@ -140,3 +140,46 @@ def _to_warehouse(batch, batch_id):
 
 def writes_a_database(spark):
     _clicks(spark).writeStream.foreachBatch(_to_warehouse).start()
+
+
+SEEN: dict[str, object] = {}  # what the monitoring jobs saw of their queries
+
+
+def monitored(spark):
+    """A job that watches its queries as production jobs do: their ids, status and progress, a lookup by
+    id, a listener, then a loop on `spark.streams.active` around `awaitAnyTermination(timeout=...)`."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Events(StreamingQueryListener):
+        def onQueryStarted(self, event):  # noqa: N802 - pyspark's names
+            SEEN.setdefault("started", []).append(event.name)
+
+        def onQueryProgress(self, event):  # noqa: N802
+            pass
+
+        def onQueryIdle(self, event):  # noqa: N802
+            pass
+
+        def onQueryTerminated(self, event):  # noqa: N802
+            pass
+
+    spark.streams.addListener(Events())
+    query = _clicks(spark).writeStream.queryName("raw").format("memory").start()
+    SEEN.update(active=query.isActive, status=query.status["message"], progress=query.lastProgress,
+                found=spark.streams.get(query.id) is query, listed=len(spark.streams.active))
+    while spark.streams.active:  # the heartbeat loop of a production job
+        spark.streams.awaitAnyTermination(timeout=60)
+    SEEN.update(ended=not query.isActive, after=len(spark.streams.active))
+    spark.stop()
+
+
+def never_returns(spark):
+    _clicks(spark).writeStream.queryName("raw").format("memory").start()
+    ready = False
+    while not ready:  # <- waits forever
+        pass
+
+
+def to_json_files(spark):
+    """The clicks to a JSON folder: its timestamps are text in the files."""
+    _clicks(spark).writeStream.format("json").option("path", "out/clicks").start()

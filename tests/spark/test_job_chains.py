@@ -169,4 +169,13 @@ def test_a_query_the_job_does_not_start_cannot_be_stopped_alone(spark, scenario_
     result = run_scenario(scenario_of(ONE_STOPPED.replace("stop: {query: gold}", "stop: {query: golden}")),
                           jobs.through_a_folder, session=spark)
     assert result.status == "error"
-    assert "the job started no query named 'golden'; it started 'data/silver/clicks', 'gold'" in _text(result)
+    assert ("the job started no query named 'golden' (did you mean 'gold'?); it started 'data/silver/clicks', "
+            "'gold'") in _text(result)
+
+
+def test_a_table_chain_restarted_in_a_new_session_keeps_its_table(spark, contract_beside):
+    # a new session (a restarted driver) works in the scenario's database: the table silver wrote is there
+    new = TABLE.replace("restart: {rerun_last_batch: true}", "restart: {session: new}")
+    assert new != TABLE
+    result = run_scenario(contract_beside(TABLE_CONTRACT)(new), jobs.through_a_table, session=spark)
+    assert result.status == "passed", describe_failure(result)
