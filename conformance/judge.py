@@ -243,7 +243,7 @@ def _written_label(step: ExpectStep) -> str | None:
     if check is None:
         return None
     what = f"the rows of table {check.table!r}" if check.table is not None else \
-        f"the rows written to {check.path!r} ({check.format})"
+        f"the rows written to {check.path!r} ({check.format or 'parquet'})"
     return what + (" where " + ", ".join(f"{n} = {v!r}" for n, v in check.filter) if check.filter else "")
 
 

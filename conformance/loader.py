@@ -968,7 +968,7 @@ class _Builder:
             self.c.at(path, "say which rows the job must have written: `rows: [...]` (`[]` for none)")
         if folder is not None and not self.written_path(folder, contract, path + ("written",)):
             return None
-        fmt = body.get("format", "parquet")
+        fmt = body.get("format", "")  # "": as the job's query that writes the folder writes it, else parquet
         if table is not None and "format" in body:
             self.c.at(path + ("format",), "a table is read as its catalog says; `format` is for `written:`", key=True)
         where: list[tuple[str, Any]] = []

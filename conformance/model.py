@@ -157,7 +157,7 @@ class WrittenCheck:
     where: Where
     table: str | None = None
     path: str | None = None  # a `kind: path` parameter of the contract, or a path as the job writes it
-    format: str = "parquet"
+    format: str = ""  # "": the format of the job's file sink writing the path, else parquet
     filter: tuple[tuple[str, Value], ...] = ()  # (output column, value): `where: {page: home}`
 
 

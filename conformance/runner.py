@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
-from eventtime.harness.jobpaths import FILES, forget_paths, kept_path, named_paths
+from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths
 
 from . import model as m
 from .contracts import Contract, implementation_info
@@ -323,7 +323,6 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
 def _statics(scenario: m.Scenario, spark: Any, workdir: str) -> dict[str, tuple[Any, Any]]:
     """The contract's static inputs, each with the rows the scenario gives it at the first start: a table
     in the scenario's own database, a folder at its path as the job names it, kept in the run folder."""
-    from eventtime.harness.jobpaths import kept_path
     from eventtime.harness.statics import StaticInput
 
     out: dict[str, tuple[Any, Any]] = {}
@@ -489,6 +488,18 @@ class _Build:
         positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
 
+    def format_written(self, folder: str) -> str:
+        """The format a job's file sink writes `folder` in (`written:` without `format:`), else parquet."""
+        for query in getattr(self, "queries", {}).values():
+            writer = query.writer
+            if writer is not None and writer.path and writer.table is None:
+                try:
+                    if kept_path(writer.path, self.workdir, record=False) == folder:
+                        return writer.format or "parquet"
+                except PathOutside:
+                    continue
+        return "parquet"
+
     def written_rows(self, spark: Any, check: m.WrittenCheck, contract: Contract) -> list[tuple]:
         """The rows a job left in a table or a path parameter's folder, as rows of `contract`'s output
         columns (by name; a column the table lacks is None), only those with `check.filter`'s values."""
@@ -503,8 +514,9 @@ class _Build:
             if nothing_written(folder):
                 self._unnamed(check, folder)
                 return []
-            reader = spark.read.format(check.format)
-            if check.format == "csv":
+            fmt = check.format or self.format_written(folder)
+            reader = spark.read.format(fmt)
+            if fmt == "csv":
                 reader = reader.option("header", "true").option("inferSchema", "true")
             frame = reader.load(folder)
         names = list(contract.output_names)
@@ -514,7 +526,7 @@ class _Build:
             raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
         types = {c.name: c.ctype for c in contract.output}
-        if check.table is None and check.format in ("json", "csv"):  # text files: values in the output's types
+        if check.table is None and fmt in ("json", "csv"):  # text files: values in the output's types
             frame = frame.selectExpr(*[f"CAST(`{c}` AS {types[c].ddl}) AS `{c}`" for c in present])
         rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
         rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
@@ -858,6 +870,10 @@ class _SparkSteps:
         names = list(contract.output_names)
         check = step.written
         assert check is not None
+        if check.table is None and not check.format:  # read as the job's sink writes it: its failure says how
+            check = replace(check, format=self.build.format_written(self.build.written_folder(str(check.path))))
+            step, index = replace(step, written=check), step.index
+            object.__setattr__(step, "_index", index)
         try:
             rows = self.build.written_rows(self.query_run.spark, check, contract)
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so

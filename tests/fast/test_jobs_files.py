@@ -61,7 +61,7 @@ def test_a_jobs_contract_and_scenario_are_read(tmp_path):
     assert sc.contract.source("clicks").reads == (("format", "json"), ("path", "/data/clicks"))
     assert sc.contract.param("out").kind == "path" and not sc.contract.param("out").required
     written, table = sc.steps[2].written, sc.steps[3].written
-    assert (written.path, written.table, written.format, written.filter) == ("out", None, "parquet", (("page", "home"),))
+    assert (written.path, written.table, written.format, written.filter) == ("out", None, "", (("page", "home"),))
     assert (table.table, table.path) == ("page_counts", None)
     assert sc.steps[4].rerun_last_batch and sc.steps[4].restart
 

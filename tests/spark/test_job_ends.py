@@ -64,7 +64,7 @@ def test_an_entry_point_that_never_returns_is_stopped_at_its_line_within_the_tim
 
 def test_a_json_folder_is_read_back_in_the_contracts_types(spark, contract_beside):
     written = ONE.replace('  - expect: {rows: [[home, "00:00:10"]]}\n',
-                          '  - expect: {written: out/clicks, format: json, rows: [[home, "00:00:10"]]}\n')
+                          '  - expect: {written: out/clicks, rows: [[home, "00:00:10"]]}\n')  # json: as written
     assert written != ONE
     result = run_scenario(contract_beside(CONTRACT)(written), jobs.to_json_files, session=spark)
     assert result.status == "passed", describe_failure(result)
