@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
-from . import coltypes
+from . import coltypes, rowmatch
 from .drive import rows_seen
 from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
@@ -79,9 +79,16 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
         def same(a: tuple, b: tuple) -> bool:
             return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(typed, a, b))
         approximate = any(t.approximate for t in types)
+        # grouped by hashing: top-level scalar columns compared exactly; indexed: a float/double column
+        exact = [i for i, t in enumerate(typed) if not t.approximate and t.kind not in ("array", "map", "struct")]
+        indexed = next((i for i, t in enumerate(typed) if t.kind in ("float", "double")), None)
     else:
-        same = _rows_equal
-        approximate = any(isinstance(v, float) for row in list(expected) + list(actual) for v in row)
+        same, tol = _rows_equal, REL_TOL
+        floats = {i for row in list(expected) + list(actual) for i, v in enumerate(row) if isinstance(v, float)}
+        approximate = bool(floats)
+        width = max((len(r) for r in list(expected) + list(actual)), default=0)
+        exact = [i for i in range(width) if i not in floats]
+        indexed = min(floats) if floats else None
     if ordered:
         if len(expected) == len(actual) and all(same(e, a) for e, a in zip(expected, actual)):
             return [], []
@@ -92,16 +99,8 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
         if types is None or not missing or not unexpected:
             return missing, unexpected
         expected, actual = missing, unexpected  # equal hashes, other Python types (1 vs True): check each
-    remaining = list(actual)
-    missing = []
-    for row in expected:
-        for i, cand in enumerate(remaining):
-            if same(row, cand):
-                del remaining[i]
-                break
-        else:
-            missing.append(row)
-    return missing, remaining
+    # tolerance is not transitive: a one-to-one matching of the most rows, not the first close row
+    return rowmatch.match_tolerant(expected, actual, same, exact=exact, indexed=indexed, rel_tol=tol)
 
 
 def format_value(value: Any, column_type: str | None, scenario: Scenario | None = None) -> str:

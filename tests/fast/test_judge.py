@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from eventtime.coltypes import parse_type
 from eventtime.judge import Observed, format_value, judge, match_rows
 from eventtime.loader import load_scenario_text
 from eventtime.model import BatchCheck, EventTimeCheck, ExpectStep, FailureCheck, RowsCheck, Where
@@ -15,6 +16,7 @@ T0 = 1_704_067_200 * S  # 2024-01-01T00:00:00Z, the scenario's date, in microsec
 T0_MS = T0 // 1000
 W = Where("s.yaml", 20, 5)
 ROW_W = Where("s.yaml", 21, 7)
+STRING, DOUBLE = parse_type("string"), parse_type("double")
 
 
 def ts(seconds: float) -> int:
@@ -119,15 +121,66 @@ def test_match_rows_text_against_a_float_is_a_mismatch_not_a_crash():
     assert match_rows([("a", 1)], [(1.5, 1)]) == ([("a", 1)], [(1.5, 1)])
 
 
-@pytest.mark.xfail(reason="unordered matching with tolerance is greedy: the first expected row takes the first "
-                          "close actual row, so a one-to-one matching that exists is missed", strict=True)
 def test_match_rows_finds_a_tolerant_matching_when_one_exists():
-    # x is close to both a and b; y only to a. x-b, y-a is a perfect matching.
+    # x is close to both a and b; y only to a. x-b, y-a is a perfect matching (the first close row, a,
+    # for x would leave y without one)
     a, b = 1.0, 1.0 + 1.8e-9
     x, y = 1.0 + 0.9e-9, 1.0 - 0.9e-9
     assert math.isclose(x, a, rel_tol=1e-9) and math.isclose(x, b, rel_tol=1e-9)
     assert math.isclose(y, a, rel_tol=1e-9) and not math.isclose(y, b, rel_tol=1e-9)
     assert match_rows([(x,), (y,)], [(a,), (b,)]) == ([], [])
+    assert match_rows([("k", x), ("k", y)], [("k", a), ("k", b)], types=[STRING, DOUBLE]) == ([], [])
+    # control: a second row close only to a has no partner of its own, so one row is missing
+    y2 = 1.0 - 0.8e-9
+    assert not math.isclose(y2, b, rel_tol=1e-9)
+    missing, unexpected = match_rows([(y,), (y2,)], [(a,), (b,)])
+    assert len(missing) == 1 and unexpected == [(b,)]
+    # and another key never pairs off, however close the number
+    missing, unexpected = match_rows([("k", x), ("j", y)], [("k", a), ("k", b)], types=[STRING, DOUBLE])
+    assert missing == [("j", y)] and len(unexpected) == 1 and unexpected[0][0] == "k"
+
+
+def test_match_rows_matching_needs_augmenting_paths_through_matched_rows():
+    # a chain: e_i is close to a_i and a_{i+1}; the last expected row only to a_0. Every first-close
+    # choice (e_i - a_i) leaves the last one out; the one-to-one matching shifts the whole chain.
+    step = 0.9e-9
+    actual = [(1.0 + 2 * i * step,) for i in range(6)]
+    expected = [(1.0 + (2 * i + 1) * step,) for i in range(5)] + [(1.0 - step,)]
+    assert match_rows(expected, actual) == ([], [])
+    assert match_rows(expected[:-1] + [(1.0 - 3 * step,)], actual) == ([(1.0 - 3 * step,)], [actual[-1]])
+
+
+def test_match_rows_tolerant_matching_of_many_rows_is_quick():
+    import time
+
+    n = 20_000
+    actual = [(f"k{i % 50}", i * 0.5) for i in range(n)]
+    expected = [(f"k{i % 50}", i * 0.5 * (1 + 5e-10)) for i in range(n)]
+    started = time.perf_counter()
+    assert match_rows(expected, actual, types=[STRING, DOUBLE]) == ([], [])
+    missing, unexpected = match_rows(expected[1:] + [("k0", -1.0)], actual, types=[STRING, DOUBLE])
+    assert missing == [("k0", -1.0)] and unexpected == [actual[0]]
+    assert time.perf_counter() - started < 10  # pairwise it would be 4e8 comparisons per call
+
+
+def test_maximum_matching_is_as_large_as_brute_force_finds():
+    import itertools
+    import random
+
+    from eventtime.rowmatch import maximum_matching
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n, m = rng.randint(0, 5), rng.randint(0, 5)
+        adjacency = [[j for j in range(m) if rng.random() < 0.4] for _ in range(n)]
+        best = max((k for k in range(min(n, m), -1, -1)
+                    for lefts in itertools.combinations(range(n), k)
+                    for rights in itertools.permutations(range(m), k)
+                    if all(r in adjacency[left] for left, r in zip(lefts, rights))), default=0)
+        start = {0: adjacency[0][0]} if n and adjacency[0] else {}
+        found = maximum_matching(n, adjacency, start)
+        assert len(found) == best and len(set(found.values())) == len(found)
+        assert all(r in adjacency[left] for left, r in found.items())
 
 
 # -- format_value --------------------------------------------------------------------------------
