@@ -10,7 +10,7 @@ from eventtime.harness.observations import BatchObservation
 from . import coltypes, rowmatch
 from .drive import rows_seen
 from .coltypes import ColumnType
-from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
+from .model import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 
@@ -123,6 +123,8 @@ def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
     failures = _judge(step, observed, scenario)
     if not unjudged:
         return failures
+    if "state_rows" in unjudged:  # an operator of another shape: its updates and its place in the plan too
+        unjudged = unjudged | {"updated", "operators"}
     return [f for f in failures if f.check not in unjudged and f.part not in unjudged]
 
 
@@ -176,6 +178,70 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         out.extend(_judge_event_time(step, observed, scenario))
     if step.schema is not None:
         out.extend(_judge_schema(step.schema, observed))
+    out.extend(_judge_operators(step, observed, scenario))
+    return out
+
+
+def _updated(batch: BatchObservation) -> int:
+    """numRowsUpdated of a batch, summed over its stateful operators."""
+    return sum(int(o.get("numRowsUpdated") or 0) for o in batch.operators)
+
+
+def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    """`updated`, `batch_watermark` and `operators`: what the stateful operators did, from the progress."""
+    out: list[CheckFailure] = []
+    if step.updated is not None:
+        actual = sum(_updated(b) for b in observed.since_expect)
+        if actual != step.updated:
+            out.append(CheckFailure("updated", step.where, f"{actual} row(s) updated in state since the previous "
+                                    f"expect, expected {step.updated}", expected=step.updated, actual=actual))
+    if step.batch_watermark_us is not None:
+        where = step.batch_watermark_where or step.where
+        want = _fmt_wm(step.batch_watermark_us // 1000, scenario)
+        if not observed.history:
+            out.append(CheckFailure("batch_watermark", where, f"no batch has run, expected the last one to have "
+                                    f"run with watermark {want}", expected=step.batch_watermark_us // 1000))
+        else:
+            last = observed.history[-1]
+            ran_with = last.watermark_before_ms or 0
+            if ran_with * 1000 != step.batch_watermark_us:
+                out.append(CheckFailure("batch_watermark", where, f"the last batch ({last.batch_id}) ran with watermark "
+                                        f"{_fmt_wm(ran_with, scenario)}, expected {want}",
+                                        expected=step.batch_watermark_us // 1000, actual=ran_with))
+    if step.operators is not None:
+        out.extend(_judge_operator_list(step.operators, step, observed))
+    return out
+
+
+def _judge_operator_list(want: Sequence[OperatorCheck], step: ExpectStep, observed: Observed) -> list[CheckFailure]:
+    """Each stateful operator at its position in the progress: name, state rows after the last batch,
+    rows updated and dropped by the batches since the previous expect."""
+    last = observed.history[-1].operators if observed.history else []
+    names = [str(o.get("operatorName")) for o in last]
+    listed = ", ".join(f"{i + 1}. {n}" for i, n in enumerate(names)) or "none"
+    if len(want) != len(last):
+        return [CheckFailure("operators", want[0].where if want else step.where,
+                             f"the query's progress lists {len(last)} stateful operator(s) ({listed}), "
+                             f"expected {len(want)}", expected=len(want), actual=len(last))]
+    out = []
+    for check in want:
+        i = check.position
+        label = f"operator {i + 1} of {len(last)} ({names[i]})"
+        if check.name is not None and check.name != names[i]:
+            out.append(CheckFailure("operators", check.where, f"operator {i + 1} of {len(last)} is {names[i]}, "
+                                    f"expected {check.name} (in order: {listed})", expected=check.name,
+                                    actual=names[i], part="name"))
+            continue
+        window = [b.operators[i] for b in observed.since_expect if i < len(b.operators)]
+        for part, expected, actual, what in (
+                ("state_rows", check.state_rows, int(last[i].get("numRowsTotal") or 0), "row(s) in state"),
+                ("updated", check.updated, sum(int(o.get("numRowsUpdated") or 0) for o in window),
+                 "row(s) updated in state since the previous expect"),
+                ("dropped", check.dropped, sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window),
+                 "row(s) dropped as late since the previous expect")):
+            if expected is not None and expected != actual:
+                out.append(CheckFailure("operators", check.where, f"{label}: {actual} {what}, expected {expected}",
+                                        expected=expected, actual=actual, part=part))
     return out
 
 
@@ -292,7 +358,8 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
                                     f"{label}: {field_name} is {_fmt_wm(actual, scenario)}, expected "
                                     f"{_fmt_wm(expected // 1000, scenario)}", expected=expected // 1000, actual=actual))
     for field_name, expected, actual in (("dropped", want.dropped, got.dropped),
-                                         ("state_rows", want.state_rows, got.state_rows)):
+                                         ("state_rows", want.state_rows, got.state_rows),
+                                         ("updated", want.updated, _updated(got) if want.updated is not None else 0)):
         if expected is not None and expected != actual:
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
                                     expected=expected, actual=actual, part=field_name))
@@ -307,11 +374,27 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
 
 def _judge_event_time(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     assert step.event_time is not None
-    stats = next((b.event_time for b in reversed(observed.since_expect) if b.event_time), None)
-    if stats is None:
+    batch = next((b for b in reversed(observed.since_expect) if b.event_time), None)
+    if step.event_time.none:
+        if batch is None:
+            return []
+        stats = batch.event_time
+        return [CheckFailure("event_time", step.event_time.where,
+                             f"batch {batch.batch_id} reported event-time statistics "
+                             f"(max {format_time(int(stats.get('max') or 0) * 1000, date=scenario.date)}), "
+                             "expected none since the previous expect", expected="none", actual=stats)]
+    if batch is None:
         return [CheckFailure("event_time", step.event_time.where,
                              "no batch since the previous expect reported event-time statistics")]
+    stats = batch.event_time
     out = []
+    carried = step.event_time.watermark_us
+    if carried is not None and (stats.get("watermark") or 0) * 1000 != carried:
+        shown = _fmt_wm(stats.get("watermark"), scenario) if "watermark" in stats else "absent"
+        out.append(CheckFailure("event_time", step.event_time.where,
+                                f"the event-time statistics of batch {batch.batch_id} carry watermark {shown}, "
+                                f"expected {_fmt_wm(carried // 1000, scenario)}", expected=carried // 1000,
+                                actual=stats.get("watermark"), part="watermark"))
     for key in ("min", "max", "avg"):
         expected = getattr(step.event_time, f"{key}_us")
         if expected is None:

@@ -846,7 +846,8 @@ class _Builder:
             et = body["event_time"]
             event_time = m.EventTimeCheck(
                 self.c.where(path + ("event_time",)),
-                **{f"{k}_us": self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
+                **{f"{k}_us": self.time(et[k], path + ("event_time", k), allow_initial=k == "watermark")
+                   for k in ("min", "max", "avg", "watermark") if k in et})  # type: ignore[arg-type]
         failure = None
         if isinstance(body.get("failure"), dict):
             f = body["failure"]
@@ -871,17 +872,37 @@ class _Builder:
                     if "watermark_before" in b else None,
                     watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
                     if "watermark_after" in b else None,
-                    dropped=b.get("dropped"), state_rows=b.get("state_rows")))
+                    dropped=b.get("dropped"), state_rows=b.get("state_rows"), updated=b.get("updated")))
             batches = tuple(items)
         written = self.written_check(body, contract, path)
         topic = self.topic_check(body, path)
-        return m.ExpectStep(topic=topic,
+        step = m.ExpectStep(topic=topic,
             written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None,
             query=str(body["query"]) if isinstance(body.get("query"), str) else None)
+        return self.inside_checks(step, body, path)
+
+    def inside_checks(self, step: m.ExpectStep, body: dict, path: tuple) -> m.ExpectStep:
+        """The checks of what the query's operators did: `updated`, `batch_watermark`, `operators`,
+        `event_time: none`."""
+        changes: dict[str, Any] = {}
+        if isinstance(body.get("updated"), int):
+            changes["updated"] = body["updated"]
+        if "batch_watermark" in body:
+            changes["batch_watermark_us"] = self.time(body["batch_watermark"], path + ("batch_watermark",),
+                                                      allow_initial=True)
+            changes["batch_watermark_where"] = self.c.where(path + ("batch_watermark",))
+        if body.get("event_time") == "none":
+            changes["event_time"] = m.EventTimeCheck(self.c.where(path + ("event_time",)), none=True)
+        if isinstance(body.get("operators"), list):
+            changes["operators"] = tuple(
+                m.OperatorCheck(self.c.where(path + ("operators", i)), i, name=o.get("name"),
+                                state_rows=o.get("state_rows"), updated=o.get("updated"), dropped=o.get("dropped"))
+                for i, o in enumerate(body["operators"]) if isinstance(o, dict))
+        return dataclasses.replace(step, **changes) if changes else step
 
     def query_contract(self, body: dict, contract: Contract, path: tuple) -> Contract | None:
         """`query: NAME`: the checks look at that query of a job that starts several, with the output
@@ -922,7 +943,8 @@ class _Builder:
             self.c.at(path + ("written",), "read one thing per expect: `table:` or `written:`, not both", key=True)
             return None
         stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
-                                                  "failure", "no_output", "last_batch")]
+                                                  "failure", "no_output", "last_batch", "updated",
+                                                  "batch_watermark", "operators")]
         if stream_checks:
             self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "
                                                   f"(`rows` or `output`); put `{stream_checks[0]}` in an expect "

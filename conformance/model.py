@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
+    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "OperatorCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -189,6 +189,7 @@ class BatchCheck:
     watermark_after_us: int | None = None
     dropped: int | None = None
     state_rows: int | None = None
+    updated: int | None = None  # numRowsUpdated, summed over the batch's stateful operators
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,21 @@ class EventTimeCheck:
     min_us: int | None = None  # epoch microseconds
     max_us: int | None = None
     avg_us: int | None = None
+    watermark_us: int | None = None  # the watermark the statistics carry: what that batch ran with
+    none: bool = False  # `event_time: none`: no batch since the previous expect reported statistics
+
+
+@dataclass(frozen=True)
+class OperatorCheck:
+    """One entry of `operators: [...]`: the stateful operator at this position of the query's progress
+    (`stateOperators`, in Spark's order), optionally its name as Spark gives it."""
+
+    where: Where
+    position: int  # 0-based
+    name: str | None = None  # operatorName: stateStoreSave, dedupe, symmetricHashJoin, ...
+    state_rows: int | None = None  # numRowsTotal after the last batch
+    updated: int | None = None  # numRowsUpdated, summed over the batches since the previous expect
+    dropped: int | None = None  # numRowsDroppedByWatermark, summed over the same batches
 
 
 @dataclass(frozen=True)
@@ -251,6 +267,10 @@ class ExpectStep(Step):
     # only one)
     query: str | None = None
     topic: TopicCheck | None = None  # `topic: T, records: [...]`: what a job's Kafka sink published
+    updated: int | None = None  # numRowsUpdated summed over operators and the batches since the previous expect
+    batch_watermark_us: int | None = None  # the watermark the last batch ran with (its batchWatermarkMs)
+    batch_watermark_where: Where | None = None
+    operators: tuple[OperatorCheck, ...] | None = None  # `operators: [...]`: one per stateful operator
     kind = "expect"
 
 

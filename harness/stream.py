@@ -177,7 +177,10 @@ def observation(batch_id: int, *, offsets: dict, commit: dict, progress: dict, r
     left), the query's progress report of it (state operators, event-time statistics) and the rows
     its sink received say it; the classic and the Connect run both observe a batch this way."""
     operators = progress.get("stateOperators") or []
-    event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items() if k in ("min", "max", "avg")}
+    reported = progress.get("eventTime") or {}
+    event_time = {k: _iso_ms(v) for k, v in reported.items() if k in ("min", "max", "avg")}
+    if event_time.get("max") is not None and reported.get("watermark"):  # the watermark the statistics carry
+        event_time["watermark"] = _iso_ms(reported["watermark"])
     return BatchObservation(
         batch_id=batch_id,
         input_rows=int(progress.get("numInputRows") or 0) if input_rows is None else input_rows,

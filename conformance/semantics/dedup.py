@@ -26,6 +26,7 @@ class Deduplicate(StatefulOperator):
     """dropDuplicates(keys) where the keys include the event-time column (StreamingDeduplicateExec)."""
 
     name = "dedupe"
+    counts_updates = True  # each new key is put once: numRowsUpdated
 
     def __init__(self, key_of: Callable[[dict], Hashable], event_time_column: str):
         super().__init__()
@@ -46,6 +47,7 @@ class Deduplicate(StatefulOperator):
             if key in self.seen:
                 continue
             self.seen[key] = ts
+            self.updated += 1
             out.append(row)
         bound = ms_to_micros(wm.evict_ms)
         self.seen = {k: t for k, t in self.seen.items() if t is None or t > bound}
@@ -56,6 +58,7 @@ class DeduplicateWithinWatermark(StatefulOperator):
     """dropDuplicatesWithinWatermark(keys) (StreamingDeduplicateWithinWatermarkExec)."""
 
     name = "dedupeWithinWatermark"
+    counts_updates = True  # each new key is put once: numRowsUpdated
 
     def __init__(self, key_of: Callable[[dict], Hashable], event_time_column: str, delay_us: int):
         super().__init__()
@@ -77,6 +80,7 @@ class DeduplicateWithinWatermark(StatefulOperator):
             if key in self.expires or ts is None:
                 continue
             self.expires[key] = ts + self.delay_us
+            self.updated += 1
             out.append(row)
         bound = ms_to_micros(wm.evict_ms)
         self.expires = {k: t for k, t in self.expires.items() if t > bound}

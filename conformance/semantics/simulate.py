@@ -67,14 +67,21 @@ class Simulation:
         return out
 
 
-def _uncovered_checks(scenario: m.Scenario) -> list[str]:
+def _uncovered_checks(scenario: m.Scenario, updates_counted: bool = False) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
         f"{s.where}: the model does not see what a job writes (`table`/`written`/`topic` check)"
         for s in scenario.steps if isinstance(s, m.ExpectStep) and (s.written is not None or s.topic is not None)] + [
         f"{s.where}: the model does not predict a pipeline's output schema (`schema` check: nullability is "
-        "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None]
+        "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None] + [
+        f"{s.where}: the model does not count rows updated in state (`updated`: numRowsUpdated)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and not updates_counted and _checks_updated(s)]
+
+
+def _checks_updated(step: m.ExpectStep) -> bool:
+    return (step.updated is not None or any(o.updated is not None for o in step.operators or ())
+            or any(b.updated is not None for b in step.batches or ()))
 
 
 def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
@@ -99,12 +106,16 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
+    uncounted = [op.name for op in plan.operators if not op.counts_updates]
+    if uncounted and any(_checks_updated(s) for s in scenario.steps if isinstance(s, m.ExpectStep)):
+        raise NotCovered(f"the model does not count rows updated in state (`updated`: numRowsUpdated) by "
+                         f"{', '.join(uncounted)}")
     query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start_us // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
     recorder = _Recorder(lambda: query.global_ms, query.stop)
     drive(scenario, MicroBatchDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
     if recorder.failure is None:
-        problems = _uncovered_checks(scenario)
+        problems = _uncovered_checks(scenario, updates_counted=True)
         if problems:
             raise NotCovered("; ".join(problems))
     return Simulation(scenario, profile, recorder.steps, recorder.failure)

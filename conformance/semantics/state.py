@@ -62,14 +62,17 @@ class StatefulOperator:
     """Base of the model's stateful operators. Subclasses implement `run` and keep their state."""
 
     name = "stateful operator"
+    counts_updates = False  # whether `updated` follows Spark's numRowsUpdated (else the model has no rule)
 
     def __init__(self) -> None:
         self.dropped = 0  # numRowsDroppedByWatermark of the last batch
+        self.updated = 0  # numRowsUpdated of the last batch, where `counts_updates`
         self.ran_with: OperatorWatermarks | None = None  # the watermarks of the last batch
 
     # -- per batch -------------------------------------------------------------------------------
     def begin(self, wm: OperatorWatermarks) -> None:
         self.dropped = 0
+        self.updated = 0
         self.ran_with = wm
 
     def on_time(self, rows: Iterable[dict], ts_column: str, wm: OperatorWatermarks) -> list[dict]:

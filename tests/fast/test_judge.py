@@ -9,7 +9,7 @@ import pytest
 from eventtime.coltypes import parse_type
 from eventtime.judge import Observed, format_value, judge, match_rows
 from eventtime.loader import load_scenario_text
-from eventtime.model import BatchCheck, EventTimeCheck, ExpectStep, FailureCheck, RowsCheck, Where
+from eventtime.model import BatchCheck, EventTimeCheck, ExpectStep, FailureCheck, OperatorCheck, RowsCheck, Where
 
 S = 1_000_000
 T0 = 1_704_067_200 * S  # 2024-01-01T00:00:00Z, the scenario's date, in microseconds
@@ -41,6 +41,7 @@ class FakeBatch:
     state_rows: int = 0
     input_rows: int = 1
     event_time: dict = field(default_factory=dict)
+    operators: list = field(default_factory=list)
 
     @property
     def has_data(self) -> bool:
@@ -436,3 +437,80 @@ def test_judging_expect_steps_loaded_from_a_file(scenario):
     assert [f.check for f in failures] == ["rows", "watermark"]
     assert failures[0].where.line == 17 and failures[1].where.line == 18
     assert failures[1].message == "watermark is 2023-12-31T23:59:58Z, expected initial (1970-01-01T00:00:00Z)"
+
+
+# -- what the stateful operators did (progress: stateOperators, batchWatermarkMs, eventTime) ----------
+
+def op(name, total=0, updated=0, dropped=0) -> dict:
+    return {"operatorName": name, "numRowsTotal": total, "numRowsUpdated": updated, "numRowsRemoved": 0,
+            "numRowsDroppedByWatermark": dropped}
+
+
+def test_updated_sums_operators_over_the_batches_since_the_previous_expect(scenario):
+    since = [FakeBatch(1, operators=[op("stateStoreSave", updated=2), op("symmetricHashJoin", updated=3)]),
+             FakeBatch(2, operators=[op("stateStoreSave", updated=1), op("symmetricHashJoin")])]
+    earlier = FakeBatch(0, operators=[op("stateStoreSave", updated=7)])
+    obs = observed(since, history=[earlier] + since)
+    assert judge(expect(updated=6), obs, scenario) == []
+    [f] = judge(expect(updated=13), obs, scenario)  # control: the earlier batch is not counted
+    assert f.check == "updated" and f.message == "6 row(s) updated in state since the previous expect, expected 13"
+    assert judge(expect(updated=0), observed([]), scenario) == []
+
+
+def test_batch_watermark_is_what_the_last_batch_ran_with(scenario):
+    history = [FakeBatch(0, watermark_before_ms=0, watermark_after_ms=ms(2)),
+               FakeBatch(1, watermark_before_ms=ms(2), watermark_after_ms=ms(11))]
+    obs = observed(history[1:], history=history)
+    assert judge(expect(batch_watermark_us=ts(2)), obs, scenario) == []
+    [f] = judge(expect(batch_watermark_us=ts(11)), obs, scenario)  # control: what it left is `watermark`
+    assert f.check == "batch_watermark" and f.message == "the last batch (1) ran with watermark 00:00:02, expected 00:00:11"
+    [f] = judge(expect(batch_watermark_us=0), observed([], history=[]), scenario)
+    assert f.message == "no batch has run, expected the last one to have run with watermark initial (1970-01-01T00:00:00Z)"
+
+
+def test_operators_by_position_as_the_progress_lists_them(scenario):
+    b0 = FakeBatch(0, operators=[op("stateStoreSave", 1, updated=1), op("symmetricHashJoin", 4, updated=4)])
+    b1 = FakeBatch(1, operators=[op("stateStoreSave", 0), op("symmetricHashJoin", 3, updated=1, dropped=1)])
+    obs = observed([b0, b1])
+
+    def check(*entries):
+        return expect(operators=tuple(OperatorCheck(ROW_W, i, **e) for i, e in enumerate(entries)))
+    right = check({"name": "stateStoreSave", "state_rows": 0, "updated": 1, "dropped": 0},
+                  {"name": "symmetricHashJoin", "state_rows": 3, "updated": 5, "dropped": 1})
+    assert judge(right, obs, scenario) == []
+    assert judge(check({}, {"state_rows": 3}), obs, scenario) == []
+    [f] = judge(check({"state_rows": 1}, {}), obs, scenario)  # state after the LAST batch
+    assert (f.check, f.part, f.message) == ("operators", "state_rows", "operator 1 of 2 (stateStoreSave): 0 row(s) in state, expected 1")
+    [f] = judge(check({}, {"dropped": 0}), obs, scenario)
+    assert f.message == "operator 2 of 2 (symmetricHashJoin): 1 row(s) dropped as late since the previous expect, expected 0"
+    [f] = judge(check({}, {"updated": 4}), obs, scenario)
+    assert f.message == "operator 2 of 2 (symmetricHashJoin): 5 row(s) updated in state since the previous expect, expected 4"
+    [f] = judge(check({"name": "symmetricHashJoin"}, {}), obs, scenario)
+    assert f.message == ("operator 1 of 2 is stateStoreSave, expected symmetricHashJoin "
+                         "(in order: 1. stateStoreSave, 2. symmetricHashJoin)")
+    [f] = judge(check({}), obs, scenario)
+    assert f.message == "the query's progress lists 2 stateful operator(s) (1. stateStoreSave, 2. symmetricHashJoin), expected 1"
+    # an implementation that declares state_rows unjudged (an operator of another shape) is not judged on them
+    assert judge(check({}), obs, scenario, unjudged=frozenset({"state_rows"})) == []
+    assert judge(expect(updated=99), obs, scenario, unjudged=frozenset({"state_rows"})) == []
+
+
+def test_batches_updated(scenario):
+    obs = observed([FakeBatch(0, operators=[op("dedupe", updated=2)]), FakeBatch(1, operators=[op("dedupe")])])
+    assert judge(expect(batches=(BatchCheck(ROW_W, updated=2), BatchCheck(ROW_W, updated=0))), obs, scenario) == []
+    [f] = judge(expect(batches=(BatchCheck(ROW_W, updated=2), BatchCheck(ROW_W, updated=1))), obs, scenario)
+    assert f.part == "updated" and f.message == "batch 1 (#2 since the previous expect): updated is 0, expected 1"
+
+
+def test_event_time_none_and_the_watermark_the_statistics_carry(scenario):
+    with_stats = [FakeBatch(0, event_time={"min": ms(3), "max": ms(7), "watermark": 0}),
+                  FakeBatch(1, input_rows=0)]
+    none = expect(event_time=EventTimeCheck(ROW_W, none=True))
+    assert judge(none, observed([FakeBatch(0), FakeBatch(1, input_rows=0)]), scenario) == []
+    assert judge(none, observed([]), scenario) == []
+    [f] = judge(none, observed(with_stats), scenario)  # control: a batch that reported statistics
+    assert f.message == "batch 0 reported event-time statistics (max 00:00:07), expected none since the previous expect"
+    assert judge(expect(event_time=EventTimeCheck(ROW_W, watermark_us=0)), observed(with_stats), scenario) == []
+    [f] = judge(expect(event_time=EventTimeCheck(ROW_W, watermark_us=ts(2))), observed(with_stats), scenario)
+    assert f.message == ("the event-time statistics of batch 0 carry watermark initial (1970-01-01T00:00:00Z), "
+                         "expected 00:00:02")

@@ -232,6 +232,8 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
+    "/$defs/expect/properties/batch_watermark": "time literal",
+    "/$defs/operator/properties/name": "an operator name, compared with the operatorName Spark's progress reports",
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
     "/$defs/expect/properties/topic": "topic name, compared with the topics the job's Kafka sinks publish to",
     "/$defs/expect/properties/query": "query name, checked against the contract's `queries` and the job's queries",
