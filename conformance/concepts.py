@@ -119,6 +119,9 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     "processing-time": ("processing time, current_timestamp() and triggers follow the clock",
                         "Spark guide: Triggers"),
     "restart": ("stop and start from the same checkpoint", "Spark guide: Recovering from Failures with Checkpointing"),
+    "trigger-once": ("Trigger.Once: each run starts from the checkpoint, runs one trigger (at most one batch, so "
+                     "no trailing no-data batch) and stops; a window closes only when a later run reads data",
+                     "Spark guide: Triggers"),
     "operator-metrics": ("what each stateful operator did, as the query's progress lists them (the one nearest "
                          "the sink first): rows in state, rows updated, rows dropped as late; the watermark a "
                          "batch ran with; a batch without event-time statistics",

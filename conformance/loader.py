@@ -47,7 +47,20 @@ ALLOWED_CONF = {
     "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": ("true", "false"),
     "spark.sql.streaming.stateStore.stateSchemaCheck": ("true", "false"),
     "spark.sql.session.timeZone": None,
+    # settings Spark's own tests of real jobs set that change no meaning of a check (docs/scenario-format.md)
+    "spark.sql.shuffle.partitions": None,  # a whole number, 1 to SHUFFLE_PARTITIONS_MAX
+    "spark.sql.legacy.interval.enabled": ("true", "false"),
 }
+SHUFFLE_PARTITIONS_MAX = 64  # a step's time grows with the number of tasks each stateful batch runs
+
+
+def _whole_in(value: Any, low: int, high: int) -> bool:
+    """Whether a YAML value is a whole number (or its text) from `low` to `high`."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value.strip()):
+        value = int(value)
+    return isinstance(value, int) and low <= value <= high
 
 
 @lru_cache(maxsize=None)
@@ -355,7 +368,8 @@ class _Builder:
         return m.Scenario(
             name=d["scenario"], description=d["description"], tags=tuple(d.get("tags") or ()),
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
-            where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
+            where=where, requires_spark=requires_spark, date=self.date,
+            requires_features=features + tuple(f for f in m.step_features(steps) if f not in features),
             timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"), job_args=job_args,
             job_env=job_env, job_where=c.where(("job",)) if "job" in d else None)
@@ -461,6 +475,10 @@ class _Builder:
                 except TimeFormatError as exc:
                     self.c.at(path + (key,), str(exc))
                     continue
+            if key == "spark.sql.shuffle.partitions" and not _whole_in(value, 1, SHUFFLE_PARTITIONS_MAX):
+                self.c.at(path + (key,), f"{key} must be a whole number from 1 to {SHUFFLE_PARTITIONS_MAX}, "
+                                         f"not {text!r}")
+                continue
             out[key] = text
         return out
 

@@ -227,11 +227,18 @@ class FailureCheck:
 class RunStep(Step):
     """`run: available_now`: the query runs as `trigger(availableNow=True)` runs it: started from its
     checkpoint (stopped first when it is running), every batch of what is available then (the data
-    batch and the no-data batch a watermark advance needs), then stopped."""
+    batch and the no-data batch a watermark advance needs), then stopped. `run: once`: as
+    `Trigger.Once` runs it: started from its checkpoint, one trigger (at most one batch), stopped."""
 
-    trigger: str = "available_now"
+    trigger: str = "available_now"  # available_now | once
     was_running: bool = False  # the query was running before the step (it is stopped first)
     kind = "run"
+
+
+def step_features(steps: tuple[Step, ...]) -> tuple[str, ...]:
+    """The Spark features a scenario's steps need, besides those it `requires`: `run: once` needs a
+    Spark that still has Trigger.Once (`trigger_once`)."""
+    return ("trigger_once",) if any(isinstance(s, RunStep) and s.trigger == "once" for s in steps) else ()
 
 
 @dataclass(frozen=True)

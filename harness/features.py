@@ -8,4 +8,5 @@ FEATURES = {
     "join_then_stateful": ("a time-interval stream-stream join followed by another stateful operator "
                            "(watermark propagation among operators, Spark 3.5+)"),
     "session_window_dynamic_gap": "session_window with a per-row gap expression (Spark 3.2+)",
+    "trigger_once": "Trigger.Once, trigger(once=True) (deprecated since Spark 3.4; `run: once` needs it)",
 }

@@ -190,8 +190,8 @@ def observation(batch_id: int, *, offsets: dict, commit: dict, progress: dict, r
         rows=rows,
         dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
         state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
-        operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
-                                           "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
+        operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated", "numRowsRemoved",
+                                           "numRowsDroppedByWatermark", "numShufflePartitions") if k in o}
                    for o in operators],
         event_time={k: v for k, v in event_time.items() if v is not None},
         duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),

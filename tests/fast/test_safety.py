@@ -190,8 +190,22 @@ def test_the_allow_list_holds_no_path_jar_or_free_class_setting():
         assert not re.search(r"dir|path|location|jar|file|extraJava|plugin|extensions|catalog", key, re.I), key
         if key.endswith("Class"):
             assert values and all(v.startswith("org.apache.spark.") for v in values), key
-        if values is None:
-            assert key == "spark.sql.session.timeZone"  # any IANA zone name, checked by the loader
+        if values is None:  # checked by the loader: any IANA zone name; a whole number from 1 to 64
+            assert key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
+
+
+@pytest.mark.parametrize("value, ok", [(4, True), ("4", True), (64, True), (1, True), (0, False), (65, False),
+                                       ("200", False), (2.5, False), (True, False), ("four", False), (-1, False)])
+def test_shuffle_partitions_is_a_small_whole_number(base_scenario, value, ok):
+    text = base_scenario.replace("contract:", f"conf: {{spark.sql.shuffle.partitions: {value!r}}}\ncontract:", 1)
+    if ok:
+        assert eventtime.loader.load_scenario_text(text, "s.yaml").conf == {"spark.sql.shuffle.partitions": str(value)}
+        return
+    with pytest.raises(ScenarioInvalid) as info:
+        eventtime.loader.load_scenario_text(text, "s.yaml")
+    [problem] = info.value.problems
+    assert (problem.line, problem.column) == (3, 38)  # at the value
+    assert "spark.sql.shuffle.partitions must be a whole number from 1 to 64" in problem.message
 
 
 def test_the_conf_reaching_spark_is_allow_listed():

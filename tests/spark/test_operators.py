@@ -67,3 +67,23 @@ def test_a_changed_expectation_fails_naming_what_spark_reported(name, old, new, 
     assert result.status == "failed", describe_failure(result)
     messages = [f.message for s in result.steps for f in s.failures]
     assert any(message in m for m in messages), messages
+
+
+def test_shuffle_partitions_reach_the_query_and_the_checkpoint_keeps_them(spark):
+    """tumbling/shuffle-partitions-change-nothing: its checks pass with 4 shuffle partitions, and each
+    batch's aggregation reports 4 (the restart asking for 2 included); the control, the same scenario
+    without its conf, runs with the kit's 1."""
+    from eventtime.scenarios import SUITE_DIR
+
+    path = SUITE_DIR / "tumbling" / "shuffle-partitions-change-nothing.scenario.yaml"
+    text = path.read_text()
+
+    def partitions(scenario_text):
+        result = run_scenario(load_scenario_text(scenario_text, str(path), file=path), session=spark)
+        assert result.status == "passed", describe_failure(result)
+        return {o.get("numShufflePartitions") for s in result.steps for b in s.batches for o in b.operators}
+    assert partitions(text) == {4}
+    without = text.replace("  spark.sql.shuffle.partitions: 4\n", "").replace(
+        "        spark.sql.shuffle.partitions: 2             # the checkpoint's 4 win\n", "        {}\n")
+    assert without != text
+    assert partitions(without.replace("      conf:\n        {}\n", "      conf: {}\n")) == {1}
