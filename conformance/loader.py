@@ -33,6 +33,7 @@ SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
 PROCESS_ENV = ("LD_", "DYLD_", "PYTHON", "PYSPARK", "SPARK_", "JAVA", "_JAVA", "JDK_", "HADOOP", "EVENTTIME",
                "BASH_", "TMP", "TEMP")
 PROCESS_ENV_NAMES = ("PATH", "CLASSPATH", "HOME", "SHELL", "ENV", "IFS")
+_STATE_FIELD = re.compile(r"(key|value)(\.[^.]+)+")  # a leaf of the state reader's key or value struct
 _NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)  # a column of an expected schema: `name type NOT NULL`
 
 # Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
@@ -920,7 +921,30 @@ class _Builder:
                 m.OperatorCheck(self.c.where(path + ("operators", i)), i, name=o.get("name"),
                                 state_rows=o.get("state_rows"), updated=o.get("updated"), dropped=o.get("dropped"))
                 for i, o in enumerate(body["operators"]) if isinstance(o, dict))
+        if isinstance(body.get("state"), dict):
+            changes["state"] = self.state_check(body["state"], path + ("state",))
         return dataclasses.replace(step, **changes) if changes else step
+
+    def state_check(self, body: dict, path: tuple) -> m.StateCheck:
+        """`state: {operator, side, variable, rows}`: every row names the same leaf fields; their values
+        are read by the types Spark's state reader gives (when the step is judged)."""
+        rows = [r for r in body.get("rows") or () if isinstance(r, dict)]
+        for i, row in enumerate(rows):
+            for name in row:
+                if not _STATE_FIELD.fullmatch(str(name)):
+                    self.c.at(path + ("rows", i, name), f"a state field is a path into the state reader's `key` or "
+                                                        f"`value` struct, such as key.id or value.count, not "
+                                                        f"{str(name)!r}", key=True)
+        columns = tuple(dict.fromkeys(str(k) for r in rows for k in r if _STATE_FIELD.fullmatch(str(k))))
+        for i, row in enumerate(rows):
+            absent = [c for c in columns if c not in row]
+            if absent:
+                self.c.at(path + ("rows", i), f"a state row gives every field the others give: this one has no "
+                                              f"{', '.join(absent)} (fields: {', '.join(columns)})")
+        return m.StateCheck(
+            self.c.where(path), columns, tuple(tuple(r.get(c) for c in columns) for r in rows),
+            tuple(self.c.where(path + ("rows", i)) for i in range(len(rows))), operator=body.get("operator"),
+            side=body.get("side"), variable=body.get("variable"))
 
     def query_contract(self, body: dict, contract: Contract, path: tuple) -> Contract | None:
         """`query: NAME`: the checks look at that query of a job that starts several, with the output
@@ -962,7 +986,7 @@ class _Builder:
             return None
         stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
                                                   "failure", "no_output", "last_batch", "updated",
-                                                  "batch_watermark", "operators")]
+                                                  "batch_watermark", "operators", "state")]
         if stream_checks:
             self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "
                                                   f"(`rows` or `output`); put `{stream_checks[0]}` in an expect "

@@ -203,6 +203,21 @@ class EventTimeCheck:
 
 
 @dataclass(frozen=True)
+class StateCheck:
+    """`state: {operator, side, variable, rows}`: the rows a stateful operator keeps after the step, as
+    Spark's state reader gives them (`eventtime.harness.stateread`), compared on the leaf fields the
+    rows name (`key.id`, `value.count`). Values are read by the field's type once Spark gives it."""
+
+    where: Where
+    columns: tuple[str, ...]  # dotted paths into the reader's `key` and `value` structs
+    rows: tuple[tuple[Any, ...], ...]  # YAML values, in `columns` order
+    row_wheres: tuple[Where, ...] = ()
+    operator: str | int | None = None  # operatorName or operatorId; None: the only stateful operator
+    side: str | None = None  # a join's `left` or `right`
+    variable: str | None = None  # a transformWithState state variable
+
+
+@dataclass(frozen=True)
 class OperatorCheck:
     """One entry of `operators: [...]`: the stateful operator at this position of the query's progress
     (`stateOperators`, in Spark's order), optionally its name as Spark gives it."""
@@ -237,8 +252,14 @@ class RunStep(Step):
 
 def step_features(steps: tuple[Step, ...]) -> tuple[str, ...]:
     """The Spark features a scenario's steps need, besides those it `requires`: `run: once` needs a
-    Spark that still has Trigger.Once (`trigger_once`)."""
-    return ("trigger_once",) if any(isinstance(s, RunStep) and s.trigger == "once" for s in steps) else ()
+    Spark that still has Trigger.Once (`trigger_once`), a `state` check Spark's state reader."""
+    out = []
+    if any(isinstance(s, RunStep) and s.trigger == "once" for s in steps):
+        out.append("trigger_once")
+    if any(isinstance(s, ExpectStep) and (s.state is not None or any(v.state is not None for _, v in s.variants))
+           for s in steps):
+        out.append("state_reader")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -278,6 +299,7 @@ class ExpectStep(Step):
     batch_watermark_us: int | None = None  # the watermark the last batch ran with (its batchWatermarkMs)
     batch_watermark_where: Where | None = None
     operators: tuple[OperatorCheck, ...] | None = None  # `operators: [...]`: one per stateful operator
+    state: StateCheck | None = None  # `state: {...}`: what an operator keeps, read from the checkpoint
     kind = "expect"
 
 

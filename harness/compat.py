@@ -422,6 +422,8 @@ class SparkCompat:
         found = _api_features(DataFrame, GroupedData)
         if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
             found.add("multiple_stateful_operators")
+        if _jvm_class(self.jvm, "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource") is not None:
+            found.add("state_reader")  # what `state` checks read through (eventtime.harness.stateread)
         if "trigger_once" in found and not _has_method(self.jvm, "org.apache.spark.sql.streaming.Trigger", "Once"):
             found.discard("trigger_once")  # the Python API takes once=True, the JVM has no Trigger.Once
         if any(_jvm_class(self.jvm, name) is not None for name in _WATERMARK_PROPAGATION_CLASSES):

@@ -27,7 +27,7 @@ trigger runs a batch without input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 __all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_micros"]
 
@@ -88,6 +88,11 @@ class StatefulOperator:
     @property
     def state_rows(self) -> int:  # numRowsTotal
         raise NotImplementedError
+
+    def state_table(self) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
+        """What Spark's state reader gives for this operator: each leaf field (`key.id`) -> its Spark
+        type, and the rows (field -> value); None where the model does not know the layout."""
+        return None
 
     # -- watermark propagation and the no-data batch ----------------------------------------------
     def output_watermark(self, input_ms: int) -> int:

@@ -247,6 +247,8 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
     "/$defs/expect/properties/batch_watermark": "time literal",
+    "/$defs/expect/properties/state/properties/operator/oneOf/0": "an operator name, looked up among the query's stateful operators",
+    "/$defs/expect/properties/state/properties/variable": "a state variable name, passed to Spark's state reader",
     "/$defs/operator/properties/name": "an operator name, compared with the operatorName Spark's progress reports",
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
     "/$defs/expect/properties/topic": "topic name, compared with the topics the job's Kafka sinks publish to",
@@ -326,6 +328,7 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/conf_change/properties/conf",  # names: ALLOWED_CONF
         "/$defs/add",                  # names: the declared sources
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
+        "/$defs/expect/properties/state/properties/rows/items",  # names: key./value. fields (checked by the loader)
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
         "/$defs/expect/properties/records/items/properties/headers/oneOf/0",  # names: a record's header keys
