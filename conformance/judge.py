@@ -9,6 +9,7 @@ from eventtime.harness.observations import BatchObservation
 
 from . import coltypes, rowmatch
 from .drive import rows_seen
+from .explain import explain_missing
 from .coltypes import ColumnType
 from .model import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
@@ -42,6 +43,10 @@ class Observed:
 
     def rows(self, scope: str) -> list[tuple]:
         return rows_seen(scope, self.output_mode, self.since_expect, self.history)
+
+
+def _event_time_inputs(scenario: Scenario) -> int:
+    return sum(1 for s in scenario.sources.values() if s.event_time is not None)
 
 
 def _is_number(v: Any) -> bool:
@@ -147,8 +152,13 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     if observed.failure is not None:
         return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
     for check in step.rows:
-        out.extend(_judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
-                               step.tolerance, _written_label(step)))
+        failures = _judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
+                               step.tolerance, _written_label(step))
+        if step.written is None:
+            for f in failures:  # a missing window row: why it is not there yet, in event-time terms
+                f.explanation = explain_missing(f.missing, names, observed.history, observed.output_mode,
+                                                lambda ms: _fmt_wm(ms, scenario), _event_time_inputs(scenario))
+        out.extend(failures)
     if step.watermark_us is not None:
         actual = observed.watermark_ms
         if actual * 1000 != step.watermark_us:
