@@ -108,3 +108,48 @@ def test_a_joins_sides_and_the_count_after_it(spark):
         assert JOIN.count(old) == 1, old
         failed = _run(spark, JOIN.replace(old, new), ROOT / "join-state.scenario.yaml")
         assert failed.status == "failed" and any(message in m for m in _messages(failed)), describe_failure(failed)
+
+
+SESSION = """\
+scenario: session-state
+description: The open session a session window keeps, by its key and start.
+contract: session_count
+params: {gap: 5s, watermark_delay: 5s}
+steps:
+  - add: {events: [[a, "00:00:01"], [a, "00:00:03"]]}
+  - process
+  - expect:
+      state:
+        rows: [{key.key: a, key.sessionStartTime: "00:00:01", value.session_window.end: "00:00:08", value.count: 2}]
+"""
+
+HOLD = """\
+scenario: hold-state
+description: The value state variable of a transformWithState processor, per key.
+contract: hold_timer
+params: {hold: 10s, watermark_delay: 5s}
+steps:
+  - add: {events: [[a, "00:00:10"], [b, "00:00:12"], [a, "00:00:11"]]}
+  - process
+  - expect:
+      state: {variable: group, rows: [{key.key: a, value.n: 2}, {key.key: b, value.n: 1}]}
+"""
+
+
+@pytest.mark.parametrize("text, old, new, message", [
+    (SESSION, "value.count: 2}", "value.count: 3}",
+     "the state of sessionWindowStateStoreSaveExec (operator 0): 1 missing, 1 unexpected"),
+    (HOLD, "{key.key: b, value.n: 1}", "{key.key: b, value.n: 2}",
+     "the state of transformWithStateInPandasExec (operator 0, variable 'group'): 1 missing, 1 unexpected"),
+    (HOLD, "variable: group, ", "variable: grp, ", "cannot read the state: "),
+], ids=["session", "transform_with_state", "unknown-variable"])
+def test_a_session_and_a_transform_with_state_variable(spark, text, old, new, message):
+    if not _applies(spark):
+        pytest.skip("no state reader on this Spark")
+    path = ROOT / "state.scenario.yaml"
+    result = _run(spark, text, path)
+    if result.status == "not_applicable":
+        pytest.skip(result.reason)
+    assert result.status == "passed", describe_failure(result)
+    failed = _run(spark, text.replace(old, new), path)  # the control
+    assert failed.status == "failed" and any(message in m for m in _messages(failed)), describe_failure(failed)
