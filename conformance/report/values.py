@@ -110,7 +110,8 @@ def failure_lines(failure: Mapping[str, Any], definition: Mapping[str, Any] | No
     """A failed expectation as text: where, what, and the missing and unexpected rows."""
     date = scenario_date(definition)
     lines = [f"{failure.get('where') or ''}: {failure.get('message') or ''}".strip(": ")]
-    types = output_types(definition, failure.get("columns") or None)
+    lines += ["  " + line for line in (failure.get("explanation") or "").splitlines()]  # why, in event-time terms
+    types = list(failure.get("types") or ()) or output_types(definition, failure.get("columns") or None)
     cols = failure.get("columns") or [c[0] for c in (definition or {}).get("output_columns") or []]
     for key, label in (("missing", "missing (expected, not produced)"), ("unexpected", "unexpected (produced, not expected)")):
         rows = failure.get(key) or []
