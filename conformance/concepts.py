@@ -20,6 +20,7 @@ GUIDE_SECTIONS = frozenset({
     "Recovering from Failures with Checkpointing", "Recovery Semantics after Changes in a Streaming Query",
     "Stream-stream Joins", "Streaming Deduplication", "Support matrix for joins in streaming queries",
     "Triggers", "Types of time windows", "Window Operations on Event Time", "transformWithState",
+    "Reading Metrics Interactively",
 })
 # The seed texts a description may cite as `seed 000`: number -> what the text is
 SEED_TEXTS = {
@@ -118,6 +119,13 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     "processing-time": ("processing time, current_timestamp() and triggers follow the clock",
                         "Spark guide: Triggers"),
     "restart": ("stop and start from the same checkpoint", "Spark guide: Recovering from Failures with Checkpointing"),
+    "trigger-once": ("Trigger.Once: each run starts from the checkpoint, runs one trigger (at most one batch, so "
+                     "no trailing no-data batch) and stops; a window closes only when a later run reads data",
+                     "Spark guide: Triggers"),
+    "operator-metrics": ("what each stateful operator did, as the query's progress lists them (the one nearest "
+                         "the sink first): rows in state, rows updated, rows dropped as late; the watermark a "
+                         "batch ran with; a batch without event-time statistics",
+                         "Spark guide: Reading Metrics Interactively (StreamingQueryProgress.stateOperators)"),
     "available-now": ("trigger(availableNow=True): each run processes what is available, the no-data batch a "
                       "watermark advance needs included, and stops; state and watermark carry over the checkpoint",
                       "Spark guide: Triggers"),

@@ -126,15 +126,17 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
     if isinstance(step, m.ProcessStep):
         return driver.process
     if isinstance(step, m.RunStep):
-        def run_available_now() -> list[BatchObservation]:
-            # trigger(availableNow=True): a run from the checkpoint that processes what is there and stops
+        def run_scheduled() -> list[BatchObservation]:
+            # a run from the checkpoint, then stopped: a start runs one trigger, which is all Trigger.Once
+            # runs; trigger(availableNow=True) goes on until what is there is processed
             if step.was_running:
                 driver.stop()
             out = driver.start(conf)
-            out += driver.process()
+            if step.trigger == "available_now":
+                out += driver.process()
             driver.stop()
             return out
-        return run_available_now
+        return run_scheduled
     raise TypeError(f"no action for step kind {step.kind!r}")
 
 

@@ -7,10 +7,11 @@ from typing import Any, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
-from . import coltypes
+from . import coltypes, rowmatch
 from .drive import rows_seen
+from .explain import explain_missing
 from .coltypes import ColumnType
-from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
+from .model import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 
@@ -42,6 +43,10 @@ class Observed:
 
     def rows(self, scope: str) -> list[tuple]:
         return rows_seen(scope, self.output_mode, self.since_expect, self.history)
+
+
+def _event_time_inputs(scenario: Scenario) -> int:
+    return sum(1 for s in scenario.sources.values() if s.event_time is not None)
 
 
 def _is_number(v: Any) -> bool:
@@ -79,9 +84,16 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
         def same(a: tuple, b: tuple) -> bool:
             return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(typed, a, b))
         approximate = any(t.approximate for t in types)
+        # grouped by hashing: top-level scalar columns compared exactly; indexed: a float/double column
+        exact = [i for i, t in enumerate(typed) if not t.approximate and t.kind not in ("array", "map", "struct")]
+        indexed = next((i for i, t in enumerate(typed) if t.kind in ("float", "double")), None)
     else:
-        same = _rows_equal
-        approximate = any(isinstance(v, float) for row in list(expected) + list(actual) for v in row)
+        same, tol = _rows_equal, REL_TOL
+        floats = {i for row in list(expected) + list(actual) for i, v in enumerate(row) if isinstance(v, float)}
+        approximate = bool(floats)
+        width = max((len(r) for r in list(expected) + list(actual)), default=0)
+        exact = [i for i in range(width) if i not in floats]
+        indexed = min(floats) if floats else None
     if ordered:
         if len(expected) == len(actual) and all(same(e, a) for e, a in zip(expected, actual)):
             return [], []
@@ -92,16 +104,8 @@ def match_rows(expected: Sequence[tuple], actual: Sequence[tuple], *, ordered: b
         if types is None or not missing or not unexpected:
             return missing, unexpected
         expected, actual = missing, unexpected  # equal hashes, other Python types (1 vs True): check each
-    remaining = list(actual)
-    missing = []
-    for row in expected:
-        for i, cand in enumerate(remaining):
-            if same(row, cand):
-                del remaining[i]
-                break
-        else:
-            missing.append(row)
-    return missing, remaining
+    # tolerance is not transitive: a one-to-one matching of the most rows, not the first close row
+    return rowmatch.match_tolerant(expected, actual, same, exact=exact, indexed=indexed, rel_tol=tol)
 
 
 def format_value(value: Any, column_type: str | None, scenario: Scenario | None = None) -> str:
@@ -124,6 +128,8 @@ def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
     failures = _judge(step, observed, scenario)
     if not unjudged:
         return failures
+    if "state_rows" in unjudged:  # an operator of another shape: its updates and its place in the plan too
+        unjudged = unjudged | {"updated", "operators"}
     return [f for f in failures if f.check not in unjudged and f.part not in unjudged]
 
 
@@ -146,8 +152,13 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     if observed.failure is not None:
         return [CheckFailure("failure", step.where, f"the query has failed: {observed.failure}")]
     for check in step.rows:
-        out.extend(_judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
-                               step.tolerance, _written_label(step)))
+        failures = _judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
+                               step.tolerance, _written_label(step))
+        if step.written is None:
+            for f in failures:  # a missing window row: why it is not there yet, in event-time terms
+                f.explanation = explain_missing(f.missing, names, observed.history, observed.output_mode,
+                                                lambda ms: _fmt_wm(ms, scenario), _event_time_inputs(scenario))
+        out.extend(failures)
     if step.watermark_us is not None:
         actual = observed.watermark_ms
         if actual * 1000 != step.watermark_us:
@@ -177,6 +188,70 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         out.extend(_judge_event_time(step, observed, scenario))
     if step.schema is not None:
         out.extend(_judge_schema(step.schema, observed))
+    out.extend(_judge_operators(step, observed, scenario))
+    return out
+
+
+def _updated(batch: BatchObservation) -> int:
+    """numRowsUpdated of a batch, summed over its stateful operators."""
+    return sum(int(o.get("numRowsUpdated") or 0) for o in batch.operators)
+
+
+def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    """`updated`, `batch_watermark` and `operators`: what the stateful operators did, from the progress."""
+    out: list[CheckFailure] = []
+    if step.updated is not None:
+        actual = sum(_updated(b) for b in observed.since_expect)
+        if actual != step.updated:
+            out.append(CheckFailure("updated", step.where, f"{actual} row(s) updated in state since the previous "
+                                    f"expect, expected {step.updated}", expected=step.updated, actual=actual))
+    if step.batch_watermark_us is not None:
+        where = step.batch_watermark_where or step.where
+        want = _fmt_wm(step.batch_watermark_us // 1000, scenario)
+        if not observed.history:
+            out.append(CheckFailure("batch_watermark", where, f"no batch has run, expected the last one to have "
+                                    f"run with watermark {want}", expected=step.batch_watermark_us // 1000))
+        else:
+            last = observed.history[-1]
+            ran_with = last.watermark_before_ms or 0
+            if ran_with * 1000 != step.batch_watermark_us:
+                out.append(CheckFailure("batch_watermark", where, f"the last batch ({last.batch_id}) ran with watermark "
+                                        f"{_fmt_wm(ran_with, scenario)}, expected {want}",
+                                        expected=step.batch_watermark_us // 1000, actual=ran_with))
+    if step.operators is not None:
+        out.extend(_judge_operator_list(step.operators, step, observed))
+    return out
+
+
+def _judge_operator_list(want: Sequence[OperatorCheck], step: ExpectStep, observed: Observed) -> list[CheckFailure]:
+    """Each stateful operator at its position in the progress: name, state rows after the last batch,
+    rows updated and dropped by the batches since the previous expect."""
+    last = observed.history[-1].operators if observed.history else []
+    names = [str(o.get("operatorName")) for o in last]
+    listed = ", ".join(f"{i + 1}. {n}" for i, n in enumerate(names)) or "none"
+    if len(want) != len(last):
+        return [CheckFailure("operators", want[0].where if want else step.where,
+                             f"the query's progress lists {len(last)} stateful operator(s) ({listed}), "
+                             f"expected {len(want)}", expected=len(want), actual=len(last))]
+    out = []
+    for check in want:
+        i = check.position
+        label = f"operator {i + 1} of {len(last)} ({names[i]})"
+        if check.name is not None and check.name != names[i]:
+            out.append(CheckFailure("operators", check.where, f"operator {i + 1} of {len(last)} is {names[i]}, "
+                                    f"expected {check.name} (in order: {listed})", expected=check.name,
+                                    actual=names[i], part="name"))
+            continue
+        window = [b.operators[i] for b in observed.since_expect if i < len(b.operators)]
+        for part, expected, actual, what in (
+                ("state_rows", check.state_rows, int(last[i].get("numRowsTotal") or 0), "row(s) in state"),
+                ("updated", check.updated, sum(int(o.get("numRowsUpdated") or 0) for o in window),
+                 "row(s) updated in state since the previous expect"),
+                ("dropped", check.dropped, sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window),
+                 "row(s) dropped as late since the previous expect")):
+            if expected is not None and expected != actual:
+                out.append(CheckFailure("operators", check.where, f"{label}: {actual} {what}, expected {expected}",
+                                        expected=expected, actual=actual, part=part))
     return out
 
 
@@ -293,7 +368,8 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
                                     f"{label}: {field_name} is {_fmt_wm(actual, scenario)}, expected "
                                     f"{_fmt_wm(expected // 1000, scenario)}", expected=expected // 1000, actual=actual))
     for field_name, expected, actual in (("dropped", want.dropped, got.dropped),
-                                         ("state_rows", want.state_rows, got.state_rows)):
+                                         ("state_rows", want.state_rows, got.state_rows),
+                                         ("updated", want.updated, _updated(got) if want.updated is not None else 0)):
         if expected is not None and expected != actual:
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
                                     expected=expected, actual=actual, part=field_name))
@@ -308,11 +384,27 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
 
 def _judge_event_time(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     assert step.event_time is not None
-    stats = next((b.event_time for b in reversed(observed.since_expect) if b.event_time), None)
-    if stats is None:
+    batch = next((b for b in reversed(observed.since_expect) if b.event_time), None)
+    if step.event_time.none:
+        if batch is None:
+            return []
+        stats = batch.event_time
+        return [CheckFailure("event_time", step.event_time.where,
+                             f"batch {batch.batch_id} reported event-time statistics "
+                             f"(max {format_time(int(stats.get('max') or 0) * 1000, date=scenario.date)}), "
+                             "expected none since the previous expect", expected="none", actual=stats)]
+    if batch is None:
         return [CheckFailure("event_time", step.event_time.where,
                              "no batch since the previous expect reported event-time statistics")]
+    stats = batch.event_time
     out = []
+    carried = step.event_time.watermark_us
+    if carried is not None and (stats.get("watermark") or 0) * 1000 != carried:
+        shown = _fmt_wm(stats.get("watermark"), scenario) if "watermark" in stats else "absent"
+        out.append(CheckFailure("event_time", step.event_time.where,
+                                f"the event-time statistics of batch {batch.batch_id} carry watermark {shown}, "
+                                f"expected {_fmt_wm(carried // 1000, scenario)}", expected=carried // 1000,
+                                actual=stats.get("watermark"), part="watermark"))
     for key in ("min", "max", "avg"):
         expected = getattr(step.event_time, f"{key}_us")
         if expected is None:

@@ -33,6 +33,7 @@ SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
 PROCESS_ENV = ("LD_", "DYLD_", "PYTHON", "PYSPARK", "SPARK_", "JAVA", "_JAVA", "JDK_", "HADOOP", "EVENTTIME",
                "BASH_", "TMP", "TEMP")
 PROCESS_ENV_NAMES = ("PATH", "CLASSPATH", "HOME", "SHELL", "ENV", "IFS")
+_STATE_FIELD = re.compile(r"(key|value)(\.[^.]+)+")  # a leaf of the state reader's key or value struct
 _NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)  # a column of an expected schema: `name type NOT NULL`
 
 # Spark SQL settings a scenario may change for its query. Anything else (memory, paths, plugins,
@@ -47,7 +48,20 @@ ALLOWED_CONF = {
     "spark.sql.streaming.statefulOperator.checkCorrectness.enabled": ("true", "false"),
     "spark.sql.streaming.stateStore.stateSchemaCheck": ("true", "false"),
     "spark.sql.session.timeZone": None,
+    # settings Spark's own tests of real jobs set that change no meaning of a check (docs/scenario-format.md)
+    "spark.sql.shuffle.partitions": None,  # a whole number, 1 to SHUFFLE_PARTITIONS_MAX
+    "spark.sql.legacy.interval.enabled": ("true", "false"),
 }
+SHUFFLE_PARTITIONS_MAX = 64  # a step's time grows with the number of tasks each stateful batch runs
+
+
+def _whole_in(value: Any, low: int, high: int) -> bool:
+    """Whether a YAML value is a whole number (or its text) from `low` to `high`."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{1,6}", value.strip()):
+        value = int(value)
+    return isinstance(value, int) and low <= value <= high
 
 
 @lru_cache(maxsize=None)
@@ -356,7 +370,8 @@ class _Builder:
         return m.Scenario(
             name=d["scenario"], description=d["description"], tags=tuple(d.get("tags") or ()),
             contract=contract, params=m.Params(params), sources=sources, steps=steps, path=c.path,
-            where=where, requires_spark=requires_spark, requires_features=features, date=self.date,
+            where=where, requires_spark=requires_spark, date=self.date,
+            requires_features=features + tuple(f for f in m.step_features(steps) if f not in features),
             timezone=self.zone, conf=conf, clock_start_us=clock_start_us, trigger=trigger,
             lines=tuple(self.text.splitlines()), profile=d.get("profile", "spark"), job_args=job_args,
             job_env=job_env, job_where=c.where(("job",)) if "job" in d else None, statics=statics)
@@ -462,6 +477,10 @@ class _Builder:
                 except TimeFormatError as exc:
                     self.c.at(path + (key,), str(exc))
                     continue
+            if key == "spark.sql.shuffle.partitions" and not _whole_in(value, 1, SHUFFLE_PARTITIONS_MAX):
+                self.c.at(path + (key,), f"{key} must be a whole number from 1 to {SHUFFLE_PARTITIONS_MAX}, "
+                                         f"not {text!r}")
+                continue
             out[key] = text
         return out
 
@@ -878,7 +897,8 @@ class _Builder:
             et = body["event_time"]
             event_time = m.EventTimeCheck(
                 self.c.where(path + ("event_time",)),
-                **{f"{k}_us": self.time(et[k], path + ("event_time", k)) for k in ("min", "max", "avg") if k in et})
+                **{f"{k}_us": self.time(et[k], path + ("event_time", k), allow_initial=k == "watermark")
+                   for k in ("min", "max", "avg", "watermark") if k in et})  # type: ignore[arg-type]
         failure = None
         if isinstance(body.get("failure"), dict):
             f = body["failure"]
@@ -903,17 +923,60 @@ class _Builder:
                     if "watermark_before" in b else None,
                     watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
                     if "watermark_after" in b else None,
-                    dropped=b.get("dropped"), state_rows=b.get("state_rows")))
+                    dropped=b.get("dropped"), state_rows=b.get("state_rows"), updated=b.get("updated")))
             batches = tuple(items)
         written = self.written_check(body, contract, path)
         topic = self.topic_check(body, path)
-        return m.ExpectStep(topic=topic,
+        step = m.ExpectStep(topic=topic,
             written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None,
             query=str(body["query"]) if isinstance(body.get("query"), str) else None)
+        return self.inside_checks(step, body, path)
+
+    def inside_checks(self, step: m.ExpectStep, body: dict, path: tuple) -> m.ExpectStep:
+        """The checks of what the query's operators did: `updated`, `batch_watermark`, `operators`,
+        `event_time: none`."""
+        changes: dict[str, Any] = {}
+        if isinstance(body.get("updated"), int):
+            changes["updated"] = body["updated"]
+        if "batch_watermark" in body:
+            changes["batch_watermark_us"] = self.time(body["batch_watermark"], path + ("batch_watermark",),
+                                                      allow_initial=True)
+            changes["batch_watermark_where"] = self.c.where(path + ("batch_watermark",))
+        if body.get("event_time") == "none":
+            changes["event_time"] = m.EventTimeCheck(self.c.where(path + ("event_time",)), none=True)
+        if isinstance(body.get("operators"), list):
+            changes["operators"] = tuple(
+                m.OperatorCheck(self.c.where(path + ("operators", i)), i, name=o.get("name"),
+                                state_rows=o.get("state_rows"), updated=o.get("updated"), dropped=o.get("dropped"))
+                for i, o in enumerate(body["operators"]) if isinstance(o, dict))
+        if isinstance(body.get("state"), dict):
+            changes["state"] = self.state_check(body["state"], path + ("state",))
+        return dataclasses.replace(step, **changes) if changes else step
+
+    def state_check(self, body: dict, path: tuple) -> m.StateCheck:
+        """`state: {operator, side, variable, rows}`: every row names the same leaf fields; their values
+        are read by the types Spark's state reader gives (when the step is judged)."""
+        rows = [r for r in body.get("rows") or () if isinstance(r, dict)]
+        for i, row in enumerate(rows):
+            for name in row:
+                if not _STATE_FIELD.fullmatch(str(name)):
+                    self.c.at(path + ("rows", i, name), f"a state field is a path into the state reader's `key` or "
+                                                        f"`value` struct, such as key.id or value.count, not "
+                                                        f"{str(name)!r}", key=True)
+        columns = tuple(dict.fromkeys(str(k) for r in rows for k in r if _STATE_FIELD.fullmatch(str(k))))
+        for i, row in enumerate(rows):
+            absent = [c for c in columns if c not in row]
+            if absent:
+                self.c.at(path + ("rows", i), f"a state row gives every field the others give: this one has no "
+                                              f"{', '.join(absent)} (fields: {', '.join(columns)})")
+        return m.StateCheck(
+            self.c.where(path), columns, tuple(tuple(r.get(c) for c in columns) for r in rows),
+            tuple(self.c.where(path + ("rows", i)) for i in range(len(rows))), operator=body.get("operator"),
+            side=body.get("side"), variable=body.get("variable"))
 
     def query_contract(self, body: dict, contract: Contract, path: tuple) -> Contract | None:
         """`query: NAME`: the checks look at that query of a job that starts several, with the output
@@ -959,7 +1022,8 @@ class _Builder:
             self.c.at(path + ("written",), "read one thing per expect: `table:` or `written:`, not both", key=True)
             return None
         stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
-                                                  "failure", "no_output", "last_batch")]
+                                                  "failure", "no_output", "last_batch", "updated",
+                                                  "batch_watermark", "operators", "state")]
         if stream_checks:
             self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "
                                                   f"(`rows` or `output`); put `{stream_checks[0]}` in an expect "

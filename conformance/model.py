@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
+    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "OperatorCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -199,6 +199,7 @@ class BatchCheck:
     watermark_after_us: int | None = None
     dropped: int | None = None
     state_rows: int | None = None
+    updated: int | None = None  # numRowsUpdated, summed over the batch's stateful operators
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,36 @@ class EventTimeCheck:
     min_us: int | None = None  # epoch microseconds
     max_us: int | None = None
     avg_us: int | None = None
+    watermark_us: int | None = None  # the watermark the statistics carry: what that batch ran with
+    none: bool = False  # `event_time: none`: no batch since the previous expect reported statistics
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """`state: {operator, side, variable, rows}`: the rows a stateful operator keeps after the step, as
+    Spark's state reader gives them (`eventtime.harness.stateread`), compared on the leaf fields the
+    rows name (`key.id`, `value.count`). Values are read by the field's type once Spark gives it."""
+
+    where: Where
+    columns: tuple[str, ...]  # dotted paths into the reader's `key` and `value` structs
+    rows: tuple[tuple[Any, ...], ...]  # YAML values, in `columns` order
+    row_wheres: tuple[Where, ...] = ()
+    operator: str | int | None = None  # operatorName or operatorId; None: the only stateful operator
+    side: str | None = None  # a join's `left` or `right`
+    variable: str | None = None  # a transformWithState state variable
+
+
+@dataclass(frozen=True)
+class OperatorCheck:
+    """One entry of `operators: [...]`: the stateful operator at this position of the query's progress
+    (`stateOperators`, in Spark's order), optionally its name as Spark gives it."""
+
+    where: Where
+    position: int  # 0-based
+    name: str | None = None  # operatorName: stateStoreSave, dedupe, symmetricHashJoin, ...
+    state_rows: int | None = None  # numRowsTotal after the last batch
+    updated: int | None = None  # numRowsUpdated, summed over the batches since the previous expect
+    dropped: int | None = None  # numRowsDroppedByWatermark, summed over the same batches
 
 
 @dataclass(frozen=True)
@@ -221,11 +252,24 @@ class FailureCheck:
 class RunStep(Step):
     """`run: available_now`: the query runs as `trigger(availableNow=True)` runs it: started from its
     checkpoint (stopped first when it is running), every batch of what is available then (the data
-    batch and the no-data batch a watermark advance needs), then stopped."""
+    batch and the no-data batch a watermark advance needs), then stopped. `run: once`: as
+    `Trigger.Once` runs it: started from its checkpoint, one trigger (at most one batch), stopped."""
 
-    trigger: str = "available_now"
+    trigger: str = "available_now"  # available_now | once
     was_running: bool = False  # the query was running before the step (it is stopped first)
     kind = "run"
+
+
+def step_features(steps: tuple[Step, ...]) -> tuple[str, ...]:
+    """The Spark features a scenario's steps need, besides those it `requires`: `run: once` needs a
+    Spark that still has Trigger.Once (`trigger_once`), a `state` check Spark's state reader."""
+    out = []
+    if any(isinstance(s, RunStep) and s.trigger == "once" for s in steps):
+        out.append("trigger_once")
+    if any(isinstance(s, ExpectStep) and (s.state is not None or any(v.state is not None for _, v in s.variants))
+           for s in steps):
+        out.append("state_reader")
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -261,6 +305,11 @@ class ExpectStep(Step):
     # only one)
     query: str | None = None
     topic: TopicCheck | None = None  # `topic: T, records: [...]`: what a job's Kafka sink published
+    updated: int | None = None  # numRowsUpdated summed over operators and the batches since the previous expect
+    batch_watermark_us: int | None = None  # the watermark the last batch ran with (its batchWatermarkMs)
+    batch_watermark_where: Where | None = None
+    operators: tuple[OperatorCheck, ...] | None = None  # `operators: [...]`: one per stateful operator
+    state: StateCheck | None = None  # `state: {...}`: what an operator keeps, read from the checkpoint
     kind = "expect"
 
 

@@ -29,12 +29,15 @@ class CheckFailure:
     unexpected: list[tuple] = field(default_factory=list)
     columns: tuple[str, ...] = ()
     part: str | None = None  # for a `batches` failure: which field of the batch (rows, dropped, ...)
+    types: tuple[str, ...] = ()  # the types of `columns` where they are not the contract's output's (state rows)
+    explanation: str = ""  # why, in event-time terms (`eventtime.explain`): lines shown below the message
 
     def to_dict(self) -> dict:
         return {"check": self.check, "where": str(self.where), "message": self.message,
                 "expected": self.expected, "actual": self.actual,
                 "missing": [list(r) for r in self.missing], "unexpected": [list(r) for r in self.unexpected],
-                "columns": list(self.columns), "part": self.part}
+                "columns": list(self.columns), "part": self.part, **({"types": list(self.types)} if self.types else {}),
+                **({"explanation": self.explanation} if self.explanation else {})}
 
 
 @dataclass

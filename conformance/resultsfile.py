@@ -110,11 +110,21 @@ def _step_definition(step: m.Step) -> dict[str, Any]:
             exp["batches"] = [{k: v for k, v in {
                 "line": b.where.line, "data": b.data, "rows": _rows(b.rows),
                 "watermark_before_ms": _ms(b.watermark_before_us), "watermark_after_ms": _ms(b.watermark_after_us),
-                "dropped": b.dropped, "state_rows": b.state_rows}.items() if v is not None} for b in step.batches]
+                "dropped": b.dropped, "state_rows": b.state_rows, "updated": b.updated}.items() if v is not None}
+                for b in step.batches]
         if step.event_time is not None:
             et = step.event_time
-            exp["event_time"] = {k: v for k, v in {"min_ms": _ms(et.min_us), "max_ms": _ms(et.max_us),
-                                                   "avg_ms": _ms(et.avg_us)}.items() if v is not None}
+            exp["event_time"] = "none" if et.none else {k: v for k, v in {
+                "min_ms": _ms(et.min_us), "max_ms": _ms(et.max_us), "avg_ms": _ms(et.avg_us),
+                "watermark_ms": _ms(et.watermark_us)}.items() if v is not None}
+        if step.updated is not None:
+            exp["updated"] = step.updated
+        if step.batch_watermark_us is not None:
+            exp["batch_watermark_ms"] = _ms(step.batch_watermark_us)
+        if step.operators is not None:
+            exp["operators"] = [{k: v for k, v in {
+                "line": o.where.line, "position": o.position, "name": o.name, "state_rows": o.state_rows,
+                "updated": o.updated, "dropped": o.dropped}.items() if v is not None} for o in step.operators]
         if step.failure is not None:
             f = step.failure
             exp["failure"] = {k: v for k, v in {"error_class": f.error_class, "exception": f.exception,

@@ -800,12 +800,23 @@ class _SparkSteps:
                      else replace(self.scenario, contract=contract), self.unjudged)
         if sr.status == SKIPPED:
             return False
+        self._judge_state(sr, step, run)
         sr.watermark_ms = observed.watermark_ms
         if name is not None:
             self.pending[name] = []
         if step.failure is not None and self.failure is not None:
             self.failure_consumed = True
         return True
+
+    def _judge_state(self, sr: StepResult, step: m.ExpectStep, run: Any) -> None:
+        """`state:` read from the query's checkpoint after the step (only for an expect that has one)."""
+        if step.state is None or self.failure is not None or "state_rows" in self.unjudged:
+            return  # an implementation that keeps its state in another shape is not judged on it
+        from .statecheck import read_and_judge
+
+        sr.failures += read_and_judge(step.state, run.spark, getattr(run, "checkpoint", None), self.scenario,
+                                      step.tolerance)
+        sr.status = FAILED if sr.failures else sr.status
 
     def _closed_by(self, step: m.ExpectStep) -> str | None:
         """The query whose "since the previous expect" an expect of what was written or published closes:

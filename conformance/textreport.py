@@ -67,8 +67,9 @@ def _batch_line(b, result: ScenarioResult) -> str:
 
 def _failure_lines(f: CheckFailure, result: ScenarioResult, indent: str, contract: Contract) -> list[str]:
     lines = [f"{indent}{f.where}: {f.message}"]
+    lines += [f"{indent}  {line}" for line in f.explanation.splitlines()]
     if f.missing or f.unexpected:
-        types = [c.type for c in contract.output]
+        types = list(f.types) or [c.type for c in contract.output]
         cols = f.columns or tuple(c.name for c in contract.output)
         if f.missing:
             lines.append(f"{indent}  missing (expected, not produced):")

@@ -422,6 +422,10 @@ class SparkCompat:
         found = _api_features(DataFrame, GroupedData)
         if self._has_conf("spark.sql.streaming.statefulOperator.allowMultiple"):
             found.add("multiple_stateful_operators")
+        if _jvm_class(self.jvm, "org.apache.spark.sql.execution.datasources.v2.state.StateDataSource") is not None:
+            found.add("state_reader")  # what `state` checks read through (eventtime.harness.stateread)
+        if "trigger_once" in found and not _has_method(self.jvm, "org.apache.spark.sql.streaming.Trigger", "Once"):
+            found.discard("trigger_once")  # the Python API takes once=True, the JVM has no Trigger.Once
         if any(_jvm_class(self.jvm, name) is not None for name in _WATERMARK_PROPAGATION_CLASSES):
             found.add("join_then_stateful")
         from pyspark.sql import functions as F
@@ -458,7 +462,23 @@ def _api_features(dataframe: Any, grouped: Any) -> set[str]:
         found.add("apply_in_pandas_with_state")
     if hasattr(grouped, "transformWithStateInPandas") and pandas:
         found.add("transform_with_state")
+    if _writer_takes_once(dataframe):
+        found.add("trigger_once")
     return found
+
+
+def _writer_takes_once(dataframe: Any) -> bool:
+    """Whether the streaming writer beside this DataFrame class (classic `pyspark.sql` or Connect's
+    `pyspark.sql.connect`) takes `trigger(once=True)`: Trigger.Once, deprecated since Spark 3.4."""
+    import importlib
+    import inspect
+
+    package = dataframe.__module__.rsplit(".", 1)[0]
+    try:
+        writer = importlib.import_module(f"{package}.streaming.readwriter").DataStreamWriter
+        return "once" in inspect.signature(writer.trigger).parameters
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return False
 
 
 def _importable(module: str) -> bool:

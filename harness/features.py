@@ -8,4 +8,7 @@ FEATURES = {
     "join_then_stateful": ("a time-interval stream-stream join followed by another stateful operator "
                            "(watermark propagation among operators, Spark 3.5+)"),
     "session_window_dynamic_gap": "session_window with a per-row gap expression (Spark 3.2+)",
+    "state_reader": ("Spark's state data source, format('statestore') and format('state-metadata') (Spark 4.0+, "
+                     "classic sessions; `state` checks need it)"),
+    "trigger_once": "Trigger.Once, trigger(once=True) (deprecated since Spark 3.4; `run: once` needs it)",
 }

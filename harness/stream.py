@@ -177,7 +177,10 @@ def observation(batch_id: int, *, offsets: dict, commit: dict, progress: dict, r
     left), the query's progress report of it (state operators, event-time statistics) and the rows
     its sink received say it; the classic and the Connect run both observe a batch this way."""
     operators = progress.get("stateOperators") or []
-    event_time = {k: _iso_ms(v) for k, v in (progress.get("eventTime") or {}).items() if k in ("min", "max", "avg")}
+    reported = progress.get("eventTime") or {}
+    event_time = {k: _iso_ms(v) for k, v in reported.items() if k in ("min", "max", "avg")}
+    if event_time.get("max") is not None and reported.get("watermark"):  # the watermark the statistics carry
+        event_time["watermark"] = _iso_ms(reported["watermark"])
     return BatchObservation(
         batch_id=batch_id,
         input_rows=int(progress.get("numInputRows") or 0) if input_rows is None else input_rows,
@@ -187,8 +190,8 @@ def observation(batch_id: int, *, offsets: dict, commit: dict, progress: dict, r
         rows=rows,
         dropped=sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in operators),
         state_rows=sum(int(o.get("numRowsTotal") or 0) for o in operators),
-        operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated",
-                                           "numRowsRemoved", "numRowsDroppedByWatermark") if k in o}
+        operators=[{k: o.get(k) for k in ("operatorName", "numRowsTotal", "numRowsUpdated", "numRowsRemoved",
+                                           "numRowsDroppedByWatermark", "numShufflePartitions") if k in o}
                    for o in operators],
         event_time={k: v for k, v in event_time.items() if v is not None},
         duration_ms=(progress.get("durationMs") or {}).get("triggerExecution"),

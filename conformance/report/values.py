@@ -85,12 +85,19 @@ def step_summary(step: Mapping[str, Any], definition: Mapping[str, Any]) -> str:
             parts.append(f"{label}: " + (" ".join(format_row(r, types, date) for r in rows) if rows else "none"))
         if "watermark_ms" in exp:
             parts.append(f"watermark {format_wm(exp['watermark_ms'], date)}")
-        for key, label in (("dropped", "dropped"), ("state_rows", "state rows"), ("batch_count", "batches")):
+        if "batch_watermark_ms" in exp:
+            parts.append(f"last batch ran with watermark {format_wm(exp['batch_watermark_ms'], date)}")
+        for key, label in (("dropped", "dropped"), ("state_rows", "state rows"), ("updated", "updated in state"),
+                           ("batch_count", "batches")):
             if key in exp:
                 parts.append(f"{label} {exp[key]}")
         if "batches" in exp:
             parts.append(f"{len(exp['batches'])} batch expectation(s)")
-        if "event_time" in exp:
+        if "operators" in exp:
+            parts.append(f"{len(exp['operators'])} operator expectation(s)")
+        if exp.get("event_time") == "none":
+            parts.append("no event-time stats")
+        elif "event_time" in exp:
             parts.append("event-time stats " + ", ".join(f"{k[:-3]} {format_wm(v, date)}"
                                                          for k, v in sorted(exp["event_time"].items())))
         if "failure" in exp:
@@ -103,7 +110,8 @@ def failure_lines(failure: Mapping[str, Any], definition: Mapping[str, Any] | No
     """A failed expectation as text: where, what, and the missing and unexpected rows."""
     date = scenario_date(definition)
     lines = [f"{failure.get('where') or ''}: {failure.get('message') or ''}".strip(": ")]
-    types = output_types(definition, failure.get("columns") or None)
+    lines += ["  " + line for line in (failure.get("explanation") or "").splitlines()]  # why, in event-time terms
+    types = list(failure.get("types") or ()) or output_types(definition, failure.get("columns") or None)
     cols = failure.get("columns") or [c[0] for c in (definition or {}).get("output_columns") or []]
     for key, label in (("missing", "missing (expected, not produced)"), ("unexpected", "unexpected (produced, not expected)")):
         rows = failure.get(key) or []

@@ -111,6 +111,7 @@ class StreamingAggregation(StatefulOperator):
     """
 
     name = "stateStoreSave"
+    counts_updates = True  # StateStoreSaveExec puts each group the batch aggregated once: numRowsUpdated
 
     def __init__(self, aggregates: Aggregates, event_time_of: Callable[[GroupKey], int | None],
                  output_mode: str):
@@ -142,6 +143,7 @@ class StreamingAggregation(StatefulOperator):
                 continue
             batch[key] = agg.add(batch.get(key, agg.zero()), row)
         self.dropped = len(late)
+        self.updated = len(batch)
         for key, acc in batch.items():
             self.groups[key] = agg.merge(self.groups[key], acc) if key in self.groups else acc
         if self.output_mode == "complete":

@@ -13,7 +13,8 @@ from eventtime.harness.observations import BatchObservation
 
 from ..judge import Observed, judge_expect
 from ..model import ExpectStep, Scenario
-from ..results import ERROR, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
+from ..statecheck import judge_state
+from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
 from .simulate import ModelError, NotCovered, PredictedFailure, simulate
 
 __all__ = ["check_scenario", "MODEL_IMPLEMENTATION"]
@@ -53,6 +54,9 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
             judge_expect(sr, obs.step, Observed(since_expect, history, mode, columns, failure_now), scenario)
             if sr.status == SKIPPED:
                 continue
+            if obs.step.state is not None and failure_now is None:
+                sr.failures += judge_state(obs.step.state, obs.state, scenario, obs.step.tolerance)
+                sr.status = FAILED if sr.failures else sr.status
             consumed = consumed or (obs.step.failure is not None and failure_now is not None)
             since_expect = []
         elif sim.failure is not None and obs.index == sim.failure.index:

@@ -163,13 +163,22 @@ class MicroBatchQuery:
             rows=rows,
             dropped=sum(op.dropped for op in ops),
             state_rows=sum(op.state_rows for op in ops),
+            # in the order Spark's progress lists them: its plan collected from the sink down, so the
+            # operator nearest the sink first (the plan's operators run from the sources up)
             operators=[{"operatorName": op.name, "numRowsTotal": op.state_rows,
-                        "numRowsDroppedByWatermark": op.dropped} for op in ops],
-            event_time=first_stats_with_rows(self.plan.delays_ms, stats),
+                        "numRowsDroppedByWatermark": op.dropped,
+                        **({"numRowsUpdated": op.updated} if op.counts_updates else {})} for op in reversed(ops)],
+            event_time=_with_watermark(first_stats_with_rows(self.plan.delays_ms, stats), before),
             run=self.runs - 1,
         )
         self.history.append(obs)
         return obs
+
+
+def _with_watermark(stats: dict[str, Any], batch_watermark_ms: int) -> dict[str, Any]:
+    """A batch's eventTime progress entries: its statistics carry the watermark it ran with
+    (batchWatermarkMs), when it reported any."""
+    return {**stats, "watermark": batch_watermark_ms} if stats else stats
 
 
 def rows_as_dicts(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict]:

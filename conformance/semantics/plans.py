@@ -107,7 +107,7 @@ class Dedup(Plan):
             self.op: StatefulOperator = DeduplicateWithinWatermark(
                 lambda r: r["id"], "ts", delays_ms["events"] * 1000)
         else:
-            self.op = Deduplicate(lambda r: (r["id"], r["ts"]), "ts")
+            self.op = Deduplicate(lambda r: (r["id"], r["ts"]), "ts", key_fields=(("id", "string"), ("ts", "timestamp")))
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from eventtime.harness.observations import BatchObservation
 
@@ -31,6 +31,7 @@ class StepObservation:
     batches: list[BatchObservation] = field(default_factory=list)
     watermark_ms: int = 0
     ran: bool = True  # False for a step after the query failed (the harness does not run it)
+    state: Any = None  # an expect's `state` check: the model's state table then (a ModelState), or why not
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,68 @@ class Simulation:
         return out
 
 
-def _uncovered_checks(scenario: m.Scenario) -> list[str]:
+@dataclass
+class ModelState:
+    """The model's answer to a `state` check: as `eventtime.statecheck.StateRows`."""
+
+    operator: str
+    fields: dict[str, str]
+    rows: list[tuple]
+
+
+def _state_checks(scenario: m.Scenario) -> list[m.StateCheck]:
+    return [s.state for s in scenario.steps if isinstance(s, m.ExpectStep) and s.state is not None]
+
+
+def _chosen(plan: Any, check: m.StateCheck) -> tuple[int, Any] | None:
+    """The operator a state check names, numbered as Spark's progress lists them (nearest the sink first)."""
+    ops = list(reversed(plan.operators))
+    if isinstance(check.operator, int) and not isinstance(check.operator, bool):
+        return (check.operator, ops[check.operator]) if check.operator < len(ops) else None
+    named = [(i, op) for i, op in enumerate(ops) if check.operator is None or op.name == check.operator]
+    return named[0] if len(named) == 1 else None
+
+
+def _state_covered(scenario: m.Scenario, plan: Any) -> None:
+    for check in _state_checks(scenario):
+        chosen = _chosen(plan, check)
+        if chosen is None or check.side is not None or check.variable is not None or chosen[1].state_table() is None:
+            raise NotCovered(f"{check.where}: the model gives the state contents of dropDuplicates only "
+                             "(`state` check)")
+
+
+def model_state(plan: Any, check: m.StateCheck) -> ModelState | str:
+    """The state a `state` check names, as the model holds it after the step."""
+    chosen = _chosen(plan, check)
+    assert chosen is not None  # _state_covered
+    position, op = chosen
+    table = op.state_table()
+    assert table is not None
+    fields, rows = table
+    missing = [c for c in check.columns if c not in fields]
+    label = f"{op.name} (operator {position})"
+    if missing:
+        return f"the state of {label} has no field {missing[0]!r} (fields: {', '.join(fields)})"
+    return ModelState(label, fields, [tuple(r[c] for c in check.columns) for r in rows])
+
+
+def _uncovered_checks(scenario: m.Scenario, spark_profile: bool = False) -> list[str]:
     return [f"{s.where}: the model does not predict failures (`failure` check) other than a GroupState "
             "timeout below the watermark, and predicts none here"
             for s in scenario.steps if isinstance(s, m.ExpectStep) and s.failure is not None] + [
         f"{s.where}: the model does not see what a job writes (`table`/`written`/`topic` check)"
         for s in scenario.steps if isinstance(s, m.ExpectStep) and (s.written is not None or s.topic is not None)] + [
         f"{s.where}: the model does not predict a pipeline's output schema (`schema` check: nullability is "
-        "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None]
+        "Spark's planner's)" for s in scenario.steps if isinstance(s, m.ExpectStep) and s.schema is not None] + [
+        f"{s.where}: the model does not count rows updated in state (`updated`: numRowsUpdated)"
+        for s in scenario.steps if isinstance(s, m.ExpectStep) and not spark_profile and _checks_updated(s)] + [
+        f"{c.where}: the dataflow profile does not model Spark's state store (`state` check)"
+        for c in _state_checks(scenario) if not spark_profile]
+
+
+def _checks_updated(step: m.ExpectStep) -> bool:
+    return (step.updated is not None or any(o.updated is not None for o in step.operators or ())
+            or any(b.updated is not None for b in step.batches or ()))
 
 
 def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
@@ -99,12 +154,17 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     plan = plan_for(scenario)
+    _state_covered(scenario, plan)
+    uncounted = [op.name for op in plan.operators if not op.counts_updates]
+    if uncounted and any(_checks_updated(s) for s in scenario.steps if isinstance(s, m.ExpectStep)):
+        raise NotCovered(f"the model does not count rows updated in state (`updated`: numRowsUpdated) by "
+                         f"{', '.join(uncounted)}")
     query = MicroBatchQuery(plan, tuple(scenario.sources), clock_start_ms=scenario.clock_start_us // 1000,
                             trigger_ms=scenario.trigger.total_ms if scenario.trigger else None)
-    recorder = _Recorder(lambda: query.global_ms, query.stop)
+    recorder = _Recorder(lambda: query.global_ms, query.stop, lambda check: model_state(plan, check))
     drive(scenario, MicroBatchDriver(query, _columns(scenario)), scenario.query_conf(), recorder)
     if recorder.failure is None:
-        problems = _uncovered_checks(scenario)
+        problems = _uncovered_checks(scenario, spark_profile=True)
         if problems:
             raise NotCovered("; ".join(problems))
     return Simulation(scenario, profile, recorder.steps, recorder.failure)
@@ -118,8 +178,9 @@ class _Recorder:
     """The model's side of `drive`: one StepObservation per step. A predicted failure (QueryFailure)
     stops the query; the steps after it do not run (expects only look), as on the harness."""
 
-    def __init__(self, watermark_ms: Callable[[], int], stop: Callable[[], None]):
-        self.watermark_ms, self.stop = watermark_ms, stop
+    def __init__(self, watermark_ms: Callable[[], int], stop: Callable[[], None],
+                 state_of: Callable[[m.StateCheck], Any] | None = None):
+        self.watermark_ms, self.stop, self.state_of = watermark_ms, stop, state_of
         self.steps: list[StepObservation] = []
         self.failure: PredictedFailure | None = None
 
@@ -134,7 +195,10 @@ class _Recorder:
         return True
 
     def expect(self, step: m.ExpectStep, since_expect: list[BatchObservation]) -> bool:
-        self._record(StepObservation(step.index, step.kind, step))
+        obs = StepObservation(step.index, step.kind, step)
+        if step.state is not None and self.state_of is not None:
+            obs.state = self.state_of(step.state)
+        self._record(obs)
         return True
 
     def run(self, step: m.Step | None, action: Action) -> list[BatchObservation]:

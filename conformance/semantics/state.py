@@ -27,7 +27,7 @@ trigger runs a batch without input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 __all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_micros"]
 
@@ -62,14 +62,17 @@ class StatefulOperator:
     """Base of the model's stateful operators. Subclasses implement `run` and keep their state."""
 
     name = "stateful operator"
+    counts_updates = False  # whether `updated` follows Spark's numRowsUpdated (else the model has no rule)
 
     def __init__(self) -> None:
         self.dropped = 0  # numRowsDroppedByWatermark of the last batch
+        self.updated = 0  # numRowsUpdated of the last batch, where `counts_updates`
         self.ran_with: OperatorWatermarks | None = None  # the watermarks of the last batch
 
     # -- per batch -------------------------------------------------------------------------------
     def begin(self, wm: OperatorWatermarks) -> None:
         self.dropped = 0
+        self.updated = 0
         self.ran_with = wm
 
     def on_time(self, rows: Iterable[dict], ts_column: str, wm: OperatorWatermarks) -> list[dict]:
@@ -85,6 +88,11 @@ class StatefulOperator:
     @property
     def state_rows(self) -> int:  # numRowsTotal
         raise NotImplementedError
+
+    def state_table(self) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
+        """What Spark's state reader gives for this operator: each leaf field (`key.id`) -> its Spark
+        type, and the rows (field -> value); None where the model does not know the layout."""
+        return None
 
     # -- watermark propagation and the no-data batch ----------------------------------------------
     def output_watermark(self, input_ms: int) -> int:

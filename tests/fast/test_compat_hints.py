@@ -25,3 +25,29 @@ def test_other_failures_get_no_hint():
     compat = SparkCompat(SimpleNamespace(version="3.5.9"))
     assert compat.environment_hint(["TypeError: 'float' object cannot be interpreted as an integer"]) is None
     assert compat.environment_hint([]) is None
+
+
+def test_trigger_once_is_found_on_the_writer_beside_the_dataframe_class(monkeypatch):
+    import sys
+    import types
+
+    from pyspark.sql import DataFrame
+
+    from eventtime.harness.compat import _writer_takes_once
+
+    assert _writer_takes_once(DataFrame)
+
+    class Writer:  # a line whose writer no longer takes once=True
+        def trigger(self, *, processingTime=None, availableNow=None):
+            return self
+    module = types.ModuleType("nospark.streaming.readwriter")
+    module.DataStreamWriter = Writer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nospark.streaming.readwriter", module)
+    Frame = type("DataFrame", (), {"__module__": "nospark.dataframe"})
+    assert not _writer_takes_once(Frame)
+
+    def trigger(self, *, processingTime=None, once=None, availableNow=None):
+        return self
+    monkeypatch.setattr(Writer, "trigger", trigger)
+    assert _writer_takes_once(Frame)  # control: the same class with once=True
+    assert not _writer_takes_once(type("DataFrame", (), {"__module__": "missing.dataframe"}))

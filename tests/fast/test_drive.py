@@ -181,7 +181,7 @@ def test_the_loader_knows_the_query_is_stopped_after_a_run():
 
     for extra, message in [("  - stop\n", "the query is already stopped here (add `- start` before)"),
                            ("  - restart\n", "the query is stopped here; use `start`"),
-                           ("  - run: once\n", "'once' is not allowed here (one of: available_now)"),
+                           ("  - run: twice\n", "'twice' is not allowed here (one of: available_now, once)"),
                            ("  - run\n", "step 'run' needs a value, e.g. `- run: ...`")]:
         text = RUNS.replace("  - start\n  - run: available_now\n", extra)
         with pytest.raises(ScenarioInvalid) as info:
@@ -203,3 +203,16 @@ def test_the_model_predicts_run_available_now_as_spark_runs_it():
         [(1, 0, t0 - 4000), (0, t0 - 4000, t0 - 4000)],
         [(1, t0 - 4000, t0 + 7000), (0, t0 + 7000, t0 + 7000)],
         []]  # started with nothing new: no batch
+
+
+def test_run_once_starts_and_stops_without_processing():
+    """Trigger.Once: the start's one trigger and no more (control: available_now's process in the test above)."""
+    sc = load_scenario_text(RUNS.replace("run: available_now", "run: once"), "runs.scenario.yaml")
+    assert "trigger_once" in sc.requires_features  # implied by the step: not applicable on a Spark without it
+    assert "trigger_once" not in load_scenario_text(RUNS, "runs.scenario.yaml").requires_features
+    driver, handler = RecordingDriver(), Handler()
+    drive(sc, driver, {"base": "1"}, handler)
+    run = [("start", {"base": "1"}, False), ("stop",)]
+    assert driver.calls == [
+        ("start", {"base": "1"}, False), ("add", "events", 1, None), ("stop",), *run,
+        ("add", "events", 1, None), *run, ("start", {"base": "1"}, False), ("stop",), *run]

@@ -363,6 +363,12 @@ CASES = [
     ("clock start before 1970", "contract:", "clock: {start: '1969-12-31T23:00:00Z'}\ncontract:", 3, 16,
      "the processing-time clock cannot start before 1970-01-01"),
     ("clock unknown key", "contract:", "clock: {tick: 1s}\ncontract:", 3, 9, "unknown key 'tick'"),
+    ("operator entry with an unknown key", '      watermark: "initial"', '      operators: [{nme: dedupe}]', 18, 20,
+     "unknown key 'nme'"),
+    ("event_time neither none nor statistics", '      watermark: "initial"', '      event_time: nothing', 18, 19,
+     "event_time"),
+    ("batch_watermark not a time", '      watermark: "initial"', '      batch_watermark: soon', 18, 24,
+     "cannot read timestamp 'soon'"),
     ("tag with capitals", "contract:", "tags: [late-data, Bad]\ncontract:", 3, 19, "tag 'Bad' must be lower case letters, digits, '-' or '_'"),
 ]
 
@@ -636,3 +642,25 @@ def test_generated_rows_load_exactly(base_scenario, rows):
     text = edit(base_scenario, '        - [a, "00:00:03"]\n', lines)
     sc = load_scenario_text(text)
     assert sc.steps[0].rows["events"] == tuple((key, JAN1_2024 + off) for key, off in rows)
+
+
+def test_checks_of_what_the_operators_did(base_scenario):
+    text = edit(base_scenario, '      watermark: "initial"', """      watermark: "initial"
+      updated: 2
+      batch_watermark: initial
+      event_time: none
+      operators:
+        - {name: stateStoreSave, state_rows: 1, updated: 2, dropped: 0}
+        - {dropped: 1}
+  - process
+  - expect:
+      event_time: {max: "00:00:03", watermark: initial}
+      batches: [{updated: 0}]""")
+    sc = load_scenario_text(text, "s.yaml")
+    first, second = [s for s in sc.steps if s.kind == "expect"]
+    assert (first.updated, first.batch_watermark_us, first.event_time.none) == (2, 0, True)
+    assert first.batch_watermark_where.line == 20
+    assert [(o.position, o.name, o.state_rows, o.updated, o.dropped, o.where.line) for o in first.operators] == [
+        (0, "stateStoreSave", 1, 2, 0, 23), (1, None, None, None, 1, 24)]
+    assert second.event_time.watermark_us == 0 and not second.event_time.none
+    assert second.batches[0].updated == 0

@@ -404,3 +404,19 @@ def test_upgrade_from_a_column_to_itself_is_a_usage_error(capsys):
     rc = main(["report", str(REPORT / "bundled-4.3.0.json"), "--upgrade", "4.3.0", "4.3.0"])
     err = capsys.readouterr().err
     assert rc == 2 and "FROM and TO are the same results (4.3.0)" in err, err
+
+
+def test_a_failure_shows_its_explanation_and_the_state_rows_by_their_own_types():
+    from eventtime.report.values import failure_lines
+
+    definition = {"date": "2024-01-01", "output_columns": [["key", "string"], ["window_end", "timestamp"]]}
+    failure = {"where": "s.yaml:9:7", "message": "the state of dedupe (operator 0): 1 missing, 0 unexpected",
+               "explanation": "why, line 1\nwatermark timeline:", "missing": [["a", 1704067210000000]],
+               "columns": ["key.id", "key.ts"], "types": ["string", "timestamp"]}
+    lines = failure_lines(failure, definition)
+    assert lines[:3] == ["s.yaml:9:7: the state of dedupe (operator 0): 1 missing, 0 unexpected", "  why, line 1",
+                         "  watermark timeline:"]
+    assert "00:00:10" in lines[-1]  # a timestamp by the failure's own types
+    untyped = failure_lines({k: v for k, v in failure.items() if k != "types"}, definition)
+    assert "1704067210000000" in untyped[-1]  # control: by the output's types, the state's timestamp is a number
+    assert failure_lines({**failure, "explanation": ""}, definition)[1].startswith("  missing")  # control

@@ -190,8 +190,22 @@ def test_the_allow_list_holds_no_path_jar_or_free_class_setting():
         assert not re.search(r"dir|path|location|jar|file|extraJava|plugin|extensions|catalog", key, re.I), key
         if key.endswith("Class"):
             assert values and all(v.startswith("org.apache.spark.") for v in values), key
-        if values is None:
-            assert key == "spark.sql.session.timeZone"  # any IANA zone name, checked by the loader
+        if values is None:  # checked by the loader: any IANA zone name; a whole number from 1 to 64
+            assert key in ("spark.sql.session.timeZone", "spark.sql.shuffle.partitions")
+
+
+@pytest.mark.parametrize("value, ok", [(4, True), ("4", True), (64, True), (1, True), (0, False), (65, False),
+                                       ("200", False), (2.5, False), (True, False), ("four", False), (-1, False)])
+def test_shuffle_partitions_is_a_small_whole_number(base_scenario, value, ok):
+    text = base_scenario.replace("contract:", f"conf: {{spark.sql.shuffle.partitions: {value!r}}}\ncontract:", 1)
+    if ok:
+        assert eventtime.loader.load_scenario_text(text, "s.yaml").conf == {"spark.sql.shuffle.partitions": str(value)}
+        return
+    with pytest.raises(ScenarioInvalid) as info:
+        eventtime.loader.load_scenario_text(text, "s.yaml")
+    [problem] = info.value.problems
+    assert (problem.line, problem.column) == (3, 38)  # at the value
+    assert "spark.sql.shuffle.partitions must be a whole number from 1 to 64" in problem.message
 
 
 def test_the_conf_reaching_spark_is_allow_listed():
@@ -232,6 +246,10 @@ TEXT_SLOTS = {
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark": "time literal",
+    "/$defs/expect/properties/batch_watermark": "time literal",
+    "/$defs/expect/properties/state/properties/operator/oneOf/0": "an operator name, looked up among the query's stateful operators",
+    "/$defs/expect/properties/state/properties/variable": "a state variable name, passed to Spark's state reader",
+    "/$defs/operator/properties/name": "an operator name, compared with the operatorName Spark's progress reports",
     "/$defs/expect/properties/schema": "output schema as Spark DDL, read by eventtime.coltypes",
     "/$defs/expect/properties/topic": "topic name, compared with the topics the job's Kafka sinks publish to",
     "/$defs/expect/properties/query": "query name, checked against the contract's `queries` and the job's queries",
@@ -313,6 +331,7 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/add",                  # names: the declared sources
         "/$defs/static",               # names: the contract's static inputs
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
+        "/$defs/expect/properties/state/properties/rows/items",  # names: key./value. fields (checked by the loader)
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
         "/$defs/expect/properties/records/items/properties/headers/oneOf/0",  # names: a record's header keys

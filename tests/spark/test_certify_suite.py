@@ -32,7 +32,8 @@ CERTIFY_TIMEOUT = 1500  # seconds for the whole suite; about 3 min on 2 quiet co
 # The first Spark line offering each feature (Spark's release notes; harness/features.py describes them).
 SINCE = {"session_window_dynamic_gap": (3, 2), "multiple_stateful_operators": (3, 4),
          "apply_in_pandas_with_state": (3, 4), "drop_duplicates_within_watermark": (3, 5),
-         "join_then_stateful": (3, 5), "transform_with_state": (4, 0)}
+         "join_then_stateful": (3, 5), "transform_with_state": (4, 0),
+         "trigger_once": (2, 2), "state_reader": (4, 0)}  # deprecated since 3.4, in every line the kit supports (3.4 to 4.3)
 
 
 def _line(version: str) -> tuple[int, int]:
