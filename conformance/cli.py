@@ -362,7 +362,7 @@ def _run(args: argparse.Namespace) -> int:
     if project is None:
         return EXIT_USAGE
     args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
-    if args.snapshot:
+    if args.snapshot or args.yes or args.snapshot_on_spark:
         from .snapshot import snapshot_run
 
         return snapshot_run(args, files, project, conf, _open_session, _unimportable)

@@ -309,7 +309,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _Settings(config)
     settings.take_pending_bindings()  # from the conftest files pytest imported before configuring
     config.stash[_SETTINGS] = settings
-    if config.getoption("eventtime_snapshot", None):
+    if any(config.getoption(f"eventtime_snapshot{o}", None) for o in ("", "_yes", "_on_spark")):
         from eventtime.snapshot import register_pytest
 
         register_pytest(config, settings)

@@ -291,6 +291,10 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
     from .registry import ContractLookup
     from .textreport import summary_line
 
+    if not args.snapshot:
+        flag = "--yes" if args.yes else "--snapshot-on-spark"
+        print(f"eventtime: error: {flag} goes with --snapshot create|fix|all", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     lookup = ContractLookup(project.contract_dirs)
     pairs, invalid, shown_of = [], 0, {}
     for f in files:
@@ -402,6 +406,9 @@ def register_pytest(config: Any, settings: Any) -> None:
     process: under xdist each worker sees only its own scenarios)."""
     import pytest
 
+    if not config.getoption("eventtime_snapshot"):
+        raise pytest.UsageError("--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with "
+                                "--eventtime-snapshot=create|fix|all")
     if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
         raise pytest.UsageError("--eventtime-snapshot runs in one process: leave out -n (pytest-xdist)")
     config.pluginmanager.register(SnapshotPlugin(config, settings), "eventtime-snapshot")

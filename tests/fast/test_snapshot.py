@@ -343,3 +343,15 @@ def test_expect_write_says_what_to_use_for_a_contract_without_a_model(capsys):
     assert f"eventtime run {scenario} --snapshot create" in err
     assert scenario.read_text() == (CONSUMER / "tests" / "scenarios" / "clicks" / "late-click-is-dropped.scenario.yaml"
                                     ).read_text()
+
+
+def test_yes_without_snapshot_is_a_usage_error(tmp_path, capsys):
+    from eventtime.cli import main
+
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(HEAD + "  - expect: {rows: []}\n")
+    assert main(["run", str(path), "--yes"]) == 2
+    assert "--yes goes with --snapshot" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # argparse's choices
+        main(["run", str(path), "--snapshot", "bogus"])
+    assert exited.value.code == 2
