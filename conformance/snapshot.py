@@ -48,7 +48,7 @@ def load_scenario(path: str | Path, *, display_path: str | None = None, contract
     from .loader import load_scenario as load
 
     try:
-        text = Path(path).read_text("utf-8")
+        text = _read(Path(path))
     except (OSError, UnicodeDecodeError):
         return load(path, display_path=display_path, contracts=contracts)  # it says what is wrong
     found = se.holes(text)
@@ -83,6 +83,11 @@ class Planned:
                                             fromfile=f"a/{self.shown}", tofile=f"b/{self.shown}"))
 
 
+def _read(path: Path) -> str:
+    """The file's text as it is, line ends included (`\r\n` stays: the loader's places count it)."""
+    return path.read_bytes().decode("utf-8")
+
+
 def _spark_line(version: str | None) -> str | None:
     """`>=X.Y,<X.Y+1`: the Spark line of a version, as an `on_spark` specifier."""
     parts = (version or "").split("-")[0].split(".")
@@ -94,7 +99,7 @@ def _spark_line(version: str | None) -> str | None:
 def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: str, *, on_spark: bool = False,
               contracts: Any = None) -> Planned:
     """The snapshot of one scenario file from its runs (one per implementation)."""
-    text = path.read_text("utf-8")
+    text = _read(path)
     plan = Planned(path, shown, text)
     for r in results:
         if r.status == ERROR or r.cause is not None:
@@ -110,6 +115,8 @@ def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: s
     texts: dict[str, list[str]] = {}
     for r in results:
         edits, changes, notes = _result_edits(text, r, mode, on_spark)
+        if "\r\n" in text:  # lines added in the file's own line ends
+            edits = [se.Edit(e.start, e.end, e.text.replace("\n", "\r\n")) for e in edits]
         texts.setdefault(se.apply_edits(text, edits), []).append(r.implementation)
         plan.changes, plan.notes = changes, sorted(set(plan.notes) | set(notes))
     if len(texts) > 1:
@@ -240,7 +247,7 @@ class Review:
         written = []
         for plan in self.changed:
             assert plan.new is not None
-            plan.path.write_text(plan.new, "utf-8")
+            plan.path.write_bytes(plan.new.encode("utf-8"))
             written.append(plan.shown)
         return written
 
@@ -263,8 +270,10 @@ def settle(review: Review, results: Sequence[ScenarioResult], yes: bool, ask: Ca
     write, why = review.decide(yes, ask)
     written = set(review.write()) if write else set()
     if written:
+        names = sorted(written)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         out(f"eventtime: snapshot ({review.mode}): wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
-            + ", ".join(sorted(written)) + "; run them again to see them pass")
+            f"{shown}; run them again to see them pass")
     elif review.changed:
         out(f"eventtime: snapshot ({review.mode}): {why}")
     plans = {p.shown: p for p in review.plans}

@@ -431,8 +431,17 @@ def disagrees(view: ExpectView, key: str) -> bool:
 
 # -- edits -----------------------------------------------------------------------------------------------
 def _eol(text: str, index: int) -> int:
+    """Where the line holding `index` ends: before its `\n` (or `\r\n`), or at the end of the text."""
     at = text.find("\n", index)
-    return len(text) if at < 0 else at
+    if at < 0:
+        return len(text)
+    return at - 1 if at > 0 and text[at - 1] == "\r" else at
+
+
+def _next_line(text: str, index: int) -> int:
+    """Where the line after the one holding `index` starts (the end of the text on the last line)."""
+    at = text.find("\n", index)
+    return len(text) if at < 0 else at + 1
 
 
 def _line_start(text: str, index: int) -> int:
@@ -544,7 +553,7 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
         if pending:
             edits.append(Edit(it.start_mark.index, _end(it), pending.pop(0)))
         else:
-            edits.append(Edit(_line_start(text, it.start_mark.index), _eol(text, _end(it)) + 1, ""))
+            edits.append(Edit(_line_start(text, it.start_mark.index), _next_line(text, _end(it)), ""))
     if pending:
         last = items[-1]
         dash = text.rfind("-", _line_start(text, last.start_mark.index), last.start_mark.index)
@@ -772,7 +781,7 @@ def remove_key(text: str, mapping: yaml.MappingNode, key: yaml.Node) -> Edit:
     index = next(i for i, (k, _) in enumerate(mapping.value) if k is key)
     value = mapping.value[index][1]
     if not mapping.flow_style:
-        return Edit(_line_start(text, key.start_mark.index), _eol(text, _end(value)) + 1, "")
+        return Edit(_line_start(text, key.start_mark.index), _next_line(text, _end(value)), "")
     if index > 0:  # from the comma before it; up to the closing brace when it is the last
         end = value.end_mark.index
         rest = len(text[end:]) - len(text[end:].lstrip(" "))

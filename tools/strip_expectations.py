@@ -170,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         files = [given] if given.is_file() else sorted(given.rglob("*.scenario.y*ml"))
         for file in files:
-            stripped = strip_text(file.read_text("utf-8"), variants=args.variants)
+            stripped = strip_text(file.read_bytes().decode("utf-8"), variants=args.variants)
             target = file if args.out is None else Path(args.out) / (
                 file.relative_to(given) if given.is_dir() else file.name)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(stripped, "utf-8")
+            target.write_bytes(stripped.encode("utf-8"))
             count += 1
     print(f"stripped {count} scenario file{'s' if count != 1 else ''}")
     return 0

@@ -355,3 +355,16 @@ def test_yes_without_snapshot_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:  # argparse's choices
         main(["run", str(path), "--snapshot", "bogus"])
     assert exited.value.code == 2
+
+
+def test_a_file_with_windows_line_ends_keeps_them(tmp_path):
+    text = (HEAD + "  - expect:\n      rows:\n      watermark:   # after both\n").replace("\n", "\r\n")
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_bytes(text.encode())
+    plan = snap.plan_file(path, path.name, [_run(path)], "create")
+    assert plan.new == (HEAD + '  - expect:\n      rows: [[a, "00:00:00", "00:00:10", 1]]\n'
+                        '      watermark: "00:00:11"   # after both\n').replace("\n", "\r\n")
+    bare = (HEAD + "  - expect:\n").replace("\n", "\r\n")
+    path.write_bytes(bare.encode())
+    filled = snap.plan_file(path, path.name, [_run(path)], "create").new
+    assert filled is not None and "\n" not in filled.replace("\r\n", "")
