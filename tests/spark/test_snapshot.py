@@ -8,6 +8,7 @@
 - The same with the pytest option, on one file: the same text as the CLI wrote.
 - The example consumer's scenarios (user contracts, a Kafka source, a job's written tables and output
   topic), stripped in a copy of the project, restored the same way.
+- In a terminal the question is asked: a no writes nothing, a yes writes the file.
 - A changed pipeline: `--snapshot fix` in CI (`CI=1`, even with `--yes`) writes nothing and fails with a
   diff whose removed and added lines are exactly the rows that changed; outside CI it writes them and the
   scenario passes against the changed pipeline (and fails against the old one: the control); with
@@ -74,7 +75,7 @@ def _restored(original: Path, copy: Path, contracts: list[Path] | None = None) -
     assert _FILLED_BATCH.sub("", strip_text(copy.read_text())) == strip_text(original.read_text()), copy
 
 
-def test_stripped_bundled_scenarios_are_restored_by_create(tmp_path, spark):
+def test_stripped_bundled_scenarios_are_restored_by_create(tmp_path):
     files = {ROOT / "scenarios" / name: tmp_path / "suite" / name for name in SUBSET}
     _strip_into(files)
     stripped = {copy: copy.read_text() for copy in files.values()}
@@ -100,7 +101,7 @@ def test_stripped_bundled_scenarios_are_restored_by_create(tmp_path, spark):
     assert one.read_text() == (tmp_path / "suite" / "tumbling" / "complete-mode.scenario.yaml").read_text()
 
 
-def test_the_consumer_scenarios_are_restored_by_create(tmp_path, spark):
+def test_the_consumer_scenarios_are_restored_by_create(tmp_path):
     source = ROOT / "examples" / "consumer"
     project = tmp_path / "consumer"
     shutil.copytree(source, project, ignore=shutil.ignore_patterns("__pycache__", ".tox", "*.egg-info"))
@@ -151,7 +152,7 @@ def tumbling_count(sources, params):
 '''
 
 
-def test_a_changed_pipeline_gives_a_fix_diff_of_exactly_its_rows(tmp_path, spark):
+def test_a_changed_pipeline_gives_a_fix_diff_of_exactly_its_rows(tmp_path):
     (tmp_path / "changed.py").write_text(CHANGED)
     path = tmp_path / "fix.scenario.yaml"
     path.write_text(SCENARIO)
@@ -181,6 +182,48 @@ def test_a_changed_pipeline_gives_a_fix_diff_of_exactly_its_rows(tmp_path, spark
     assert variant.returncode == 0, variant.stdout + variant.stderr
     text = path.read_text()
     assert text.startswith(SCENARIO)  # the common checks as they were
-    major, minor = spark.version.split(".")[:2]
+    import pyspark  # the line the child ran on: this environment's
+
+    major, minor = pyspark.__version__.split(".")[:2]
     assert f'">={major}.{minor},<{major}.{int(minor) + 1}": {{rows: [' in text
     assert _eventtime("run", path.name, *changed, "-q", cwd=tmp_path).returncode == 0
+
+
+def _in_a_terminal(args: list[str], cwd: Path, answer: str) -> tuple[int, str]:
+    """Run `eventtime ARGS` on a pseudo-terminal, answering the snapshot's question with `answer`."""
+    import pty
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: eventtime on the terminal
+        os.chdir(cwd)
+        os.execve(sys.executable, [sys.executable, "-m", "eventtime.cli", *args], _env())
+    out, asked, deadline = b"", False, time.monotonic() + 600
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child ended and closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+        if not asked and b"[y/N]" in out:
+            os.write(fd, answer.encode() + b"\n")
+            asked = True
+    _, status = os.waitpid(pid, 0)
+    assert asked, out.decode(errors="replace")
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+def test_in_a_terminal_the_snapshot_is_written_after_a_yes(tmp_path):
+    path = tmp_path / "complete-mode.scenario.yaml"
+    _strip_into({ROOT / "scenarios" / "tumbling" / "complete-mode.scenario.yaml": path})
+    stripped = path.read_text()
+    args = ["run", path.name, "--pipeline", SUBSET["tumbling/append-late-row-dropped.scenario.yaml"], "--snapshot",
+            "create", "-q"]
+    code, said = _in_a_terminal(args, tmp_path, "n")
+    assert code == 1 and "not written: answered no" in said
+    assert path.read_text() == stripped
+    code, said = _in_a_terminal(args, tmp_path, "y")
+    assert code == 0 and "wrote 1 file" in said, said
+    _restored(ROOT / "scenarios" / "tumbling" / "complete-mode.scenario.yaml", path)
