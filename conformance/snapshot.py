@@ -13,8 +13,8 @@ on Spark, then edits their files:
 Before anything is written the unified diff of each file is printed, with one line per change. A file
 is written only with `--yes`, or after a yes at the prompt on a terminal; where `CI` is set nothing is
 ever written, and where there is no terminal nothing is written without `--yes`: the run fails with the
-diff. A file whose run erred, was not applicable, or whose implementations observed different things is
-never touched, and neither are a scenario's inputs: edits are made only inside `expect` steps.
+diff. A file whose run erred, that no implementation applies to, or whose implementations observed
+different things is never touched, and neither are a scenario's inputs: edits are made only inside `expect` steps.
 
 Version lines: an `expect` with `on_spark` variants says its common checks hold on the other lines, so
 where the common checks applied and disagree, `fix` adds a variant for the running line (`>=X.Y,<X.Y+1`)
@@ -105,9 +105,11 @@ def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: s
         if r.status == ERROR or r.cause is not None:
             plan.refused = f"its run erred ({r.implementation}): {r.reason or 'see above'}"
             return plan
-        if r.status == NOT_APPLICABLE:
-            plan.refused = f"not applicable ({r.implementation}): {r.reason}"
-            return plan
+    applicable = [r for r in results if r.status != NOT_APPLICABLE]
+    if not applicable:  # nothing observed; an implementation that does not apply observes nothing either
+        plan.refused = f"not applicable ({results[0].implementation}): {results[0].reason}"
+        return plan
+    results = applicable
     placeholder = se.placeholder_text(text, se.holes(text))
     if any(tuple(placeholder.splitlines()) != r.scenario.lines for r in results):
         plan.refused = "the file changed while it ran; run the snapshot again"
@@ -279,6 +281,8 @@ def settle(review: Review, results: Sequence[ScenarioResult], yes: bool, ask: Ca
     plans = {p.shown: p for p in review.plans}
     for r in results:
         plan = plans.get(r.scenario.path)
+        if r.status == NOT_APPLICABLE and (plan is None or not plan.refused):
+            continue  # as in any run: neither passed nor failed
         if r.status == PASSED and (plan is None or not plan.changed):
             continue
         if plan is None or plan.refused or plan.shown not in written:

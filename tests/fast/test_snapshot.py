@@ -368,3 +368,13 @@ def test_a_file_with_windows_line_ends_keeps_them(tmp_path):
     path.write_bytes(bare.encode())
     filled = snap.plan_file(path, path.name, [_run(path)], "create").new
     assert filled is not None and "\n" not in filled.replace("\r\n", "")
+
+
+def test_an_implementation_that_does_not_apply_leaves_the_others_to_the_snapshot(tmp_path):
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(HEAD + "  - expect:\n      rows:\n")
+    ran, skipped = _run(path), _run(path, status="not_applicable")
+    plan = snap.plan_file(path, path.name, [ran, skipped], "create")
+    assert plan.refused is None and plan.changed
+    alone = snap.plan_file(path, path.name, [skipped], "create")  # the control: nothing observed, nothing written
+    assert alone.refused is not None and "not applicable" in alone.refused
