@@ -23,6 +23,8 @@ from eventtime.registry import ContractLookup
 from eventtime.results import ERROR, PASSED, ScenarioResult, StepResult
 from eventtime.timeparse import parse_time
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.strip_expectations import differences, strip_text  # noqa: E402
@@ -378,3 +380,21 @@ def test_an_implementation_that_does_not_apply_leaves_the_others_to_the_snapshot
     assert plan.refused is None and plan.changed
     alone = snap.plan_file(path, path.name, [skipped], "create")  # the control: nothing observed, nothing written
     assert alone.refused is not None and "not applicable" in alone.refused
+
+
+# -- the pytest option (pytester; the run itself: tests/spark/test_snapshot.py) --------------------------
+def test_the_pytest_options_collect_holes_and_refuse_what_they_cannot_do(pytester):
+    pytester.makefile(".scenario.yaml", snap=HEAD + "  - expect:\n      rows:\n")
+    binding = "--eventtime-pipeline=tumbling_count=eventtime.pipelines.reference:tumbling_count"
+    collected = pytester.runpytest_subprocess(binding, "--eventtime-snapshot=create", "--collect-only", "-q")
+    assert collected.ret == pytest.ExitCode.OK, collected.stdout.str()
+    collected.stdout.fnmatch_lines(["*snap.scenario.yaml::snap*"])
+    plain = pytester.runpytest_subprocess(binding, "--collect-only", "-q")  # the control: without it, a hole is a problem
+    assert plain.ret == pytest.ExitCode.INTERRUPTED
+    plain.stdout.fnmatch_lines(["*'rows' must be a list, not null*"])
+    alone = pytester.runpytest_subprocess(binding, "--eventtime-snapshot-yes", "--collect-only")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with*"])
+    workers = pytester.runpytest_subprocess(binding, "--eventtime-snapshot=fix", "-n", "2", "--collect-only")
+    assert workers.ret == pytest.ExitCode.USAGE_ERROR
+    workers.stderr.fnmatch_lines(["*--eventtime-snapshot runs in one process*"])
