@@ -43,7 +43,7 @@ CHECK_KEYS = ("rows", "output", "last_batch", "watermark", "dropped", "state_row
 BATCH_KEYS = ("data", "watermark_before", "watermark_after", "dropped", "state_rows", "rows")
 EVENT_TIME_KEYS = ("min", "max", "avg")
 # Keys that say how an expect's checks read, not what they expect: an expect of only these asks for
-# the default checks.
+# the default checks (any other key, one of CHECK_KEYS or a check a snapshot does not write, is a check).
 MODIFIERS = ("query", "columns", "ignore", "ordered", "tolerance", "table", "written", "format", "where", "topic")
 # What the loader reads where a check's value is missing (the run observes everything anyway; the
 # placeholder's own verdict is not what the snapshot writes).
@@ -605,7 +605,7 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
         return out
     if not isinstance(body, yaml.MappingNode):
         return out
-    if not any(k.value in CHECK_KEYS + ("no_output", "failure", "on_spark") for k, _ in body.value):
+    if all(k.value in MODIFIERS for k, _ in body.value):  # any other key is a check of its own
         edit, written = _append_checks(text, body, view, default_checks(view))
         out.edits.append(edit)
         out.changes.append(f"line {line}: expect: + {', '.join(written)}")

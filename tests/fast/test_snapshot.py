@@ -398,3 +398,21 @@ def test_the_pytest_options_collect_holes_and_refuse_what_they_cannot_do(pyteste
     workers = pytester.runpytest_subprocess(binding, "--eventtime-snapshot=fix", "-n", "2", "--collect-only")
     assert workers.ret == pytest.ExitCode.USAGE_ERROR
     workers.stderr.fnmatch_lines(["*--eventtime-snapshot runs in one process*"])
+
+
+def test_an_expect_with_a_check_the_snapshot_does_not_write_is_not_bare(tmp_path):
+    text = HEAD + "  - expect: {failure: {message: boom}}\n"  # a check of its own: nothing added
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(text)
+    sc = snap.load_scenario(path)
+    result = ScenarioResult(sc, "impl", PASSED, spark_version="4.3.0")
+    sr = StepResult(3, "expect", sc.steps[-1].where)
+    sr.observed = Observed(BATCHES, BATCHES, "append", [c.name for c in sc.contract.output])
+    result.steps.append(sr)
+    assert snap.plan_file(path, path.name, [result], "create").new == text
+    modifiers_only = HEAD + "  - expect: {ordered: true}\n"  # the control: only how rows are read
+    path.write_text(modifiers_only)
+    result.scenario = snap.load_scenario(path)
+    assert snap.plan_file(path, path.name, [result], "create").new == HEAD + (
+        '  - expect: {ordered: true, rows: [[a, "00:00:00", "00:00:10", 1]], watermark: "00:00:11", dropped: 0, '
+        'state_rows: 1}\n')
