@@ -143,6 +143,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--jobs", type=_jobs, default=1, metavar="N", help=_JOBS_HELP)
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
     r.add_argument("--contracts", action="append", default=[], metavar="DIR", help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
+    from .snapshot import add_cli_options
+
+    add_cli_options(r)
 
     w = sub.add_parser("watch", help="run scenarios, then re-run what a changed scenario, contract or pipeline "
                                      "module affects, on one warm Spark session (Ctrl-C stops)")
@@ -359,6 +362,10 @@ def _run(args: argparse.Namespace) -> int:
     if project is None:
         return EXIT_USAGE
     args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    if args.snapshot or args.yes or args.snapshot_on_spark:
+        from .snapshot import snapshot_run
+
+        return snapshot_run(args, files, project, conf, _open_session, _unimportable)
     loaded, invalid = load_scenario_files(files, project.contract_dirs)
     plan: list[tuple[Any, Path, str]] = []
     unbound: dict[str, list[Any]] = {}

@@ -33,6 +33,7 @@ class Observed:
         self.output_mode = output_mode
         self.columns = list(columns)
         self.failure = failure
+        self.unjudged: frozenset[str] = frozenset()  # checks the implementation is not judged on
 
     @property
     def watermark_ms(self) -> int:
@@ -140,6 +141,8 @@ def judge_expect(result: StepResult, step: ExpectStep, observed: Observed, scena
     if observed.failure is not None and step.failure is None:
         result.status, result.message = SKIPPED, "not checked: the query failed earlier"
         return
+    observed.unjudged = unjudged
+    result.observed = observed  # what a snapshot writes (eventtime.snapshot)
     result.failures = judge(step, observed, scenario, unjudged)
     result.status = FAILED if result.failures else PASSED
 

@@ -166,6 +166,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_contracts", type="paths", default=[],
                   help="folders of *.contract.yaml files (relative to the ini file)")
     _add_remote_option(parser, group)
+    from eventtime.snapshot import add_pytest_options
+
+    add_pytest_options(group)
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -306,6 +309,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _Settings(config)
     settings.take_pending_bindings()  # from the conftest files pytest imported before configuring
     config.stash[_SETTINGS] = settings
+    if any(config.getoption(f"eventtime_snapshot{o}", None) for o in ("", "_yes", "_on_spark")):
+        from eventtime.snapshot import register_pytest
+
+        register_pytest(config, settings)
     if settings.report_json and not hasattr(config, "workerinput"):  # xdist workers send their reports
         collector = _ResultsCollector(settings.report_json)
         config.stash[_COLLECTOR] = collector
@@ -350,6 +357,9 @@ class ScenarioFile(pytest.File):
         from eventtime.loader import ScenarioInvalid, load_scenario
 
         from eventtime.scenarios import display_path
+
+        if self.config.getoption("eventtime_snapshot", None):
+            from eventtime.snapshot import load_scenario  # a check without a value: a hole the snapshot fills
 
         try:
             display = str(self.path.relative_to(self.config.rootpath))

@@ -65,6 +65,8 @@ class StepResult:
     message: str | None = None
     watermark_ms: int | None = None  # global watermark after the step
     seconds: float = 0.0
+    # what an expect step looked at (`judge.Observed`, or a topic's records): what a snapshot writes
+    observed: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         return {"index": self.index, "kind": self.kind, "where": str(self.where) if self.where else None,

@@ -865,7 +865,8 @@ class _SparkSteps:
         if topics is None:
             sr.status, sr.message = ERROR, f"topic {check.topic!r}: only a job's Kafka sink publishes to a topic"
             return True
-        sr.failures = judge_records(check, topics.records.get(check.topic, []))
+        sr.observed = list(topics.records.get(check.topic, []))  # what a snapshot writes
+        sr.failures = judge_records(check, sr.observed)
         sr.status = FAILED if sr.failures else PASSED
         sr.watermark_ms = _current_watermark(self.query_run)
         return True

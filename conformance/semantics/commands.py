@@ -93,6 +93,9 @@ def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: 
         sim = simulate(sc, profile or sc.profile)
     except (NotCovered, ModelError) as exc:
         print(f"eventtime: the model cannot compute {sc.path}: {exc}", file=sys.stderr)
+        if isinstance(exc, NotCovered):  # what a user's own contract, a kafka source or a job has instead
+            print(f"eventtime: to write what Spark observes instead: eventtime run {path} --snapshot create "
+                  "(or fix; docs/scenario-format.md, Snapshots)", file=sys.stderr)
         return ExitCode.FAILED
     if write:
         return _write(Path(path), sim)

@@ -1,0 +1,427 @@
+"""Snapshot expectations: write what Spark did into a scenario's `expect` steps, reviewed as a diff.
+
+`eventtime run PATH --snapshot create|fix|all` (pytest: `--eventtime-snapshot=...`) runs the scenarios
+on Spark, then edits their files:
+
+- `create` fills each check an `expect` asks for without a value (`rows:` left empty, `watermark:`, a
+  `batches` entry's `data:`, a bare `expect:` or `expect: {}`, which gets the rows, watermark, dropped
+  rows and state size; see `snapshotedit.CHECK_KEYS`);
+- `fix` sets each stated value the run disagrees with (the judge decides, as in any run) to what Spark
+  did; a list of rows keeps the rows that were right, so the diff names exactly the rows that changed;
+- `all` does both.
+
+Before anything is written the unified diff of each file is printed, with one line per change. A file
+is written only with `--yes`, or after a yes at the prompt on a terminal; where `CI` is set nothing is
+ever written, and where there is no terminal nothing is written without `--yes`: the run fails with the
+diff. A file whose run erred, that no implementation applies to, or whose implementations observed
+different things is never touched, and neither are a scenario's inputs: edits are made only inside `expect` steps.
+
+Version lines: an `expect` with `on_spark` variants says its common checks hold on the other lines, so
+where the common checks applied and disagree, `fix` adds a variant for the running line (`>=X.Y,<X.Y+1`)
+instead of changing them; with `--snapshot-on-spark` it does so for every step. A step whose variant
+applied has that variant fixed.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import yaml
+
+from . import model as m
+from . import snapshotedit as se
+from .results import ERROR, NOT_APPLICABLE, PASSED, ScenarioResult
+
+__all__ = ["MODES", "load_scenario", "plan_file", "Review", "snapshot_run", "SnapshotPlugin", "in_ci"]
+
+MODES = ("create", "fix", "all")
+
+
+def load_scenario(path: str | Path, *, display_path: str | None = None, contracts: Any = None) -> m.Scenario:
+    """`loader.load_scenario`, where a check without a value is not a problem but a hole for `create`
+    (the loader reads a placeholder there, on the same line, so every place it reports stays right)."""
+    from .loader import ScenarioInvalid, load_scenario_text
+    from .loader import load_scenario as load
+
+    try:
+        text = _read(Path(path))
+    except (OSError, UnicodeDecodeError):
+        return load(path, display_path=display_path, contracts=contracts)  # it says what is wrong
+    found = se.holes(text)
+    if not found:
+        return load(path, display_path=display_path, contracts=contracts)
+    try:
+        return load_scenario_text(se.placeholder_text(text, found), display_path or str(path), contracts=contracts,
+                                  file=Path(path))
+    except ScenarioInvalid:
+        return load(path, display_path=display_path, contracts=contracts)  # its problems, as the file says them
+
+
+@dataclass
+class Planned:
+    """What a snapshot does to one file: its new text, the changes said one per line, or why not."""
+
+    path: Path
+    shown: str
+    text: str
+    new: str | None = None
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    refused: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.refused is None and self.new is not None and self.new != self.text
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.text.splitlines(keepends=True),
+                                            (self.new or "").splitlines(keepends=True),
+                                            fromfile=f"a/{self.shown}", tofile=f"b/{self.shown}"))
+
+
+def _read(path: Path) -> str:
+    """The file's text as it is, line ends included (`\r\n` stays: the loader's places count it)."""
+    return path.read_bytes().decode("utf-8")
+
+
+def _spark_line(version: str | None) -> str | None:
+    """`>=X.Y,<X.Y+1`: the Spark line of a version, as an `on_spark` specifier."""
+    parts = (version or "").split("-")[0].split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    return f">={parts[0]}.{parts[1]},<{parts[0]}.{int(parts[1]) + 1}"
+
+
+def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: str, *, on_spark: bool = False,
+              contracts: Any = None) -> Planned:
+    """The snapshot of one scenario file from its runs (one per implementation)."""
+    text = _read(path)
+    plan = Planned(path, shown, text)
+    for r in results:
+        if r.status == ERROR or r.cause is not None:
+            plan.refused = f"its run erred ({r.implementation}): {r.reason or 'see above'}"
+            return plan
+    applicable = [r for r in results if r.status != NOT_APPLICABLE]
+    if not applicable:  # nothing observed; an implementation that does not apply observes nothing either
+        plan.refused = f"not applicable ({results[0].implementation}): {results[0].reason}"
+        return plan
+    results = applicable
+    placeholder = se.placeholder_text(text, se.holes(text))
+    if any(tuple(placeholder.splitlines()) != r.scenario.lines for r in results):
+        plan.refused = "the file changed while it ran; run the snapshot again"
+        return plan
+    texts: dict[str, list[str]] = {}
+    for r in results:
+        edits, changes, notes = _result_edits(text, r, mode, on_spark)
+        if "\r\n" in text:  # lines added in the file's own line ends
+            edits = [se.Edit(e.start, e.end, e.text.replace("\n", "\r\n")) for e in edits]
+        texts.setdefault(se.apply_edits(text, edits), []).append(r.implementation)
+        plan.changes, plan.notes = changes, sorted(set(plan.notes) | set(notes))
+    if len(texts) > 1:
+        plan.refused = ("its implementations observed different things (" + "; ".join(
+            ", ".join(impls) for impls in texts.values()) + "): snapshot one with --pipeline")
+        return plan
+    plan.new = next(iter(texts)) if texts else text
+    left = se.holes(plan.new)
+    if left and mode != "fix":
+        lines = ", ".join(str(se.line_of(plan.new, h.start)) for h in left)
+        plan.notes.append(f"{shown}: still without a value at line(s) {lines} (an on_spark variant of another "
+                          "Spark line, or a value this run cannot say): give or remove them; until then the file "
+                          "runs only under --snapshot")
+    if plan.changed:
+        problem = _still_valid(plan, contracts)
+        if problem:
+            plan.refused = f"the edited file would not load ({problem}); nothing written (a bug of the kit: report it)"
+    return plan
+
+
+def _still_valid(plan: Planned, contracts: Any) -> str | None:
+    from .loader import ScenarioInvalid, load_scenario_text
+
+    assert plan.new is not None
+    try:
+        load_scenario_text(se.placeholder_text(plan.new, se.holes(plan.new)), plan.shown, contracts=contracts,
+                           file=plan.path)
+    except ScenarioInvalid as exc:
+        return str(exc.problems[0]) if exc.problems else str(exc)
+    return None
+
+
+def _result_edits(text: str, result: ScenarioResult, mode: str, on_spark: bool
+                  ) -> tuple[list[se.Edit], list[str], list[str]]:
+    root = se.compose(text)
+    bodies = se.expect_bodies(root)
+    edits: list[se.Edit] = []
+    changes: list[str] = []
+    notes: list[str] = []
+    steps = {s.index: s for s in result.scenario.steps}
+    for sr in result.steps:
+        observed = getattr(sr, "observed", None)
+        step = steps.get(sr.index)
+        if observed is None or not isinstance(step, m.ExpectStep) or sr.index not in bodies:
+            continue
+        key, body = bodies[sr.index]
+        variant = getattr(step, "_spark_variant", None)
+        if variant is not None:
+            key, body = _variant_node(body, variant)
+        contract = m.checked_contract(result.scenario.contract, step)
+        scenario = result.scenario if contract is result.scenario.contract else replace(result.scenario, contract=contract)
+        unjudged: frozenset[str] = getattr(observed, "unjudged", frozenset())
+        view = se.ExpectView(scenario, step, observed, unjudged=unjudged)
+        step_edits: list[se.Edit] = []
+        if mode in ("create", "all"):
+            made = se.create_edits(text, body, key, view)
+            step_edits += made.edits  # the diff shows what was filled; the notes what was left out
+        if mode in ("fix", "all"):
+            made = se.fix_edits(text, body, view)
+            if made.edits and variant is None and isinstance(body, yaml.MappingNode) and (
+                    on_spark or any(k.value == "on_spark" for k, _ in body.value)):
+                spec = _spark_line(result.spark_version)
+                if spec is not None:
+                    edit = se.variant_edit(text, body, view, spec)
+                    made = se.StepEdits([edit], [f"line {se.line_of(text, key.start_mark.index)}: on_spark: + "
+                                                 f"{spec!r} (what this step observes on Spark {result.spark_version})"])
+            step_edits += made.edits
+            changes += made.changes
+        edits += step_edits
+        notes += [f"{result.scenario.path}:{sr.where.line if sr.where else '?'}: {n}" for n in view.notes]
+    return edits, changes, notes
+
+
+def _variant_node(body: yaml.Node, spec: str) -> tuple[yaml.Node, yaml.Node]:
+    variants = next(v for k, v in body.value if k.value == "on_spark")
+    return next((k, v) for k, v in variants.value if k.value == spec)
+
+
+# -- review and writing ------------------------------------------------------------------------------------
+def in_ci() -> bool:
+    """Whether this runs in CI: `CI` set to anything but empty, 0 or false."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@dataclass
+class Review:
+    """The planned files: printed as diffs, then written as the user says (`decide`)."""
+
+    plans: list[Planned]
+    mode: str
+    out: Callable[[str], None] = print
+
+    @property
+    def changed(self) -> list[Planned]:
+        return [p for p in self.plans if p.changed]
+
+    def show(self) -> None:
+        for plan in self.plans:
+            if plan.refused:
+                self.out(f"eventtime: snapshot: {plan.shown}: not touched: {plan.refused}")
+        for plan in self.changed:
+            self.out("")
+            self.out(plan.diff().rstrip("\n"))
+            for change in plan.changes:
+                self.out(f"  {plan.shown}: {change}")
+        notes = sorted({n for p in self.plans for n in p.notes})
+        for note in notes:
+            self.out(f"  note: {note}")
+        if self.plans and not self.changed and not any(p.refused for p in self.plans):
+            self.out(f"eventtime: snapshot ({self.mode}): nothing to change")
+
+    def decide(self, yes: bool, ask: Callable[[str], str] | None) -> tuple[bool, str]:
+        """(write?, why): never in CI; with `yes`; else by the answer to `ask` (None: no terminal)."""
+        files = len(self.changed)
+        if not files:
+            return False, "nothing to write"
+        if in_ci():
+            return False, (f"not written: CI is set, and a snapshot is never written in CI; review the diff above and "
+                           f"run the snapshot where you can, or write the {files} file(s) by hand")
+        if yes:
+            return True, "--yes"
+        if ask is None:
+            return False, "not written: no terminal to ask; review the diff above, then run again with --yes"
+        answer = ask(f"Write the snapshot to {files} file{'s' if files != 1 else ''}? [y/N] ").strip().lower()
+        return answer in ("y", "yes"), "answered" if answer in ("y", "yes") else "not written: answered no"
+
+    def write(self) -> list[str]:
+        written = []
+        for plan in self.changed:
+            assert plan.new is not None
+            plan.path.write_bytes(plan.new.encode("utf-8"))
+            written.append(plan.shown)
+        return written
+
+
+def terminal_prompt() -> Callable[[str], str] | None:
+    """`input`, where there is a terminal to ask on."""
+    try:
+        if sys.stdin.isatty() and sys.stdout.isatty():
+            return input
+    except (AttributeError, ValueError):
+        pass
+    return None
+
+
+def settle(review: Review, results: Sequence[ScenarioResult], yes: bool, ask: Callable[[str], str] | None,
+           out: Callable[[str], None] = print) -> bool:
+    """Show the review, write as decided; whether the run is settled (every scenario passed, or its file
+    was written with no check left failing that the snapshot does not change)."""
+    review.show()
+    write, why = review.decide(yes, ask)
+    written = set(review.write()) if write else set()
+    if written:
+        names = sorted(written)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        out(f"eventtime: snapshot ({review.mode}): wrote {len(written)} file{'s' if len(written) != 1 else ''}: "
+            f"{shown}; run them again to see them pass")
+    elif review.changed:
+        out(f"eventtime: snapshot ({review.mode}): {why}")
+    plans = {p.shown: p for p in review.plans}
+    for r in results:
+        plan = plans.get(r.scenario.path)
+        if r.status == NOT_APPLICABLE and (plan is None or not plan.refused):
+            continue  # as in any run: neither passed nor failed
+        if r.status == PASSED and (plan is None or not plan.changed):
+            continue
+        if plan is None or plan.refused or plan.shown not in written:
+            return False
+    return True
+
+
+# -- the command -------------------------------------------------------------------------------------------
+def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
+                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], bool]) -> int:
+    """`eventtime run PATH... --snapshot MODE [--yes] [--snapshot-on-spark]`: run, review, write
+    (`open_session` and `unimportable` are the run command's: its session, its check of the pipelines)."""
+    from eventtime.scenarios import display_path
+
+    from .exitcodes import ExitCode
+    from .loader import ScenarioInvalid
+    from .parallel import Pair, run_pairs
+    from .projectconfig import unbound_message
+    from .registry import ContractLookup
+    from .textreport import summary_line
+
+    if not args.snapshot:
+        flag = "--yes" if args.yes else "--snapshot-on-spark"
+        print(f"eventtime: error: {flag} goes with --snapshot create|fix|all", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    lookup = ContractLookup(project.contract_dirs)
+    pairs, invalid, shown_of = [], 0, {}
+    for f in files:
+        shown = display_path(f)
+        try:
+            sc = load_scenario(f, display_path=shown, contracts=lookup)
+        except ScenarioInvalid as exc:
+            invalid += 1
+            print(exc, file=sys.stderr)
+            continue
+        targets = project.targets(sc, Path(f))
+        if not targets:
+            print(f"eventtime: error: {unbound_message(sc.contract, sc.path)}", file=sys.stderr)
+            invalid += 1
+            continue
+        shown_of[shown] = Path(f)
+        pairs += [Pair(sc, target) for target in targets]
+    if not pairs:
+        print("eventtime: error: nothing ran: no scenario to snapshot (see above)", file=sys.stderr)
+        return ExitCode.FAILED
+    if unimportable(list(dict.fromkeys(str(p.implementation) for p in pairs))):
+        return ExitCode.USAGE_ERROR
+    spark, code = open_session(args)
+    if spark is None:
+        return code
+    results: list[ScenarioResult] = []
+    for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf):
+        results.append(result)
+        if not args.quiet or result.status == ERROR:
+            print(summary_line(result), flush=True)
+    from .textreport import totals
+
+    counts = totals(results)
+    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+          f"{counts['not_applicable']} not applicable, {invalid} invalid files on Spark {spark.version} "
+          "(before the snapshot)")
+    by_file: dict[str, list[ScenarioResult]] = {}
+    for r in results:
+        by_file.setdefault(r.scenario.path, []).append(r)
+    plans = [plan_file(shown_of[shown], shown, rs, args.snapshot, on_spark=args.snapshot_on_spark, contracts=lookup)
+             for shown, rs in by_file.items()]
+    settled = settle(Review(plans, args.snapshot), results, args.yes, terminal_prompt())
+    return ExitCode.OK if settled and not invalid else ExitCode.FAILED
+
+
+def add_cli_options(parser: Any) -> None:
+    """The options `eventtime run` takes for a snapshot."""
+    parser.add_argument("--snapshot", choices=MODES, default=None,
+                        help="write what Spark observed into the scenarios' expect steps: create (fill checks "
+                             "without a value), fix (replace values Spark disagrees with), all; the diff is "
+                             "shown first (docs/scenario-format.md, Snapshots)")
+    parser.add_argument("--yes", action="store_true", help="with --snapshot: write without asking (never in CI)")
+    parser.add_argument("--snapshot-on-spark", action="store_true",
+                        help="with --snapshot fix: write what differs as an on_spark variant for the running "
+                             "Spark line instead of changing the checks every line shares")
+
+
+# -- pytest ------------------------------------------------------------------------------------------------
+def add_pytest_options(group: Any) -> None:
+    group.addoption("--eventtime-snapshot", choices=MODES, default=None,
+                    help="write what Spark observed into the scenario files' expect steps (create, fix, all); "
+                         "the diff is shown first")
+    group.addoption("--eventtime-snapshot-yes", action="store_true",
+                    help="with --eventtime-snapshot: write without asking (never in CI)")
+    group.addoption("--eventtime-snapshot-on-spark", action="store_true",
+                    help="with --eventtime-snapshot fix: write differences as on_spark variants for the running line")
+
+
+class SnapshotPlugin:
+    """The pytest side: collects each scenario item's result, then at the end of the session shows the
+    diff and writes as decided; a snapshot not written fails the session (exit status 1)."""
+
+    def __init__(self, config: Any, settings: Any):
+        self.config, self.settings = config, settings  # the plugin's settings: the contracts it looks up
+        self.mode = config.getoption("eventtime_snapshot")
+        self.results: dict[Path, list[ScenarioResult]] = {}
+        self.settled = True
+
+    def pytest_runtest_teardown(self, item: Any) -> None:
+        result = getattr(item, "result", None)
+        if isinstance(result, ScenarioResult):
+            self.results.setdefault(Path(item.path), []).append(result)
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput") or not self.results:
+            return
+        contracts = self.settings.contracts
+        plans = [plan_file(path, rs[0].scenario.path, rs, self.mode, contracts=contracts,
+                           on_spark=self.config.getoption("eventtime_snapshot_on_spark"))
+                 for path, rs in self.results.items()]
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        write = reporter.write_line if reporter is not None else print
+        if reporter is not None:
+            reporter.section("eventtime snapshot")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+
+        def ask(question: str) -> str:
+            with capture.global_and_fixture_disabled():
+                return input(question)
+        prompt = ask if terminal_prompt() is not None and capture is not None else None
+        results = [r for rs in self.results.values() for r in rs]
+        if not settle(Review(plans, self.mode, write), results, self.config.getoption("eventtime_snapshot_yes"),
+                      prompt, write):
+            session.exitstatus = 1
+
+
+def register_pytest(config: Any, settings: Any) -> None:
+    """`--eventtime-snapshot`: the plugin that writes the snapshot at the end of the session (in one
+    process: under xdist each worker sees only its own scenarios)."""
+    import pytest
+
+    if not config.getoption("eventtime_snapshot"):
+        raise pytest.UsageError("--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with "
+                                "--eventtime-snapshot=create|fix|all")
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        raise pytest.UsageError("--eventtime-snapshot runs in one process: leave out -n (pytest-xdist)")
+    config.pluginmanager.register(SnapshotPlugin(config, settings), "eventtime-snapshot")

@@ -1,0 +1,790 @@
+"""Snapshot edits: what a Spark run observed at each `expect`, written into the scenario's text.
+
+Pure text work, no Spark: `holes` finds the checks a file asks for without stating them (a key with an
+empty value, a bare `expect:` or `expect: {}`); `placeholder_text` gives the text the loader reads
+meanwhile; `expect_edits` turns one expect step's observation into edits of the text. Edits are made by
+the places PyYAML's composer marks (as `eventtime expect --write` does), so every other character of the
+file, its comments, key order, quoting and flow style, stays as written: a round-trip YAML library would
+re-emit the file with its own rules (and YAML 1.1 scalars, where the kit reads `12:00:07` as text).
+
+Values are written in the forms docs/scenario-format.md documents: time literals on the scenario's
+`date` in its `timezone` (an exact instant with an offset where the local time is not one instant),
+`initial` for Spark's first watermark, decimals as quoted text, structs as mappings by field name,
+maps as mappings (string keys) or `[key, value]` pairs, binary as text or `{base64: ...}`.
+
+What is left out, because Spark's result can vary between runs of the same scenario: the `avg` of
+`event_time` when a source has several input partitions (the tasks' order changes its rounding), the
+nullability in `schema` (the planner's, which differs between Spark lines), a `failure` (its message is
+Spark's and changes between versions). Rows of an unordered check are written sorted (by their text),
+so the same run writes the same text.
+"""
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import yaml
+
+from . import model as m
+from .coltypes import ColumnType
+from .semantics.fill import _end
+from .timeparse import parse_time
+
+__all__ = ["Hole", "holes", "placeholder_text", "create_edits", "fix_edits", "variant_edit", "Edit", "apply_edits", "CHECK_KEYS",
+           "LEFT_OUT"]
+
+# The checks of an expect a snapshot writes, in the order it adds them to a bare `expect`.
+CHECK_KEYS = ("rows", "output", "last_batch", "watermark", "dropped", "state_rows", "event_time", "batches",
+              "schema", "records")
+BATCH_KEYS = ("data", "watermark_before", "watermark_after", "dropped", "state_rows", "rows")
+EVENT_TIME_KEYS = ("min", "max", "avg")
+# Keys that say how an expect's checks read, not what they expect: an expect of only these asks for
+# the default checks (any other key, one of CHECK_KEYS or a check a snapshot does not write, is a check).
+MODIFIERS = ("query", "columns", "ignore", "ordered", "tolerance", "table", "written", "format", "where", "topic")
+# What the loader reads where a check's value is missing (the run observes everything anyway; the
+# placeholder's own verdict is not what the snapshot writes).
+_PLACEHOLDERS = {"rows": "[]", "output": "[]", "last_batch": "[]", "records": "[]", "watermark": "initial",
+                 "watermark_before": "initial", "watermark_after": "initial", "dropped": "0", "state_rows": "0",
+                 "batches": "0", "data": "true", "event_time": '{max: "00:00:00"}', "schema": '"x string"',
+                 "min": '"00:00:00"', "max": '"00:00:00"', "avg": '"00:00:00"'}
+_BARE = "{tolerance: 0.5}"  # a bare expect: a check-less mapping the loader accepts
+LEFT_OUT = {"event_time.avg": "the average event time of a batch read from several input partitions depends "
+                              "on the order Spark's tasks finish in",
+            "failure": "a failure's message is Spark's own and changes between versions",
+            "schema NOT NULL": "nullability is the planner's and differs between Spark lines"}
+WIDTH = 110  # a list written on its key's line up to this many characters, else one item per line
+
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~", "nan", "inf"}
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A check asked for without a value: its loader path, the span of its (null) value, its key."""
+
+    path: tuple
+    start: int
+    end: int
+    key: str
+
+
+@dataclass(frozen=True)
+class Edit:
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class ExpectView:
+    """What one expect step observed, as the snapshot needs it: the step as the run read it (the
+    variant of this Spark line, if one applied), the scenario with the contract its rows are read
+    with, and the observation (`judge.Observed`, or the records of a topic)."""
+
+    scenario: m.Scenario
+    step: m.ExpectStep
+    observed: Any
+    unjudged: frozenset[str] = frozenset()  # checks the implementation is not judged on: never written
+    notes: list[str] = field(default_factory=list)
+
+
+# -- finding holes ---------------------------------------------------------------------------------------
+def _is_null(node: yaml.Node) -> bool:
+    return (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+            and node.value in ("", "~", "null", "Null", "NULL") and node.style is None)
+
+
+def compose(text: str) -> yaml.Node | None:
+    from .yamlsource import _Loader
+
+    return yaml.compose(text, Loader=_Loader)
+
+
+def expect_bodies(root: yaml.Node) -> dict[int, tuple[yaml.Node, yaml.Node]]:
+    """Step index (1-based) -> (the `expect` key, its value) of every `- expect:` step."""
+    steps = next((v for k, v in root.value if k.value == "steps"), None) if isinstance(root, yaml.MappingNode) else None
+    out = {}
+    for i, item in enumerate(steps.value if isinstance(steps, yaml.SequenceNode) else []):
+        if isinstance(item, yaml.MappingNode) and len(item.value) == 1 and item.value[0][0].value == "expect":
+            out[i + 1] = item.value[0]
+    return out
+
+
+def holes(text: str) -> list[Hole]:
+    """Every check the text asks for without a value, in file order. A bare expect (`expect:`,
+    `expect: {}`) is one hole whose key is `expect`."""
+    try:
+        root = compose(text)
+    except yaml.YAMLError:
+        return []  # the loader says what is wrong
+    out: list[Hole] = []
+    for index, (_, body) in expect_bodies(root).items() if root is not None else ():
+        path = ("steps", index - 1, "expect")
+        out += _body_holes(body, path)
+        if isinstance(body, yaml.MappingNode):
+            variants = next((v for k, v in body.value if k.value == "on_spark"), None)
+            if isinstance(variants, yaml.MappingNode):
+                for spec, variant in variants.value:
+                    out += _body_holes(variant, path + ("on_spark", spec.value))
+    return sorted(out, key=lambda h: h.start)
+
+
+def _walk_holes(body: yaml.MappingNode) -> list[tuple[tuple, yaml.Node, yaml.Node, bool]]:
+    """(path inside the expect, key node, null value node, whether the key's mapping is flow style) of
+    each check of `body` without a value."""
+    out: list[tuple[tuple, yaml.Node, yaml.Node, bool]] = []
+    for k, v in body.value:
+        if k.value in CHECK_KEYS and _is_null(v):
+            out.append(((k.value,), k, v, bool(body.flow_style)))
+        elif k.value == "event_time" and isinstance(v, yaml.MappingNode):
+            out += [(("event_time", fk.value), fk, fv, bool(v.flow_style))
+                    for fk, fv in v.value if fk.value in EVENT_TIME_KEYS and _is_null(fv)]
+        elif k.value == "batches" and isinstance(v, yaml.SequenceNode):
+            for j, item in enumerate(v.value):
+                if isinstance(item, yaml.MappingNode):
+                    out += [(("batches", j, fk.value), fk, fv, bool(item.flow_style))
+                            for fk, fv in item.value if fk.value in BATCH_KEYS and _is_null(fv)]
+    return out
+
+
+def _is_bare(body: yaml.Node) -> bool:
+    return _is_null(body) or (isinstance(body, yaml.MappingNode) and not body.value)
+
+
+def _body_holes(body: yaml.Node, path: tuple) -> list[Hole]:
+    if _is_bare(body):
+        return [Hole(path, body.start_mark.index, body.end_mark.index, "expect")]
+    if not isinstance(body, yaml.MappingNode):
+        return []
+    return [Hole(path + rel, v.start_mark.index, v.end_mark.index, k.value) for rel, k, v, _ in _walk_holes(body)]
+
+
+def placeholder_text(text: str, found: Sequence[Hole]) -> str:
+    """The text with a value the loader accepts in each hole (on the same line: every place the
+    loader reports stays where it is in the file)."""
+    out = text
+    for hole in sorted(found, key=lambda h: h.start, reverse=True):
+        value = _BARE if hole.key == "expect" else _PLACEHOLDERS[hole.key]
+        out = out[:hole.start] + (" " if hole.start == hole.end else "") + value + out[hole.end:]
+    return out
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    out = text
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        out = out[:e.start] + e.text + out[e.end:]
+    return out
+
+
+# -- rendering values ------------------------------------------------------------------------------------
+def time_text(micros: int, scenario: m.Scenario) -> str:
+    """A time literal on the scenario's date in its zone (`"00:00:07"`), else its date and time there,
+    else (a local time that is not one instant) the exact instant with its offset."""
+    from zoneinfo import ZoneInfo
+
+    zone = scenario.timezone or "UTC"
+    instant = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
+    local = instant.astimezone(ZoneInfo(zone)) if zone not in ("UTC", "Z") else instant
+    clock = local.strftime("%H:%M:%S")
+    if local.microsecond:
+        clock += f".{local.microsecond // 1000:03d}" if local.microsecond % 1000 == 0 else \
+            ("." + f"{local.microsecond:06d}").rstrip("0")
+    text = clock if local.date() == scenario.date else f"{local.date().isoformat()}T{clock}"
+    try:
+        exact = parse_time(text, date=scenario.date, zone=zone) == micros
+    except ValueError:
+        exact = False
+    if not exact:  # around a daylight-saving change: say the offset
+        text = f"{local.date().isoformat()}T{clock}{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}"
+    return f'"{text}"'
+
+
+def watermark_text(ms: int | None, scenario: m.Scenario) -> str:
+    return "initial" if not ms else time_text(ms * 1000, scenario)
+
+
+def text_scalar(value: str) -> str:
+    """Text as YAML reads it back as that text: plain where it is a word, single-quoted where it holds
+    double quotes (JSON in a string reads as written), else double-quoted with JSON's escapes."""
+    if _PLAIN.match(value) and value.lower() not in _RESERVED:
+        return value
+    if '"' in value and value.isprintable():
+        return "'" + value.replace("'", "''") + "'"
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
+
+def _flow(value: Any) -> str:
+    """A JSON value (a record's payload) as YAML flow: `{order_id: o2, amount: 1200.0}`."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{text_scalar(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if isinstance(value, str):
+        return text_scalar(value)
+    return json.dumps(value)
+
+
+def value_text(value: Any, ctype: ColumnType | None, scenario: m.Scenario) -> str:
+    """One value of a column of type `ctype`, as the scenario format writes it (flow style)."""
+    if value is None:
+        return "null"
+    k = ctype.kind if ctype is not None else None
+    if k in ("timestamp", "timestamp_ntz") and isinstance(value, int) and not isinstance(value, bool):
+        return time_text(value, scenario)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if k == "decimal":
+        return f'"{value}"'
+    if k == "date" and isinstance(value, _dt.date):
+        return f'"{value.isoformat()}"'
+    if k == "binary" and isinstance(value, (bytes, bytearray)):
+        try:
+            decoded = bytes(value).decode("utf-8")
+            if decoded.isprintable():
+                return json.dumps(decoded, ensure_ascii=False)
+        except UnicodeDecodeError:
+            pass
+        return '{base64: "' + base64.b64encode(bytes(value)).decode("ascii") + '"}'
+    if isinstance(value, float):
+        if value != value:
+            return ".nan"
+        if value in (float("inf"), float("-inf")):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, str):
+        return text_scalar(value)
+    if k == "array" and isinstance(value, (list, tuple)):
+        return "[" + ", ".join(value_text(v, ctype.element if ctype else None, scenario) for v in value) + "]"
+    if k == "map" and isinstance(value, (list, tuple)):
+        assert ctype is not None and ctype.key is not None
+        if ctype.key.kind == "string":
+            return "{" + ", ".join(f"{text_scalar(a)}: {value_text(b, ctype.value, scenario)}" for a, b in value) + "}"
+        return "[" + ", ".join(f"[{value_text(a, ctype.key, scenario)}, {value_text(b, ctype.value, scenario)}]"
+                               for a, b in value) + "]"
+    if k == "struct" and isinstance(value, (list, tuple)):
+        assert ctype is not None
+        return "{" + ", ".join(f"{text_scalar(n)}: {value_text(v, t, scenario)}"
+                               for (n, t), v in zip(ctype.fields, value)) + "}"
+    return str(value)
+
+
+def row_text(row: Sequence[Any], types: Sequence[ColumnType], scenario: m.Scenario) -> str:
+    return "[" + ", ".join(value_text(v, t, scenario) for v, t in zip(row, types)) + "]"
+
+
+def _payload_text(payload: bytes | None) -> str:
+    """A record's key or value as an expectation: JSON text where it is a JSON object or list (compared
+    as JSON), else UTF-8 text, else base64."""
+    if payload is None:
+        return "null"
+    try:
+        decoded = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return '{base64: "' + base64.b64encode(payload).decode("ascii") + '"}'
+    try:
+        parsed = json.loads(decoded)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, (dict, list)):
+        return _flow(parsed)
+    return text_scalar(decoded) if decoded.isprintable() else \
+        '{base64: "' + base64.b64encode(payload).decode("ascii") + '"}'
+
+
+def record_texts(records: Sequence[Any], ordered: bool) -> list[str]:
+    """The records of a topic as expected records (headers and partition only where any record has them)."""
+    headers = any(r.headers for r in records)
+    partition = any(r.partition for r in records)
+    out = []
+    for r in records:
+        parts = [f"key: {_payload_text(r.key)}"] if r.key is not None else []
+        parts.append(f"value: {_payload_text(r.value)}")
+        if headers:
+            parts.append("headers: [" + ", ".join(f"[{text_scalar(k)}, {_payload_text(v)}]" for k, v in r.headers) + "]")
+        if partition:
+            parts.append(f"partition: {r.partition}")
+        out.append("{" + ", ".join(parts) + "}")
+    return out if ordered else sorted(out)
+
+
+# -- what a step observed --------------------------------------------------------------------------------
+def _compared(view: ExpectView) -> tuple[list[ColumnType], Any]:
+    from .judge import _compared as compared
+
+    _, types, pick = compared(view.step, view.scenario)
+    return list(types), pick
+
+
+def observed_rows(view: ExpectView, scope: str) -> list[tuple]:
+    """The rows a check of `scope` sees, in its compared columns, in the canonical form values compare in."""
+    types, pick = _compared(view)
+    rows = [pick(r) for r in view.observed.rows(scope)]
+    return [tuple(t.canonical(v) for t, v in zip(types, r)) if len(r) == len(types) else tuple(r) for r in rows]
+
+
+def rows_texts(view: ExpectView, rows: Sequence[tuple], ordered: bool) -> list[str]:
+    types, _ = _compared(view)
+    texts = [row_text(r, types, view.scenario) for r in rows]
+    return texts if ordered else sorted(texts)
+
+
+def _several_partitions(scenario: m.Scenario) -> bool:
+    return any((s.partitions or 1) > 1 for s in scenario.sources.values())
+
+
+def check_value(view: ExpectView, key: str) -> Any:
+    """The observed value of check `key` as text (a list of item texts for a list check); None when
+    the run cannot say it (the reason noted in `view.notes`)."""
+    sc, obs = view.scenario, view.observed
+    if key == "records":
+        return record_texts(obs, view.step.topic.ordered if view.step.topic else False)
+    if key in ("rows", "output", "last_batch"):
+        return rows_texts(view, observed_rows(view, key), view.step.ordered)
+    if key == "watermark":
+        return watermark_text(obs.watermark_ms, sc)
+    if key == "dropped":
+        return str(sum(b.dropped for b in obs.since_expect))
+    if key == "state_rows":
+        return str(obs.history[-1].state_rows if obs.history else 0)
+    if key == "batches":
+        return [batch_text(view, b) for b in obs.since_expect] or "0"
+    if key == "event_time":
+        stats = _stats(view)
+        if stats is None:
+            view.notes.append("event_time: no batch since the previous expect read rows; left out")
+            return None
+        return "{" + ", ".join(f"{k}: {v}" for k, v in stats.items()) + "}"
+    if key == "schema":
+        if obs.schema is None:
+            return None
+        from .judge import _type_name
+
+        return json.dumps(", ".join(f"{n} {_type_name(t)}" for n, t, _ in obs.schema))
+    raise KeyError(key)
+
+
+def _stats(view: ExpectView) -> dict[str, str] | None:
+    stats = next((b.event_time for b in reversed(view.observed.since_expect) if b.event_time), None)
+    if not stats:
+        return None
+    keys = [k for k in EVENT_TIME_KEYS if stats.get(k) is not None]
+    if "avg" in keys and _several_partitions(view.scenario):
+        keys.remove("avg")
+        view.notes.append("event_time.avg left out: " + LEFT_OUT["event_time.avg"])
+    return {k: time_text(stats[k] * 1000, view.scenario) for k in keys}
+
+
+def batch_fields(view: ExpectView, b: Any) -> dict[str, str]:
+    sc = view.scenario
+    types, pick = _compared(view)
+    rows = [tuple(t.canonical(v) for t, v in zip(types, pick(r))) for r in b.rows]
+    return {"data": "true" if b.has_data else "false",
+            "watermark_before": watermark_text(b.watermark_before_ms, sc),
+            "watermark_after": watermark_text(b.watermark_after_ms, sc), "dropped": str(b.dropped),
+            "state_rows": str(b.state_rows), "rows": "[" + ", ".join(rows_texts(view, rows, False)) + "]"}
+
+
+def batch_text(view: ExpectView, b: Any) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in batch_fields(view, b).items()) + "}"
+
+
+def default_checks(view: ExpectView) -> list[str]:
+    """What a bare expect is filled with: the rows (the whole output in complete mode), the watermark,
+    dropped rows and state size; for what a job wrote or published, its rows or records."""
+    step = view.step
+    if step.topic is not None:
+        return ["records"]
+    if step.written is not None:
+        return ["rows"]
+    mode = view.observed.output_mode
+    return [k for k in ("output" if mode == "complete" else "rows", "watermark", "dropped", "state_rows")
+            if k not in view.unjudged]
+
+
+# -- agreement: the judge's own verdict on one check -----------------------------------------------------
+def disagrees(view: ExpectView, key: str) -> bool:
+    """Whether the value the step states for `key` is not what the run observed (the judge decides)."""
+    from .judge import judge
+    from .topics import judge_records
+
+    step = view.step
+    if key == "records":
+        return bool(step.topic is not None and judge_records(step.topic, view.observed))
+    only = m.ExpectStep(where=step.where, columns=step.columns, tolerance=step.tolerance, ordered=step.ordered,
+                        written=step.written, query=step.query)
+    if key in ("rows", "output", "last_batch", "no_output"):
+        scope = "rows" if key == "no_output" else key
+        only = replace(only, rows=tuple(c for c in step.rows if c.scope == scope))
+    elif key == "watermark":
+        only = replace(only, watermark_us=step.watermark_us)
+    elif key in ("dropped", "state_rows", "batches", "event_time", "schema"):
+        field_name = "batch_count" if key == "batches" and step.batches is None else key
+        only = replace(only, **{field_name: getattr(step, field_name)})
+    else:
+        return False
+    return bool(judge(only, view.observed, view.scenario))
+
+
+# -- edits -----------------------------------------------------------------------------------------------
+def _eol(text: str, index: int) -> int:
+    """Where the line holding `index` ends: before its `\n` (or `\r\n`), or at the end of the text."""
+    at = text.find("\n", index)
+    if at < 0:
+        return len(text)
+    return at - 1 if at > 0 and text[at - 1] == "\r" else at
+
+
+def _next_line(text: str, index: int) -> int:
+    """Where the line after the one holding `index` starts (the end of the text on the last line)."""
+    at = text.find("\n", index)
+    return len(text) if at < 0 else at + 1
+
+
+def _line_start(text: str, index: int) -> int:
+    return text.rfind("\n", 0, index) + 1
+
+
+def _list_value(text: str, key: yaml.Node, value_at: int, items: Sequence[str], in_flow: bool) -> Edit:
+    """`items` as the value of `key`: one flow list on its line when it fits (or inside a flow mapping),
+    else one item per line below it, two deeper than the key."""
+    flow = "[" + ", ".join(items) + "]"
+    line = text[_line_start(text, key.start_mark.index):value_at]
+    if in_flow or not items or len(line) + 2 + len(flow) <= WIDTH:
+        return _scalar_at(text, value_at, flow, in_flow)
+    pad = " " * (key.start_mark.column + 2)
+    at = _eol(text, value_at)
+    return Edit(at, at, "".join(f"\n{pad}- {item}" for item in items))
+
+
+def _scalar_at(text: str, at: int, value: str, in_flow: bool) -> Edit:
+    """`value` where an empty value is: after the space that follows the colon in a flow mapping
+    (`{min: , max: }` -> `{min: "x", max: "y"}`), else one space after the colon."""
+    if in_flow and text[at:at + 1] == " ":
+        return Edit(at + 1, at + 1, value)
+    return Edit(at, at, " " + value)
+
+
+def hole_edit(text: str, hole: Hole, key: yaml.Node, value: Any, in_flow: bool) -> Edit:
+    if isinstance(value, list):
+        return _list_value(text, key, hole.start, value, in_flow)
+    if hole.start != hole.end:  # `~` or `null` written
+        return Edit(hole.start, hole.end, value)
+    return _scalar_at(text, hole.start, value, in_flow)
+
+
+def bare_edit(text: str, body: yaml.Node, expect_key: yaml.Node, view: ExpectView) -> tuple[list[Edit], list[str]]:
+    """Fill a bare `expect:` / `expect: {}` with the default checks, as a block mapping below it."""
+    pad = " " * (expect_key.start_mark.column + 2)
+    lines, written = [], []
+    for key in default_checks(view):
+        value = check_value(view, key)
+        if value is None:
+            continue
+        written.append(key)
+        if isinstance(value, list):
+            flow = "[" + ", ".join(value) + "]"
+            if len(pad) + len(key) + 2 + len(flow) <= WIDTH or not value:
+                lines.append(f"{pad}{key}: {flow}")
+            else:
+                lines.append(f"{pad}{key}:" + "".join(f"\n{pad}  - {item}" for item in value))
+        else:
+            lines.append(f"{pad}{key}: {value}")
+    edits = []
+    if body.start_mark.index != body.end_mark.index:  # `{}`: removed, a comment after it stays
+        start = body.start_mark.index
+        edits.append(Edit(start - 1 if text[start - 1:start] == " " else start, body.end_mark.index, ""))
+    at = _eol(text, body.end_mark.index)
+    edits.append(Edit(at, at, "".join("\n" + line for line in lines)))
+    return edits, written
+
+
+def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual: Sequence[tuple],
+                   types: Sequence[ColumnType], ordered: bool, tolerance: float | None, view: ExpectView
+                   ) -> tuple[list[Edit], list[str], list[str]]:
+    """Edits that make a list of rows say `actual`, keeping each row that is right as it is written:
+    (edits, rows removed, rows added) as texts. A row of `expected` is the item at the same position."""
+    from .judge import REL_TOL
+
+    tol = REL_TOL if tolerance is None else tolerance
+
+    def same(a: tuple, b: tuple) -> bool:
+        return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(types, a, b))
+
+    items = list(node.value) if isinstance(node, yaml.SequenceNode) else []
+    keep = [False] * len(expected)
+    left = list(range(len(actual)))
+    if ordered:
+        for i, row in enumerate(expected):
+            if i < len(actual) and same(row, actual[i]):
+                keep[i] = True
+                left.remove(i)
+    else:
+        for i, row in enumerate(expected):
+            hit = next((j for j in left if same(row, actual[j])), None)
+            if hit is not None:
+                keep[i] = True
+                left.remove(hit)
+    added = [row_text(actual[j], types, view.scenario) for j in left]
+    if not ordered:
+        added.sort()
+    removed = [text[it.start_mark.index:_end(it)] for it, k in zip(items, keep) if not k]
+    if not removed and not added:
+        return [], [], []
+    if ordered or not isinstance(node, yaml.SequenceNode) or node.flow_style or not items:
+        # one flow list (or order matters): written again, the rows that were right in their own text
+        kept = iter(text[it.start_mark.index:_end(it)] for it, k in zip(items, keep) if k)
+        if ordered:
+            new = [text[it.start_mark.index:_end(it)] if k else row_text(actual[i], types, view.scenario)
+                   for i, (it, k) in enumerate(zip(items, keep))]
+            new += [row_text(r, types, view.scenario) for r in actual[len(items):]]
+        else:
+            new = list(kept) + added
+        return [Edit(node.start_mark.index, node.end_mark.index, "[" + ", ".join(new) + "]")], removed, added
+    # a block list: a line per row changed, a line per row removed or added
+    edits = []
+    pending = list(added)
+    for it, k in zip(items, keep):
+        if k:
+            continue
+        if pending:
+            edits.append(Edit(it.start_mark.index, _end(it), pending.pop(0)))
+        else:
+            edits.append(Edit(_line_start(text, it.start_mark.index), _next_line(text, _end(it)), ""))
+    if pending:
+        last = items[-1]
+        dash = text.rfind("-", _line_start(text, last.start_mark.index), last.start_mark.index)
+        pad = " " * (dash - _line_start(text, last.start_mark.index))
+        at = _eol(text, _end(last))
+        edits.append(Edit(at, at, "".join(f"\n{pad}- {row}" for row in pending)))
+    if all(not k for k in keep) and not added:  # every row removed: an empty list
+        return [Edit(node.start_mark.index, _end(node), "[]")], removed, added
+    return edits, removed, added
+
+
+@dataclass
+class StepEdits:
+    """The edits of one expect step, and what they change, said per check for the review."""
+
+    edits: list[Edit] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)  # "line 14: watermark: "00:00:02" -> "00:00:05""
+
+
+def line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _append_checks(text: str, body: yaml.MappingNode, view: ExpectView, keys: Sequence[str]) -> tuple[Edit, list[str]]:
+    """Checks added to an expect that states none (only which rows it reads: `query:`, `written:`, ...)."""
+    written, parts = [], []
+    for key in keys:
+        value = check_value(view, key)
+        if value is None:
+            continue
+        written.append(key)
+        parts.append((key, "[" + ", ".join(value) + "]" if isinstance(value, list) else value))
+    if body.flow_style:
+        close = text.rindex("}", 0, body.end_mark.index)
+        return Edit(close, close, "".join(f", {k}: {v}" for k, v in parts)), written
+    pad = " " * body.value[0][0].start_mark.column
+    at = _eol(text, _end(body))
+    return Edit(at, at, "".join(f"\n{pad}{k}: {v}" for k, v in parts)), written
+
+
+def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: ExpectView) -> StepEdits:
+    """`create`: every check the step asks for without a value gets the run's value."""
+    out = StepEdits()
+    line = line_of(text, expect_key.start_mark.index)
+    if _is_bare(body):
+        edits, written = bare_edit(text, body, expect_key, view)
+        out.edits += edits
+        out.changes.append(f"line {line}: expect: + {', '.join(written)}")
+        return out
+    if not isinstance(body, yaml.MappingNode):
+        return out
+    if all(k.value in MODIFIERS for k, _ in body.value):  # any other key is a check of its own
+        edit, written = _append_checks(text, body, view, default_checks(view))
+        out.edits.append(edit)
+        out.changes.append(f"line {line}: expect: + {', '.join(written)}")
+        return out
+    for rel, k, v, flow in _walk_holes(body):
+        if rel[-1] in view.unjudged:
+            view.notes.append(f"{rel[-1]} left out: the implementation is not judged on it")
+        value = None if rel[-1] in view.unjudged else _hole_value(view, rel)
+        if value is None:
+            parent = _parent_mapping(body, k)
+            if parent is not None and len(parent.value) > 1:
+                out.edits.append(remove_key(text, parent, k))
+                out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: left out "
+                                   "(the run cannot say it; see the notes)")
+            continue
+        hole = Hole(rel, v.start_mark.index, v.end_mark.index, k.value)
+        out.edits.append(hole_edit(text, hole, k, value, flow))
+        shown = "[" + ", ".join(value) + "]" if isinstance(value, list) else value
+        out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: + {shown}")
+    return out
+
+
+def _hole_value(view: ExpectView, rel: tuple) -> Any:
+    if len(rel) == 1:
+        return check_value(view, rel[0])
+    if rel[0] == "event_time":
+        stats = _stats(view)
+        return None if stats is None else stats.get(rel[1])
+    if rel[0] == "batches":
+        batches = view.observed.since_expect
+        if rel[1] >= len(batches):
+            view.notes.append(f"batches[{rel[1]}]: only {len(batches)} batch(es) ran since the previous expect")
+            return None
+        return batch_fields(view, batches[rel[1]])[rel[2]]
+    return None
+
+
+def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
+    """`fix`: every check whose stated value is not what the run observed gets the run's value; a list
+    of rows keeps the rows that were right, so the diff names exactly the rows that changed."""
+    out = StepEdits()
+    if not isinstance(body, yaml.MappingNode):
+        return out
+    step = view.step
+    for k, v in body.value:
+        key, line = k.value, line_of(text, k.start_mark.index)
+        if _is_null(v) or key not in CHECK_KEYS + ("no_output",) or key in view.unjudged or not disagrees(view, key):
+            continue
+        if key in ("rows", "output", "last_batch"):
+            check = next(c for c in step.rows if c.scope == key)
+            types, _ = _compared(view)
+            edits, removed, added = row_list_edits(text, v, check.rows, observed_rows(view, key), types,
+                                                   step.ordered, step.tolerance, view)
+            out.edits += edits
+            out.changes += [f"line {line}: {key}: - {r}" for r in removed] + [f"line {line}: {key}: + {r}" for r in added]
+        elif key == "no_output":
+            rows = check_value(view, "rows")
+            out.edits.append(Edit(k.start_mark.index, _end(v), "rows: [" + ", ".join(rows) + "]"))
+            out.changes += [f"line {line}: no_output: true -> rows:"] + [f"line {line}: rows: + {r}" for r in rows]
+        elif key == "batches" and isinstance(v, yaml.SequenceNode) and step.batches is not None \
+                and len(v.value) == len(view.observed.since_expect):
+            out.edits += _batch_edits(text, v, view, out.changes)
+        elif key == "event_time" and isinstance(v, yaml.MappingNode):
+            stats = _stats(view)
+            if stats is None:
+                out.changes.append(f"line {line}: event_time: no batch since the previous expect read rows; "
+                                   "left as written")
+                continue
+            for fk, fv in v.value:
+                new = stats.get(fk.value)
+                if new is not None and not _is_null(fv) and getattr(step.event_time, f"{fk.value}_us", None) != \
+                        parse_time(json.loads(new), date=view.scenario.date, zone=view.scenario.timezone):
+                    out.edits.append(Edit(fv.start_mark.index, _end(fv), new))
+                    out.changes.append(f"line {line_of(text, fk.start_mark.index)}: event_time.{fk.value}: "
+                                       f"{text[fv.start_mark.index:_end(fv)]} -> {new}")
+        else:
+            value = check_value(view, key)
+            if value is None:
+                continue
+            old = text[v.start_mark.index:_end(v)]
+            if isinstance(value, list):
+                if isinstance(v, yaml.SequenceNode) and not v.flow_style and value:
+                    pad = " " * (k.start_mark.column + 2)
+                    out.edits.append(Edit(k.end_mark.index, _end(v), ":" + "".join(f"\n{pad}- {i}" for i in value)))
+                else:
+                    out.edits.append(Edit(v.start_mark.index, _end(v), "[" + ", ".join(value) + "]"))
+                new = "[" + ", ".join(value) + "]"
+            else:
+                out.edits.append(Edit(v.start_mark.index, _end(v), value))
+                new = value
+            out.changes.append(f"line {line}: {key}: {' '.join(old.split())} -> {new}")
+    return out
+
+
+def _batch_edits(text: str, seq: yaml.SequenceNode, view: ExpectView, changes: list[str]) -> list[Edit]:
+    """Each field a `batches` entry states set to its batch's, the fields the author left out left out."""
+    from .judge import match_rows
+
+    edits = []
+    types, pick = _compared(view)
+    assert view.step.batches is not None
+    for item, b, want in zip(seq.value, view.observed.since_expect, view.step.batches):
+        if not isinstance(item, yaml.MappingNode):
+            continue
+        wrong = {name for name, differs in (
+            ("data", want.data is not None and want.data != b.has_data),
+            ("watermark_before", want.watermark_before_us is not None
+             and (b.watermark_before_ms or 0) * 1000 != want.watermark_before_us),
+            ("watermark_after", want.watermark_after_us is not None
+             and (b.watermark_after_ms or 0) * 1000 != want.watermark_after_us),
+            ("dropped", want.dropped is not None and want.dropped != b.dropped),
+            ("state_rows", want.state_rows is not None and want.state_rows != b.state_rows),
+            ("rows", want.rows is not None and any(match_rows(want.rows, [pick(r) for r in b.rows], types=types,
+                                                              rel_tol=view.step.tolerance)))) if differs}
+        fields = batch_fields(view, b)
+        for fk, fv in item.value:
+            if fk.value in wrong and not _is_null(fv):
+                edits.append(Edit(fv.start_mark.index, _end(fv), fields[fk.value]))
+                changes.append(f"line {line_of(text, fk.start_mark.index)}: batches.{fk.value}: "
+                               f"{' '.join(text[fv.start_mark.index:_end(fv)].split())} -> {fields[fk.value]}")
+    return edits
+
+
+def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str) -> Edit:
+    """An `on_spark` variant for `spec` holding every check of the step with what this run observed (a
+    variant replaces the step's checks as a whole), and the step's own modifiers (`columns`, `ordered`,
+    ...) as written; added to the step's `on_spark` (made when it has none)."""
+    parts = []
+    for k, v in body.value:
+        if k.value == "on_spark" or k.value in view.unjudged:
+            continue
+        if k.value in CHECK_KEYS + ("no_output",):
+            key = "rows" if k.value == "no_output" else k.value
+            value = check_value(view, key)
+            if value is None:
+                continue
+            parts.append(f"{key}: " + ("[" + ", ".join(value) + "]" if isinstance(value, list) else value))
+        elif k.value != "failure":
+            parts.append(f"{k.value}: {' '.join(text[v.start_mark.index:_end(v)].split())}")
+    entry = json.dumps(spec) + ": {" + ", ".join(parts) + "}"
+    variants = next((v for k, v in body.value if k.value == "on_spark"), None)
+    if isinstance(variants, yaml.MappingNode) and variants.value:
+        if variants.flow_style:
+            close = text.rindex("}", 0, variants.end_mark.index)
+            return Edit(close, close, ", " + entry)
+        pad = " " * variants.value[0][0].start_mark.column
+        at = _eol(text, _end(variants))
+        return Edit(at, at, f"\n{pad}{entry}")
+    if body.flow_style:
+        close = text.rindex("}", 0, body.end_mark.index)
+        return Edit(close, close, ", on_spark: {" + entry + "}")
+    pad = " " * body.value[0][0].start_mark.column
+    at = _eol(text, _end(body))
+    return Edit(at, at, f"\n{pad}on_spark:\n{pad}  {entry}")
+
+
+def _parent_mapping(body: yaml.MappingNode, key: yaml.Node) -> yaml.MappingNode | None:
+    """The mapping of `body` (itself, its `event_time`, a `batches` entry) that holds `key`."""
+    todo: list[yaml.Node] = [body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            if any(k is key for k, _ in node.value):
+                return node
+            todo += [v for _, v in node.value]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return None
+
+
+def remove_key(text: str, mapping: yaml.MappingNode, key: yaml.Node) -> Edit:
+    """The edit that takes `key` and its value out of `mapping` (which has other keys)."""
+    index = next(i for i, (k, _) in enumerate(mapping.value) if k is key)
+    value = mapping.value[index][1]
+    if not mapping.flow_style:
+        return Edit(_line_start(text, key.start_mark.index), _next_line(text, _end(value)), "")
+    if index > 0:  # from the comma before it; up to the closing brace when it is the last
+        end = value.end_mark.index
+        rest = len(text[end:]) - len(text[end:].lstrip(" "))
+        end += rest if text[end + rest:end + rest + 1] == "}" else 0
+        return Edit(text.rindex(",", 0, key.start_mark.index), end, "")
+    return Edit(key.start_mark.index, mapping.value[1][0].start_mark.index, "")
