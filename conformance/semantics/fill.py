@@ -21,7 +21,8 @@ import yaml
 from .. import model as m
 from ..drive import rows_seen
 
-__all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned"]
+__all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned",
+           "expectations_yaml"]
 
 # Steps after which the differential inserts an `expect`: the ones that can run batches.
 BATCH_STEPS = ("process", "advance", "start", "restart", "run")
@@ -351,3 +352,15 @@ def _appended(text: str, node: yaml.MappingNode, view: _ModelView, missing: list
         return (at, at, added)
     close = text.rindex("}", 0, node.end_mark.index)
     return (close, close, "".join(f", {c}" + _value_text(view.value(c), 0, False) for c in missing))
+
+
+def expectations_yaml(sim: Any) -> str:
+    """Every `expect` step of the simulated scenario, filled with what the model observed there:
+    rows (or the whole table in complete mode), watermark, dropped, state rows, event-time
+    statistics and the batches, one YAML block per step, headed by its file:line."""
+    sc = sim.scenario
+    out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
+    for step, since_expect, history in sim.observed_by_expects():
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, since_expect, history), 6)
+        out += lines + [""]
+    return "\n".join(out)

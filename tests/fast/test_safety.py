@@ -126,7 +126,8 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
-        ("cli.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines, a contract's implementations
+        ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
+                                                                # a contract's implementations
         ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
         ("jobs.py", "run_path", "self.path"),
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook

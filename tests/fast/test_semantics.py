@@ -10,7 +10,7 @@ from eventtime.cli import main
 from eventtime.loader import find_scenario_files, load_scenario, load_scenario_text
 from eventtime.semantics import NotCovered, check_scenario, simulate
 from eventtime.semantics.aggregation import Aggregates, CountRows, StreamingAggregation
-from eventtime.semantics.commands import expectations_yaml
+from eventtime.semantics.fill import expectations_yaml
 from eventtime.semantics.joins import IntervalJoin
 from eventtime.semantics.state import OperatorWatermarks
 from eventtime.semantics.stateful import HoldTimer, InactivityTimeout

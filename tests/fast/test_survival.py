@@ -263,7 +263,7 @@ def test_a_lost_connection_is_told_from_other_errors(exc, lost):
 # -- a JVM that dies while its session starts ----------------------------------------------------------
 
 def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the_bound(monkeypatch, capsys):
-    from eventtime import cli
+    from eventtime.commands import spark as cli
 
     tries = []
 
@@ -277,19 +277,19 @@ def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the
     monkeypatch.setattr(hs, "get_session", get_session)
     monkeypatch.setattr(hs, "launch_death", lambda after=None: death)
     monkeypatch.setattr(hs, "discard_dead_session", lambda: None)
-    monkeypatch.setattr(cli, "_own_sigint", lambda spark: spark)
-    assert cli._start_session("local[2]") == "a live session" and len(tries) == 3
+    monkeypatch.setattr(cli, "own_sigint", lambda spark: spark)
+    assert cli.start_session("local[2]") == "a live session" and len(tries) == 3
     err = capsys.readouterr().err
     assert err.count("the Spark driver died: its JVM (pid 77) was killed by SIGKILL while its session was starting") == 2
 
     tries.clear()
     monkeypatch.setattr(cli, "MAX_DEATHS", 2)  # the bound: two deaths, no third start
-    assert cli._start_session("local[2]") is None and len(tries) == 2
+    assert cli.start_session("local[2]") is None and len(tries) == 2
     assert "died 2 times in a row while starting" in capsys.readouterr().err
 
 
 def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
-    from eventtime import cli
+    from eventtime.commands import spark as cli
 
     def get_session(master=None):
         raise ValueError("a bad master URL")
@@ -297,7 +297,7 @@ def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
     monkeypatch.setattr(hs, "get_session", get_session)
     monkeypatch.setattr(hs, "launch_death", lambda after=None: None)  # the JVM lives, or none was launched
     with pytest.raises(ValueError, match="a bad master URL"):
-        cli._start_session("local[2]")
+        cli.start_session("local[2]")
 
 
 def test_a_live_session_is_kept_and_a_dead_one_replaced(monkeypatch, tmp_path):
