@@ -25,7 +25,7 @@ from .drive import rows_seen
 from .registry import CONTRACTS
 from .loader import load_scenario_text
 from .model import Scenario
-from .results import ERROR, FAILED, NOT_APPLICABLE, ScenarioResult
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult
 
 __all__ = ["DifferentialCase", "Outcome", "FAMILIES", "differential_case", "compare_on_spark", "strategy_for",
            "restart_variants", "RestartCheck", "check_restarts", "whole_output"]
@@ -214,7 +214,7 @@ def check_restarts(scenario: Scenario, *, session: Any = None, pipeline: Any = N
 
     mode = scenario.params.get("output_mode", "append")
     base = run_scenario(scenario, pipeline, session=session, timeout=timeout)
-    if base.status not in ("passed", "failed"):
+    if base.status not in (PASSED, FAILED):
         raise RuntimeError(f"{scenario.path}: the uninterrupted run did not complete: {base.reason}")
     baseline = whole_output([b for s in base.steps for b in s.batches], mode)
     predicted_baseline = whole_output(simulate(scenario, "spark").history, mode)

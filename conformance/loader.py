@@ -20,7 +20,7 @@ from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
 from .sourcekinds import PayloadReader, RowProblem, _payload, source_columns
-from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
+from .problems import Checker, FileInvalid, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
 
@@ -189,7 +189,7 @@ def validate_file(path: str | Path, *, contracts: ContractLookup | None = None) 
     """Every problem in the scenario file at `path` (empty when it is valid)."""
     try:
         load_scenario(path, contracts=contracts)
-    except ScenarioInvalid as exc:
+    except FileInvalid as exc:  # a contract file's problems too
         return exc.problems
     return []
 

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from eventtime.harness.errors import EventtimeError
+
 __all__ = ["SettingsError", "IniFile", "find_ini", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
            "contract_folders", "DEFAULT_TIMEOUT"]
@@ -49,7 +51,7 @@ _TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # m
 Bindings = dict[tuple[str, str | None], tuple[Any, str]]
 
 
-class SettingsError(ValueError):
+class SettingsError(EventtimeError, ValueError):
     """A setting that cannot be used: the message names where it came from and what is wrong."""
 
 

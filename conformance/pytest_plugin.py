@@ -346,7 +346,8 @@ class ScenarioFile(pytest.File):
     """One scenario file: one test item per pipeline bound to its contract."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from eventtime.loader import ScenarioInvalid, load_scenario
+        from eventtime.loader import load_scenario
+        from eventtime.problems import FileInvalid  # a scenario's load reads contract files too
 
         from eventtime.scenarios import display_path
 
@@ -357,7 +358,7 @@ class ScenarioFile(pytest.File):
         settings = _settings(self.config)
         try:
             sc = load_scenario(self.path, display_path=str(display), contracts=settings.contracts)
-        except ScenarioInvalid as exc:
+        except FileInvalid as exc:
             raise InvalidScenario(str(exc)) from None
         bound = settings.binding(sc.contract.name, self.path)
         suite = bool(settings.suites) and _in_suite(self.path)
@@ -457,21 +458,22 @@ class ScenarioItem(pytest.Item):
                                   f"{str(exc).removeprefix('eventtime: ')}") from None
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         from eventtime.harness.driverlog import driver_log
+        from eventtime.results import FAILING, NOT_APPLICABLE
 
         log = driver_log()
         mark = log.mark() if log is not None else 0
         self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
                                    implementation=impl, rerun=self.rerun_command())
-        if log is not None and self.result.status in ("failed", "error"):
+        if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
                 self.add_report_section("call", "Spark driver log", "\n".join(said))
         from eventtime.resultsfile import result_record
 
         self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
-        if self.result.status == "not_applicable":
+        if self.result.status == NOT_APPLICABLE:
             pytest.skip(f"not applicable: {self.result.reason}")
-        if self.result.status in ("failed", "error"):
+        if self.result.status in FAILING:
             raise ScenarioFailed(self.result)
 
     def rerun_command(self) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
+from eventtime.harness.errors import EventtimeError
 from eventtime.harness.jobpaths import FILES, forget_paths, kept_path, named_paths
 
 from . import model as m
@@ -38,7 +39,7 @@ class Output:
     output_mode: str | None = None
 
 
-class PipelineError(Exception):
+class PipelineError(EventtimeError):
     """A pipeline reference that cannot be resolved, or a pipeline that breaks its contract."""
 
 

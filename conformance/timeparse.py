@@ -5,6 +5,8 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 
+from eventtime.harness.errors import EventtimeError
+
 __all__ = ["Duration", "TimeFormatError", "parse_duration", "parse_time", "format_time", "format_duration_ms"]
 
 MICROS_PER_MS = 1_000
@@ -16,7 +18,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 DAYS_PER_MONTH = 31
 
 
-class TimeFormatError(ValueError):
+class TimeFormatError(EventtimeError, ValueError):
     """A time literal or a duration that cannot be read; the message says what is accepted."""
 
 

@@ -123,10 +123,11 @@ class Watcher:
     def _run(self, files: Sequence[Path]) -> None:
         from eventtime.scenarios import display_path
 
-        from .loader import ScenarioInvalid, load_scenario
+        from .loader import load_scenario
+        from .problems import FileInvalid
         from .projectconfig import unbound_message
         from .registry import ContractLookup
-        from .results import ERROR, FAILED
+        from .results import FAILING
         from .textreport import describe_failure, summary_line, totals_line
 
         if self.pipeline is not None and self.fn is None:  # its import failed: said above, nothing to run
@@ -139,7 +140,7 @@ class Watcher:
         for path in files:
             try:
                 scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
-            except ScenarioInvalid as exc:
+            except FileInvalid as exc:
                 invalid += 1
                 self.say(str(exc))
                 continue
@@ -152,7 +153,7 @@ class Watcher:
                 result = self.run_one(scenario, target)
                 counts[result.status] = counts.get(result.status, 0) + 1
                 self.say(summary_line(result))
-                if result.status in (FAILED, ERROR):
+                if result.status in FAILING:
                     self.say(describe_failure(result))
         self.say(f"{totals_line(counts, invalid, unbound)} in {time.monotonic() - started:.1f}s; "
                  "watching (Ctrl-C stops)")

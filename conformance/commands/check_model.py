@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contract_dirs: Sequence[str] = ()) -> int:
     from .files import load_scenarios, scenario_files
-    from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED
+    from ..results import ERROR, FAILED, FAILING, NOT_APPLICABLE, PASSED
     from ..textreport import describe_failure
     from ..semantics.check import check_scenario
 
@@ -52,7 +52,7 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contrac
         if not quiet or r.status != PASSED:
             extra = f"  ({r.reason})" if r.reason else ""
             print(f"{label[r.status]:11}  {sc.name}  {sc.path}{extra}")
-    bad = [r for r in results if r.status in (FAILED, ERROR)]
+    bad = [r for r in results if r.status in FAILING]
     for r in bad:
         print()
         print(describe_failure(r))

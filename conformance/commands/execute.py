@@ -12,14 +12,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..exitcodes import ExitCode
-from ..results import DRIVER_DIED, ERROR, FAILED
+from ..results import DRIVER_DIED, FAILING
 from . import spark as _spark
 from .files import rerun_command
 
 __all__ = ["execute", "unimportable"]
-
-BAD = (FAILED, ERROR)  # the statuses that fail a run
-
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
             certify: bool = False, unbound: int = 0) -> int:
@@ -65,7 +62,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
               + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
         return ended[1]
-    failures = [r for r in results if r.status in BAD]
+    failures = [r for r in results if r.status in FAILING]
     _print_outcome(results, failures, not_run, recovery, certify)
     from ..textreport import certification_markdown, totals, totals_line
 
@@ -95,7 +92,7 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
             results.append(result)  # in the order of `pairs`, whatever --jobs is
             if writer is not None:
                 writer.add(result)
-            if not args.quiet or result.status in BAD:
+            if not args.quiet or result.status in FAILING:
                 print(summary_line(result), flush=True)
             if result.cause == DRIVER_DIED:
                 jvm = (result.reason or "").split(")", 1)[0]  # "the Spark driver died: its JVM (pid N"

@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
 def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: Sequence[str] = ()) -> int:
     from eventtime.scenarios import display_path
 
-    from ..loader import ScenarioInvalid, load_scenario
+    from ..loader import load_scenario
+    from ..problems import FileInvalid
     from ..registry import ContractLookup
     from ..semantics.fill import expectations_yaml
     from ..semantics.simulate import ModelError, NotCovered, simulate
@@ -41,7 +42,7 @@ def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: 
         return ExitCode.USAGE_ERROR
     try:
         sc = load_scenario(path, display_path=display_path(path), contracts=ContractLookup(contract_dirs))
-    except ScenarioInvalid as exc:
+    except FileInvalid as exc:
         print(exc, file=sys.stderr)
         return ExitCode.FAILED
     try:
@@ -58,7 +59,8 @@ def _expect(path: str, profile: str | None, write: bool = False, contract_dirs: 
 def _write(path: Path, sim: Any) -> int:
     """`expect --write`: the file's expect steps get the model's values; the new text must load and
     agree with the model before it replaces the file."""
-    from ..loader import ScenarioInvalid, load_scenario_text
+    from ..loader import load_scenario_text
+    from ..problems import FileInvalid
     from ..results import PASSED
     from ..textreport import describe_failure
     from ..semantics.check import check_scenario
@@ -73,7 +75,7 @@ def _write(path: Path, sim: Any) -> int:
         return ExitCode.FAILED
     try:
         written = load_scenario_text(new, path=sim.scenario.path)
-    except ScenarioInvalid as exc:  # a bug of the writer, never a file half-written
+    except FileInvalid as exc:  # a bug of the writer, never a file half-written
         print(f"eventtime: the expectations written into {sim.scenario.path} would not load; file left unchanged:\n"
               f"{exc}", file=sys.stderr)
         return ExitCode.FAILED

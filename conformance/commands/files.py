@@ -54,7 +54,8 @@ def load_scenario_files(files: Sequence[Path], contract_dirs: Sequence[str | Pat
     """As load_scenarios, with each scenario's file: ([(file, scenario)], invalid count)."""
     from eventtime.scenarios import display_path
 
-    from ..loader import ScenarioInvalid, load_scenario
+    from ..loader import load_scenario
+    from ..problems import FileInvalid
     from ..registry import ContractLookup
 
     lookup = ContractLookup(contract_dirs)
@@ -62,7 +63,7 @@ def load_scenario_files(files: Sequence[Path], contract_dirs: Sequence[str | Pat
     for f in files:
         try:
             scenarios.append((Path(f), load_scenario(f, display_path=display_path(f), contracts=lookup)))
-        except ScenarioInvalid as exc:
+        except FileInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
     return scenarios, invalid

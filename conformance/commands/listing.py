@@ -29,7 +29,8 @@ def _list() -> int:
 
     from ..concepts import CONCEPTS
     from ..registry import CONTRACTS
-    from ..loader import ScenarioInvalid, find_scenario_files, load_scenario
+    from ..loader import find_scenario_files, load_scenario
+    from ..problems import FileInvalid
 
     by_contract: dict[str, list[str]] = {}
     by_concept: dict[str, int] = {}
@@ -37,7 +38,7 @@ def _list() -> int:
     for f in files:
         try:
             sc = load_scenario(f)
-        except ScenarioInvalid:
+        except FileInvalid:
             continue
         by_contract.setdefault(sc.contract.name, []).append(f"{sc.name}  [{', '.join(sc.tags)}]")
         for tag in sc.tags:

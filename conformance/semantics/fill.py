@@ -18,6 +18,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from eventtime.harness.errors import EventtimeError
+
 from .. import model as m
 from ..drive import rows_seen
 
@@ -38,7 +40,7 @@ _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~"}
 
 
-class WriteError(Exception):
+class WriteError(EventtimeError):
     """The model's checks cannot be written into this scenario text (its layout is not one we edit)."""
 
 

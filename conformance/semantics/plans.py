@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
+from eventtime.harness.errors import EventtimeError
+
 from ..model import Scenario
 from .aggregation import Aggregates, CountRows, StreamingAggregation, Sum
 from .lateness import LatenessWindows
@@ -25,7 +27,7 @@ __all__ = ["Plan", "NotCovered", "plan_for", "PLANS"]
 Partitions = Sequence[Sequence[dict]]  # one input partition per `add` of a source
 
 
-class NotCovered(Exception):
+class NotCovered(EventtimeError):
     """The model does not cover this scenario (a contract, mode or check it has no rules for)."""
 
 

@@ -128,6 +128,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
         ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
                                                                 # a contract's implementations
+        ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
         ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
         ("jobs.py", "run_path", "self.path"),
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
