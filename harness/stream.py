@@ -362,7 +362,7 @@ class StreamRun:
         except HarnessError:
             pass
         except Exception as exc:  # noqa: BLE001 - py4j's errors, re-raised unless the JVM is gone
-            from .session import driver_death
+            from .driverdeath import driver_death
 
             if driver_death(self.spark, after=exc) is None:
                 raise

@@ -138,7 +138,8 @@ def start_session(master: str | None, fresh: bool = False) -> Any:
     """The run's session (`fresh`: on a new JVM, the last one died); a JVM that dies while the
     session is created is said as any death is and another is started, up to MAX_DEATHS in a row.
     None when none could be started (the deaths have been printed)."""
-    from eventtime.harness.session import discard_dead_session, get_session, launch_death
+    from eventtime.harness.driverdeath import discard_dead_session, launch_death
+    from eventtime.harness.session import get_session
 
     for _ in range(MAX_DEATHS):
         try:
