@@ -18,7 +18,7 @@ _EXPORTS: dict[str, str] = {
     "load_contract_file": "contractfile", "contract_from_mapping": "contractfile", "ContractInvalid": "contractfile",
     "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
     "validate_file": "loader",
-    "Params": "model", "Scenario": "model",
+    "Params": "spec", "Scenario": "spec",
     "ERROR": "results", "FAILED": "results", "NOT_APPLICABLE": "results", "PASSED": "results",
     "ScenarioResult": "results", "StepResult": "results",
     "Output": "runner", "PipelineError": "runner", "resolve_pipeline": "runner", "run_scenario": "runner",
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .errors import EventtimeError, FileInvalid
     from .registry import CONTRACTS, get_contract, register_contract
     from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
-    from .model import Params, Scenario
+    from .spec import Params, Scenario
     from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
     from .runner import Output, PipelineError, resolve_pipeline, run_scenario
     from .textreport import describe_failure

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 from .drive import rows_seen
 from .registry import CONTRACTS
 from .loader import load_scenario_text
-from .model import Scenario
+from .spec import Scenario
 from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult
 
 __all__ = ["DifferentialCase", "Outcome", "FAMILIES", "differential_case", "compare_on_spark", "strategy_for",
@@ -124,7 +124,7 @@ def restart_variants(scenario: Scenario, *, sessions: tuple[str, ...] = ("same",
     after a late row. `sessions`: `same` inserts `- restart`, `new` inserts
     `- restart: {session: new}` (another SparkSession, inputs replayed, only the checkpoint carries
     the query)."""
-    from . import model as m
+    from . import spec as m
 
     lines = list(scenario.lines)
     steps = [s for s in scenario.steps if not isinstance(s, m.ExpectStep)]

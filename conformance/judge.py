@@ -10,7 +10,7 @@ from eventtime.harness.observations import BatchObservation
 from . import coltypes
 from .drive import rows_seen
 from .coltypes import ColumnType
-from .model import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
+from .spec import BatchCheck, ExpectStep, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 

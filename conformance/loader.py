@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 import jsonschema
 from referencing import Registry, Resource
 
-from . import model as m
+from . import spec as m
 from .coltypes import TypeSyntaxError, ValueProblem, parse_type
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin

@@ -6,7 +6,7 @@ from typing import Any
 
 from eventtime.harness.observations import BatchObservation
 
-from .model import Scenario, Where
+from .spec import Scenario, Where
 
 __all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "DRIVER_DIED", "CheckFailure", "FailureInfo",
            "StepResult", "ScenarioResult", "conclude"]

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from eventtime.harness.errors import EventtimeError
 
-from . import model as m
+from . import spec as m
 from .results import ScenarioResult
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultsFileError", "ResultsFile", "scenario_definition",

@@ -15,7 +15,7 @@ from eventtime.harness.driver import QueryDriver
 from eventtime.harness.errors import EventtimeError
 from eventtime.harness.jobpaths import FILES, forget_paths, kept_path, named_paths
 
-from . import model as m
+from . import spec as m
 from .contracts import Contract, implementation_info
 from .faults import Fault, classify_failure, classify_os_error
 from .drive import drive

@@ -5,7 +5,7 @@ from typing import Iterable, Mapping, Sequence
 
 from .contracts import Contract
 from .judge import format_value
-from .model import ExpectStep, checked_contract
+from .spec import ExpectStep, checked_contract
 from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 

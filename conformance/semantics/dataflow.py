@@ -36,7 +36,7 @@ from typing import Iterable, Mapping, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
-from .. import model as m
+from .. import spec as m
 from .lateness import DROPPED, LATE, ON_TIME, Firing, LatenessWindows
 from .microbatch import MicroBatchDriver, ModelError, rows_as_dicts
 from .watermark import micros_to_ms

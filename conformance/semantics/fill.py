@@ -20,7 +20,7 @@ import yaml
 
 from eventtime.harness.errors import EventtimeError
 
-from .. import model as m
+from .. import spec as m
 from ..drive import rows_seen
 
 __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned",

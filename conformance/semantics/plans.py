@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from eventtime.harness.errors import EventtimeError
 
-from ..model import Scenario
+from ..spec import Scenario
 from .aggregation import Aggregates, CountRows, StreamingAggregation, Sum
 from .lateness import LatenessWindows
 from .dedup import Deduplicate, DeduplicateWithinWatermark

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime.loader import (
     ALLOWED_CONF,
     Problem,

@@ -13,7 +13,7 @@ import eventtime
 from eventtime import cli
 from eventtime.registry import CONTRACTS
 from eventtime.loader import ALLOWED_CONF, ScenarioInvalid, find_scenario_files, load_scenario, schema
-from eventtime.model import Scenario
+from eventtime.spec import Scenario
 from eventtime.scenarios import SUITE_DIR
 
 # -- YAML tags never construct anything -----------------------------------------------------------
