@@ -37,7 +37,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
-    if hasattr(value, "interval") and hasattr(value, "total_micros"):  # a Duration
+    if hasattr(value, "interval") and hasattr(value, "total_us"):  # a Duration
         return value.interval
     return value
 

@@ -275,7 +275,7 @@ class _Builder:
         except TimeFormatError as exc:
             self.c.at(path, str(exc))
             return None
-        if positive and d.total_micros <= 0:
+        if positive and d.total_us <= 0:
             self.c.at(path, "the duration must be longer than zero")
             return None
         return d
@@ -655,7 +655,7 @@ class _Builder:
                 d = self.duration(body, bpath, positive=True)
                 if d is not None:
                     flow.runs_batches = flow.runs_batches or trigger is not None
-                    self.now_us += d.total_micros
+                    self.now_us += d.total_us
                     return m.AdvanceStep(where, by=d)
         elif kind in ("stop", "start", "restart"):
             return self.run_state_step(kind, body, path, bpath, where, flow)
@@ -788,9 +788,9 @@ class _Builder:
         if step.months or late_by.months:
             self.c.at(path, "generated times move in fixed units: write the step and the lateness without months")
             return None
-        spec = GenerateSpec(rows=body["rows"], batches=body["batches"], start=start, step=step.total_micros,
+        spec = GenerateSpec(rows=body["rows"], batches=body["batches"], start=start, step=step.total_us,
                             seed=body.get("seed", 0), keys=body.get("keys", 1),
-                            late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_micros)
+                            late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_us)
         return m.GenerateStep(where, source=name, spec=spec, columns=src.columns, partitions=src.partitions)
 
     def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.ExpectStep:

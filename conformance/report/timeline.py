@@ -137,7 +137,7 @@ def _duration(params: Mapping[str, Any], name: str) -> int | None:
     if not isinstance(value, str):
         return None
     try:
-        return parse_duration(value).total_micros or None
+        return parse_duration(value).total_us or None
     except TimeFormatError:
         return None
 

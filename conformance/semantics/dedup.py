@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Hashable, Iterable
 
-from .state import OperatorWatermarks, StatefulOperator, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, ms_to_us
 
 __all__ = ["Deduplicate", "DeduplicateWithinWatermark"]
 
@@ -47,7 +47,7 @@ class Deduplicate(StatefulOperator):
                 continue
             self.seen[key] = ts
             out.append(row)
-        bound = ms_to_micros(wm.evict_ms)
+        bound = ms_to_us(wm.evict_ms)
         self.seen = {k: t for k, t in self.seen.items() if t is None or t > bound}
         return out
 
@@ -78,6 +78,6 @@ class DeduplicateWithinWatermark(StatefulOperator):
                 continue
             self.expires[key] = ts + self.delay_us
             out.append(row)
-        bound = ms_to_micros(wm.evict_ms)
+        bound = ms_to_us(wm.evict_ms)
         self.expires = {k: t for k, t in self.expires.items() if t > bound}
         return out
