@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eventtime.model import Params  # noqa: E402
+from eventtime.spec import Params  # noqa: E402
 from eventtime.pipelines.reference import interval_join, session_count, tumbling_count  # noqa: E402
 from eventtime.timeparse import parse_duration  # noqa: E402
 from eventtime.harness import MemorySource, StreamRun, get_session  # noqa: E402

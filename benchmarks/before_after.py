@@ -48,7 +48,10 @@ import importlib, json, statistics, sys, tempfile, time
 root, harness_pkg, steps, extra = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 hs = importlib.import_module(harness_pkg)
 ref = importlib.import_module(root + ".pipelines.reference")
-Params = importlib.import_module(root + ".model").Params
+try:
+    Params = importlib.import_module(root + ".spec").Params
+except ImportError:  # a tree whose scenario dataclasses' module is still named model
+    Params = importlib.import_module(root + ".model").Params
 parse_duration = importlib.import_module(root + ".timeparse").parse_duration
 spark = hs.get_session(conf=extra)
 BASE_US, S, COLS = 1_704_067_200_000_000, 1_000_000, [("key", "string"), ("ts", "timestamp")]

@@ -43,7 +43,7 @@ def forks() -> int | None:
 def one_round(spark, manager: str, steps: int, name: str) -> tuple[list[float], list[dict], int | None, int]:
     import json
 
-    from eventtime.model import Params
+    from eventtime.spec import Params
     from eventtime.pipelines.reference import tumbling_count
     from eventtime.timeparse import parse_duration
     from eventtime.harness import MemorySource

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eventtime.model import Params  # noqa: E402
+from eventtime.spec import Params  # noqa: E402
 from eventtime.pipelines.reference import tumbling_count  # noqa: E402
 from eventtime.timeparse import parse_duration  # noqa: E402
 from eventtime.harness import MemorySource, StreamRun, get_session  # noqa: E402

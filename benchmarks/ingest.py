@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eventtime.contracts import Column  # noqa: E402
 from eventtime.generate import GenerateSpec, generate_batches  # noqa: E402
-from eventtime.model import Params  # noqa: E402
+from eventtime.spec import Params  # noqa: E402
 from eventtime.pipelines.reference import tumbling_count  # noqa: E402
 from eventtime.timeparse import parse_duration  # noqa: E402
 from eventtime.harness import MemorySource, StreamRun, get_session  # noqa: E402

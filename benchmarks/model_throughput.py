@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eventtime import model as m  # noqa: E402
+from eventtime import spec as m  # noqa: E402
 from eventtime.builder import ScenarioBuilder  # noqa: E402
 from eventtime.loader import load_scenario_text  # noqa: E402
 from eventtime.semantics import simulate  # noqa: E402

@@ -1,6 +1,7 @@
 """Event-time scenarios and contracts for Spark Structured Streaming: load, run, judge, report.
 
-Import from here; submodules may move. Names are resolved on first use (PEP 562), so importing
+Import from here; submodules may move. Every error the kit raises for a person to read derives from
+`EventtimeError`; `eventtime.errors` lists them all. Names are resolved on first use (PEP 562), so importing
 the package (as the pytest plugin and the CLI do) imports no yaml, jsonschema or pyspark.
 The repository's `conformance/` folder is this package; `harness/` is `eventtime.harness` and
 `scenarios/` is `eventtime.scenarios`.
@@ -17,15 +18,16 @@ _EXPORTS: dict[str, str] = {
     "load_contract_file": "contractfile", "contract_from_mapping": "contractfile", "ContractInvalid": "contractfile",
     "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
     "validate_file": "loader",
-    "Params": "model", "Scenario": "model",
+    "Params": "spec", "Scenario": "spec",
     "ERROR": "results", "FAILED": "results", "NOT_APPLICABLE": "results", "PASSED": "results",
     "ScenarioResult": "results", "StepResult": "results",
     "Output": "runner", "PipelineError": "runner", "resolve_pipeline": "runner", "run_scenario": "runner",
     "describe_failure": "textreport",
+    "EventtimeError": "errors", "FileInvalid": "errors",
 }
 
 __all__ = [
-    "CONTRACTS", "Column", "Contract", "ContractInvalid", "ERROR", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
+    "CONTRACTS", "Column", "Contract", "ContractInvalid", "ERROR", "EventtimeError", "FileInvalid", "FAILED", "NOT_APPLICABLE", "Output", "PASSED", "Params",
     "PipelineError", "Problem", "Scenario", "ScenarioInvalid", "ScenarioResult", "StepResult",
     "contract_from_mapping", "describe_failure", "find_scenario_files", "get_contract", "implementation", "load_contract_file", "load_scenario",
     "register_contract", "resolve_pipeline", "run_scenario", "validate_file",
@@ -50,9 +52,10 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from .contractfile import ContractInvalid, contract_from_mapping, load_contract_file
     from .contracts import Column, Contract, implementation
+    from .errors import EventtimeError, FileInvalid
     from .registry import CONTRACTS, get_contract, register_contract
     from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
-    from .model import Params, Scenario
+    from .spec import Params, Scenario
     from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
     from .runner import Output, PipelineError, resolve_pipeline, run_scenario
     from .textreport import describe_failure

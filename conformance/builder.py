@@ -37,7 +37,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
-    if hasattr(value, "interval") and hasattr(value, "total_micros"):  # a Duration
+    if hasattr(value, "interval") and hasattr(value, "total_us"):  # a Duration
         return value.interval
     return value
 
@@ -177,12 +177,13 @@ class ScenarioBuilder:
     def run(self) -> Any:
         __tracebackhide__ = True  # pytest: the failure is the test's, not this method's
         from eventtime.runner import run_scenario
+        from eventtime.results import FAILING
         from eventtime.textreport import describe_failure
 
         self.result = run_scenario(self.build(), self.pipeline, session=self.session, timeout=self.timeout)
         if self.on_result is not None:
             self.on_result(self.result)
-        if self.result.status in ("failed", "error"):
+        if self.result.status in FAILING:
             raise AssertionError(describe_failure(self.result))
         return self.result
 

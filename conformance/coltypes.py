@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+from eventtime.harness.errors import EventtimeError
+
 __all__ = ["ColumnType", "TypeSyntaxError", "ValueProblem", "MapValue", "parse_type", "INTEGRAL_RANGES",
            "format_value", "values_equal"]
 
@@ -53,11 +55,11 @@ _MAX_PRECISION = 38
 REL_TOL = 1e-9
 
 
-class TypeSyntaxError(ValueError):
+class TypeSyntaxError(EventtimeError, ValueError):
     """A type that is not Spark DDL the kit reads; the message says what and where in the text."""
 
 
-class ValueProblem(ValueError):
+class ValueProblem(EventtimeError, ValueError):
     """A value that does not fit its type. `path` is where inside the value (list index, field name)."""
 
     def __init__(self, message: str, path: tuple = ()):

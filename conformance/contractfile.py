@@ -39,7 +39,7 @@ from typing import Any, Mapping
 from .coltypes import TypeSyntaxError, parse_type
 from .contracts import Column, Contract, ParamSpec, QuerySpec, SourceSpec, StaticSpec
 from .sourcekinds import SOURCE_KINDS, source_columns
-from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
+from .problems import Checker, FileInvalid, Problem, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
 from .yamlsource import YamlSyntaxError, load_yaml
 
@@ -55,7 +55,7 @@ _TOP_KEYS = ("contract", "name", "title", "description", "sources", "static", "p
              "requires", "implementations")
 
 
-class ContractInvalid(ScenarioInvalid):
+class ContractInvalid(FileInvalid):
     """A contract file (or inline contract) has problems, each at its file:line:column."""
 
 

@@ -24,8 +24,8 @@ from typing import Any, Mapping
 from .drive import rows_seen
 from .registry import CONTRACTS
 from .loader import load_scenario_text
-from .model import Scenario
-from .results import ERROR, FAILED, NOT_APPLICABLE, ScenarioResult
+from .spec import Scenario
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult
 
 __all__ = ["DifferentialCase", "Outcome", "FAMILIES", "differential_case", "compare_on_spark", "strategy_for",
            "restart_variants", "RestartCheck", "check_restarts", "whole_output"]
@@ -124,7 +124,7 @@ def restart_variants(scenario: Scenario, *, sessions: tuple[str, ...] = ("same",
     after a late row. `sessions`: `same` inserts `- restart`, `new` inserts
     `- restart: {session: new}` (another SparkSession, inputs replayed, only the checkpoint carries
     the query)."""
-    from . import model as m
+    from . import spec as m
 
     lines = list(scenario.lines)
     steps = [s for s in scenario.steps if not isinstance(s, m.ExpectStep)]
@@ -214,7 +214,7 @@ def check_restarts(scenario: Scenario, *, session: Any = None, pipeline: Any = N
 
     mode = scenario.params.get("output_mode", "append")
     base = run_scenario(scenario, pipeline, session=session, timeout=timeout)
-    if base.status not in ("passed", "failed"):
+    if base.status not in (PASSED, FAILED):
         raise RuntimeError(f"{scenario.path}: the uninterrupted run did not complete: {base.reason}")
     baseline = whole_output([b for s in base.steps for b in s.batches], mode)
     predicted_baseline = whole_output(simulate(scenario, "spark").history, mode)

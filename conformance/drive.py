@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
-from . import model as m
+from . import spec as m
 
 __all__ = ["Driver", "StepHandler", "Action", "drive", "step_action", "rows_seen"]
 

@@ -11,7 +11,7 @@ from . import coltypes, rowmatch
 from .drive import rows_seen
 from .explain import explain_missing
 from .coltypes import ColumnType
-from .model import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
+from .spec import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_time
 

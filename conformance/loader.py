@@ -13,14 +13,14 @@ from typing import Any, Callable, Iterable
 import jsonschema
 from referencing import Registry, Resource
 
-from . import model as m
+from . import spec as m
 from .coltypes import TypeSyntaxError, ValueProblem, parse_type
 from .contracts import Column, Contract
 from .generate import GenerateSpec, round_robin
 from .timeparse import DEFAULT_DATE, Duration, TimeFormatError, check_zone, parse_date, parse_duration, parse_time
 from .contractfile import param_value, parse_columns, read_columns, read_contract, source_shape
 from .sourcekinds import PayloadReader, RowProblem, _payload, source_columns
-from .problems import Checker, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
+from .problems import Checker, FileInvalid, Problem, ScenarioInvalid, Where, _json_type, did_you_mean
 from .registry import ContractLookup
 from .yamlsource import YamlSyntaxError, load_yaml
 
@@ -203,7 +203,7 @@ def validate_file(path: str | Path, *, contracts: ContractLookup | None = None) 
     """Every problem in the scenario file at `path` (empty when it is valid)."""
     try:
         load_scenario(path, contracts=contracts)
-    except ScenarioInvalid as exc:
+    except FileInvalid as exc:  # a contract file's problems too
         return exc.problems
     return []
 
@@ -289,7 +289,7 @@ class _Builder:
         except TimeFormatError as exc:
             self.c.at(path, str(exc))
             return None
-        if positive and d.total_micros <= 0:
+        if positive and d.total_us <= 0:
             self.c.at(path, "the duration must be longer than zero")
             return None
         return d
@@ -675,7 +675,7 @@ class _Builder:
                 d = self.duration(body, bpath, positive=True)
                 if d is not None:
                     flow.runs_batches = flow.runs_batches or trigger is not None
-                    self.now_us += d.total_micros
+                    self.now_us += d.total_us
                     return m.AdvanceStep(where, by=d)
         elif kind in ("stop", "start", "restart"):
             return self.run_state_step(kind, body, path, bpath, where, flow)
@@ -839,9 +839,9 @@ class _Builder:
         if step.months or late_by.months:
             self.c.at(path, "generated times move in fixed units: write the step and the lateness without months")
             return None
-        spec = GenerateSpec(rows=body["rows"], batches=body["batches"], start=start, step=step.total_micros,
+        spec = GenerateSpec(rows=body["rows"], batches=body["batches"], start=start, step=step.total_us,
                             seed=body.get("seed", 0), keys=body.get("keys", 1),
-                            late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_micros)
+                            late_fraction=float(late.get("fraction", 0.0)), late_by=late_by.total_us)
         return m.GenerateStep(where, source=name, spec=spec, columns=src.columns, partitions=src.partitions)
 
     def expect_step(self, body: dict, contract: Contract, path: tuple, where: m.Where) -> m.ExpectStep:

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from . import model as m
+from . import spec as m
 from .results import DRIVER_DIED, ScenarioResult
 
 __all__ = ["Pair", "Recovery", "Sessions", "run_pairs", "parse_jobs", "observable", "suite_pairs", "MAX_JOBS"]

@@ -6,9 +6,11 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from eventtime.harness.errors import EventtimeError
+
 from .yamlsource import Located, Position
 
-__all__ = ["Where", "Problem", "ScenarioInvalid", "Checker", "did_you_mean"]
+__all__ = ["Where", "Problem", "FileInvalid", "ScenarioInvalid", "Checker", "did_you_mean"]
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,18 @@ class Problem:
         return f"{self.file}:{self.line}:{self.column}: {self.message}"
 
 
-class ScenarioInvalid(Exception):
-    """A scenario file has problems; `problems` lists each with its place, once (aliases repeat them)."""
+class FileInvalid(EventtimeError):
+    """A file has problems; `problems` lists each with its place, once (aliases repeat them). The base of
+    ScenarioInvalid and ContractInvalid: code that loads scenarios catches it, since a scenario's load
+    reads contract files too."""
 
     def __init__(self, problems: list[Problem]):
         self.problems = sorted(set(problems))
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class ScenarioInvalid(FileInvalid):
+    """A scenario file has problems, each at its file:line:column."""
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

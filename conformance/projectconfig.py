@@ -11,12 +11,15 @@ it that has one). The keys both faces read:
                           (relative to the file's folder)
     eventtime_contracts   folders of *.contract.yaml files (relative to the file's folder)
     eventtime_timeout     bound on each wait for Spark, seconds
+    eventtime_master      (pytest) the Spark master; `eventtime` takes --master
+    eventtime_remote      (pytest) a Spark Connect URL; `eventtime` takes --remote
     pythonpath            folders put on the import path (pytest's own key; relative to the file's folder)
 
 On the command line, `--pipeline CONTRACT=MODULE:FUNCTION` (`eventtime`) and `--eventtime-pipeline
 CONTRACT=MODULE:FUNCTION` (pytest) override the file's binding of that contract; `--timeout` and
 `--eventtime-timeout` override its timeout; contract folders given on the command line are added to
-the file's.
+the file's. Where Spark is: a Connect URL when one is given, else SPARK_REMOTE unless a master is
+given, else a Spark in this process (`spark_target`).
 
 What runs for a scenario: the pipeline bound to its contract, nearest folder first. With none bound,
 a contract of the user's own runs the implementations its file declares (`implementations:`); a
@@ -34,8 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from eventtime.harness.errors import EventtimeError
+
 __all__ = ["SettingsError", "IniFile", "find_ini", "parse_binding", "parse_bindings", "nearest", "is_target",
-           "default_targets", "unbound_message", "positive_seconds", "DEFAULT_TIMEOUT"]
+           "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
+           "contract_folders", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
@@ -45,7 +51,7 @@ _TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # m
 Bindings = dict[tuple[str, str | None], tuple[Any, str]]
 
 
-class SettingsError(ValueError):
+class SettingsError(EventtimeError, ValueError):
     """A setting that cannot be used: the message names where it came from and what is wrong."""
 
 
@@ -113,6 +119,45 @@ def positive_seconds(raw: Any, where: str) -> float:
     if not value > 0:
         raise SettingsError(f"{where}: {raw!r} is not a positive number of seconds")
     return value
+
+
+def checked_master(text: str, where: str) -> str:
+    """A Spark master URL as Spark takes it (local[N], local-cluster[W,C,M], spark://HOST:PORT)."""
+    from eventtime.harness.cluster import MasterURLError, check_master
+
+    try:
+        return check_master(text)
+    except MasterURLError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
+
+
+def spark_target(master: str | None, remote: str | None, *, master_where: str, remote_where: str) -> str | None:
+    """The Spark Connect URL a run uses, or None for a Spark in this process (at `master`): `remote` when
+    given, else the SPARK_REMOTE environment variable unless a master is given. A master and a remote
+    both given, or a URL that is not sc://HOST:PORT, is a SettingsError saying where it came from."""
+    from eventtime.harness.connect import check_remote, remote_from_environment
+
+    if remote and master:
+        raise SettingsError(f"give either {master_where} (a Spark in this process) or {remote_where} "
+                            "(Spark Connect), not both")
+    where = remote_where
+    if not remote and not master:
+        remote, where = remote_from_environment(), "SPARK_REMOTE"
+    if not remote:
+        return None
+    try:
+        return check_remote(remote)
+    except ValueError as exc:
+        raise SettingsError(f"{where}: {exc}") from None
+
+
+def contract_folders(folders: Iterable[Path | str], where: str) -> list[Path]:
+    """Folders of *.contract.yaml files, each of which must be a folder."""
+    out = [Path(f) for f in folders]
+    for folder in out:
+        if not folder.is_dir():
+            raise SettingsError(f"{where}: {folder} is not a folder")
+    return out
 
 
 def default_targets(contract: Any, scenario_file: Path | str | None) -> tuple[str, ...]:

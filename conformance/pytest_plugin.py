@@ -193,21 +193,20 @@ class _Settings:
             self.timeout = projectconfig.positive_seconds(raw_timeout, "--eventtime-timeout / ini eventtime_timeout")
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.contract_dirs = [Path(p) for p in config.getini("eventtime_contracts")] + [
-            Path(p) for p in config.getoption("eventtime_contracts")]
-        for folder in self.contract_dirs:
-            if not folder.is_dir():
-                raise pytest.UsageError(f"--eventtime-contracts / ini eventtime_contracts: {folder} is not a folder")
         self._lookup: Any = None
-        self.master = config.getoption("eventtime_master") or config.getini("eventtime_master") or None
-        if self.master is not None:
-            from eventtime.harness.cluster import MasterURLError, check_master
-
-            try:
-                self.master = check_master(self.master)
-            except MasterURLError as exc:
-                raise pytest.UsageError(f"--eventtime-master / ini eventtime_master: {exc}") from None
-        self.remote = _remote_setting(config, self.master)
+        master = config.getoption("eventtime_master") or config.getini("eventtime_master") or None
+        remote = config.getoption("eventtime_remote") or config.getini("eventtime_remote") or None
+        try:
+            self.contract_dirs = projectconfig.contract_folders(
+                [*config.getini("eventtime_contracts"), *config.getoption("eventtime_contracts")],
+                "--eventtime-contracts / ini eventtime_contracts")
+            self.master = None if master is None else projectconfig.checked_master(
+                master, "--eventtime-master / ini eventtime_master")
+            self.remote = projectconfig.spark_target(self.master, remote,
+                                                     master_where="--eventtime-master / ini eventtime_master",
+                                                     remote_where="--eventtime-remote / ini eventtime_remote")
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
         self._hook_bindings: dict[tuple[str, str | None], tuple[Any, str]] | None = None
         # bind() calls of this session's conftest files: (contract, folder) -> (pipeline, where)
@@ -354,7 +353,8 @@ class ScenarioFile(pytest.File):
     """One scenario file: one test item per pipeline bound to its contract."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        from eventtime.loader import ScenarioInvalid, load_scenario
+        from eventtime.loader import load_scenario
+        from eventtime.problems import FileInvalid  # a scenario's load reads contract files too
 
         from eventtime.scenarios import display_path
 
@@ -368,7 +368,7 @@ class ScenarioFile(pytest.File):
         settings = _settings(self.config)
         try:
             sc = load_scenario(self.path, display_path=str(display), contracts=settings.contracts)
-        except ScenarioInvalid as exc:
+        except FileInvalid as exc:
             raise InvalidScenario(str(exc)) from None
         bound = settings.binding(sc.contract.name, self.path)
         suite = bool(settings.suites) and _in_suite(self.path)
@@ -440,24 +440,6 @@ def _add_remote_option(parser: pytest.Parser, group: Any) -> None:
     parser.addini("eventtime_remote", default="", help="Spark Connect URL, sc://HOST:PORT")
 
 
-def _remote_setting(config: pytest.Config, master: str | None) -> str | None:
-    """--eventtime-remote, else ini eventtime_remote, else SPARK_REMOTE when no master is set; checked."""
-    from eventtime.harness.connect import check_remote, remote_from_environment
-
-    given = config.getoption("eventtime_remote") or config.getini("eventtime_remote") or None
-    where = "--eventtime-remote / ini eventtime_remote"
-    if given and master:
-        raise pytest.UsageError(f"{where}: give either a Spark master or a Spark Connect URL, not both")
-    if given is None and master is None:
-        given, where = remote_from_environment(), "SPARK_REMOTE"
-    if given is None:
-        return None
-    try:
-        return check_remote(given)
-    except ValueError as exc:
-        raise pytest.UsageError(f"{where}: {exc}") from None
-
-
 class ScenarioFailed(Exception):
     def __init__(self, result: Any):
         super().__init__(result.status)
@@ -486,21 +468,22 @@ class ScenarioItem(pytest.Item):
                                   f"{str(exc).removeprefix('eventtime: ')}") from None
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         from eventtime.harness.driverlog import driver_log
+        from eventtime.results import FAILING, NOT_APPLICABLE
 
         log = driver_log()
         mark = log.mark() if log is not None else 0
         self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
                                    implementation=impl, rerun=self.rerun_command())
-        if log is not None and self.result.status in ("failed", "error"):
+        if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
                 self.add_report_section("call", "Spark driver log", "\n".join(said))
         from eventtime.resultsfile import result_record
 
         self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
-        if self.result.status == "not_applicable":
+        if self.result.status == NOT_APPLICABLE:
             pytest.skip(f"not applicable: {self.result.reason}")
-        if self.result.status in ("failed", "error"):
+        if self.result.status in FAILING:
             raise ScenarioFailed(self.result)
 
     def rerun_command(self) -> str:

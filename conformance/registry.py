@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from eventtime.harness.errors import EventtimeError
+
 from .contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
 from .contracts import Contract
 from .problems import Problem
@@ -26,7 +28,7 @@ __all__ = ["CONTRACTS", "get_contract", "register_contract", "registered_contrac
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "tox.ini", ".git")
 
 
-class ContractConflict(ValueError):
+class ContractConflict(EventtimeError, ValueError):
     """Two places declare one contract name."""
 
 

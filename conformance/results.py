@@ -6,12 +6,14 @@ from typing import Any
 
 from eventtime.harness.observations import BatchObservation
 
-from .model import Scenario, Where
+from .spec import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "DRIVER_DIED", "CheckFailure", "FailureInfo",
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "DRIVER_DIED", "CheckFailure", "FailureInfo",
            "StepResult", "ScenarioResult", "conclude"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
+STATUSES = (PASSED, FAILED, ERROR, NOT_APPLICABLE)  # a scenario's verdict (SKIPPED is a step's only)
+FAILING = (FAILED, ERROR)  # the verdicts that fail a run
 # The cause of an `error` that is not the pipeline's: the Spark driver JVM died under the run.
 DRIVER_DIED = "driver_died"
 

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from . import model as m
+from eventtime.harness.errors import EventtimeError
+
+from . import spec as m
 from .results import ScenarioResult
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ResultsFileError", "ResultsFile", "scenario_definition",
@@ -30,7 +32,7 @@ FORMAT = "eventtime-results"
 FORMAT_VERSION = 1
 
 
-class ResultsFileError(Exception):
+class ResultsFileError(EventtimeError):
     """A results file that cannot be read: names the file and what is wrong."""
 
     def __init__(self, path: str, message: str):

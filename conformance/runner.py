@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
+from eventtime.harness.errors import EventtimeError
 from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths
 
-from . import model as m
+from . import spec as m
 from .contracts import Contract, implementation_info
 from .faults import Fault, classify_failure, classify_os_error
 from .drive import drive
@@ -38,7 +39,7 @@ class Output:
     output_mode: str | None = None
 
 
-class PipelineError(Exception):
+class PipelineError(EventtimeError):
     """A pipeline reference that cannot be resolved, or a pipeline that breaks its contract."""
 
 
@@ -138,30 +139,6 @@ def connect_applicability(scenario: m.Scenario) -> str | None:
     return None
 
 
-def _connect_staging(spark: Any) -> Any:
-    from eventtime.harness.connect import ConnectStaging
-
-    return ConnectStaging(spark)
-
-
-def _new_source(spark: Any, staging: Any, name: str, columns: list[tuple[str, str]]) -> Any:
-    """A MemoryStream source, or over Spark Connect a staged one (`staging` set)."""
-    if staging is not None:
-        from eventtime.harness.connect import ConnectSource
-
-        return ConnectSource(staging, name, columns)
-    from eventtime.harness.stream import MemorySource
-
-    return MemorySource(spark, name, columns)
-
-
-def _connect_runtime(spark: Any) -> dict[str, str]:
-    import pyspark
-
-    return {"spark_version": spark.version, "pyspark_version": pyspark.__version__,
-            "master": "spark connect (client has no JVM)"}
-
-
 def _failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:
     from eventtime.harness.stream import QueryFailed
 
@@ -249,13 +226,13 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
 def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: Any, impl_name: str,
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
                   died: list[Any]) -> ScenarioResult:
+    from eventtime.harness.backend import backend_for
     from eventtime.harness.compat import compat_for
-    from eventtime.harness.session import revive_callback_server, runtime_info
 
-    compat = compat_for(spark)
+    compat, backend = compat_for(spark), backend_for(spark)
     scenario = m.for_spark_version(scenario, spark.version)  # `on_spark` expectations of this version
     result = ScenarioResult(scenario, impl_name, PASSED, spark_version=spark.version, rerun=rerun,
-                            runtime=_connect_runtime(spark) if compat.connect else runtime_info(spark))
+                            runtime=backend.runtime())
     prepared = _prepare(result, pipeline, compat)
     if prepared is None:
         return result
@@ -264,8 +241,9 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     if unjudged:
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
-    if not compat.connect and revive_callback_server(spark):
-        result.notes.append("py4j's callback server had stopped; it was started again before this scenario")
+    mended = backend.prepare()
+    if mended:
+        result.notes.append(mended)
     try:
         workdir = tempfile.mkdtemp(prefix="eventtime-")
     except OSError as exc:  # a temporary directory that takes no new files: the run's, not the pipeline's
@@ -274,16 +252,15 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
             raise
         result.status, result.cause, result.reason = ERROR, fault.cause, fault.reason
         return result
-    staging = _connect_staging(spark) if compat.connect else None
-    sources = {name: _new_source(spark, staging, name, [(c.name, c.ctype.ddl) for c in src.columns])
-               for name, src in scenario.sources.items()}
+    sources: dict[str, Any] = {name: backend.source(name, [(c.name, c.ctype.ddl) for c in src.columns])
+                               for name, src in scenario.sources.items()}
     if job:
         from eventtime.harness.jobrun import SourceCopies
 
         sources = {name: SourceCopies(src) for name, src in sources.items()}
     build = (_JobBuild(scenario, call, sources, impl_name, workdir=workdir) if job
              else _Build(scenario, call, sources, impl_name, workdir=workdir))
-    run = _new_run(scenario, spark, build, staging, workdir, timeout)
+    run = _new_run(scenario, spark, build, backend, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
     build.run_conf, build.timeout = query_conf, timeout
     steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
@@ -710,19 +687,12 @@ def _records_a_file(entry: str) -> bool:
     return any(line.strip().startswith("{") and json.loads(line).get("action") == "add" for line in lines)
 
 
-def _new_run(scenario: m.Scenario, spark: Any, build: _Build, staging: Any, workdir: str, timeout: float) -> Any:
-    """The query run: over Spark Connect a ConnectStreamRun, a job's queries as a QueryGroup, else a
-    StreamRun on the manual clock."""
-    if staging is not None:
-        from eventtime.harness.connect import ConnectStreamRun
+def _new_run(scenario: m.Scenario, spark: Any, build: _Build, backend: Any, workdir: str, timeout: float) -> Any:
+    """The query run `backend` makes (harness.backend: classic or Connect), a job's queries as a QueryGroup."""
 
-        return ConnectStreamRun(spark, build, staging, timeout=timeout)
-    from eventtime.harness.stream import StreamRun
-
-    def stream_run(session: Any, make: Callable[[], tuple[Any, ...]], checkpoint: Path) -> StreamRun:
-        return StreamRun(session, make, checkpoint=str(checkpoint), clock_start_ms=scenario.clock_start_us // 1000,
-                         trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout,
-                         name=None)
+    def stream_run(session: Any, make: Callable[[], tuple[Any, ...]], checkpoint: Path) -> Any:
+        return backend.query_run(session, make, checkpoint=str(checkpoint), clock_start_ms=scenario.clock_start_us // 1000,
+                                 trigger_ms=scenario.trigger.total_ms if scenario.trigger else None, timeout=timeout)
 
     if isinstance(build, _JobBuild):
         from eventtime.harness.jobrun import QueryGroup

@@ -25,6 +25,7 @@ import traceback
 from typing import Any, Callable, Mapping
 
 from eventtime import harness as _harness
+from eventtime.harness.errors import EventtimeError
 
 from .contracts import Column, Contract
 
@@ -32,15 +33,15 @@ __all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_calle
            "user_frames", "is_job"]
 
 
-class SignatureError(TypeError):
+class SignatureError(EventtimeError, TypeError):
     """A pipeline function whose parameters the kit cannot supply."""
 
 
-class OutputMismatch(ValueError):
+class OutputMismatch(EventtimeError, ValueError):
     """The pipeline's output columns or types differ from the contract's; names every column."""
 
 
-class PipelineRaised(Exception):
+class PipelineRaised(EventtimeError):
     """The user's pipeline raised while the query was built; `frames` are the user's own."""
 
     def __init__(self, name: str, exc: BaseException):

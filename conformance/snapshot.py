@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import yaml
 
-from . import model as m
+from . import spec as m
 from . import snapshotedit as se
 from .results import ERROR, NOT_APPLICABLE, PASSED, ScenarioResult
 
@@ -44,7 +44,8 @@ MODES = ("create", "fix", "all")
 def load_scenario(path: str | Path, *, display_path: str | None = None, contracts: Any = None) -> m.Scenario:
     """`loader.load_scenario`, where a check without a value is not a problem but a hole for `create`
     (the loader reads a placeholder there, on the same line, so every place it reports stays right)."""
-    from .loader import ScenarioInvalid, load_scenario_text
+    from .loader import load_scenario_text
+    from .problems import FileInvalid
     from .loader import load_scenario as load
 
     try:
@@ -57,7 +58,7 @@ def load_scenario(path: str | Path, *, display_path: str | None = None, contract
     try:
         return load_scenario_text(se.placeholder_text(text, found), display_path or str(path), contracts=contracts,
                                   file=Path(path))
-    except ScenarioInvalid:
+    except FileInvalid:
         return load(path, display_path=display_path, contracts=contracts)  # its problems, as the file says them
 
 
@@ -140,13 +141,14 @@ def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: s
 
 
 def _still_valid(plan: Planned, contracts: Any) -> str | None:
-    from .loader import ScenarioInvalid, load_scenario_text
+    from .loader import load_scenario_text
+    from .problems import FileInvalid
 
     assert plan.new is not None
     try:
         load_scenario_text(se.placeholder_text(plan.new, se.holes(plan.new)), plan.shown, contracts=contracts,
                            file=plan.path)
-    except ScenarioInvalid as exc:
+    except FileInvalid as exc:
         return str(exc.problems[0]) if exc.problems else str(exc)
     return None
 
@@ -298,7 +300,7 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
     from eventtime.scenarios import display_path
 
     from .exitcodes import ExitCode
-    from .loader import ScenarioInvalid
+    from .problems import FileInvalid
     from .parallel import Pair, run_pairs
     from .projectconfig import unbound_message
     from .registry import ContractLookup
@@ -314,7 +316,7 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
         shown = display_path(f)
         try:
             sc = load_scenario(f, display_path=shown, contracts=lookup)
-        except ScenarioInvalid as exc:
+        except FileInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
             continue
@@ -338,12 +340,9 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
         results.append(result)
         if not args.quiet or result.status == ERROR:
             print(summary_line(result), flush=True)
-    from .textreport import totals
+    from .textreport import totals, totals_line
 
-    counts = totals(results)
-    print(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
-          f"{counts['not_applicable']} not applicable, {invalid} invalid files on Spark {spark.version} "
-          "(before the snapshot)")
+    print(f"{totals_line(totals(results), invalid)} on Spark {spark.version} (before the snapshot)")
     by_file: dict[str, list[ScenarioResult]] = {}
     for r in results:
         by_file.setdefault(r.scenario.path, []).append(r)

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 
 import yaml
 
-from . import model as m
+from . import spec as m
 from .coltypes import ColumnType
 from .semantics.fill import _end
 from .timeparse import parse_time

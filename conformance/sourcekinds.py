@@ -22,6 +22,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from eventtime.harness.errors import EventtimeError
+
 from .coltypes import _describe  # how a value is named in messages, as column values are
 from .contracts import Column
 
@@ -50,7 +52,7 @@ def source_columns(kind: str, *, headers: bool = False) -> tuple[Column, ...]:
     raise ValueError(f"a {kind!r} source declares its own columns")
 
 
-class RowProblem(ValueError):
+class RowProblem(EventtimeError, ValueError):
     """A row that is not a record of its source; `path` is where (`key`: the key at the end of it)."""
 
     def __init__(self, message: str, path: tuple = (), *, key: bool = False):

@@ -11,7 +11,7 @@ from typing import Any, Protocol, Sequence
 
 from . import coltypes
 from .judge import match_rows
-from .model import Scenario, StateCheck
+from .spec import Scenario, StateCheck
 from .results import CheckFailure
 from .timeparse import parse_date, parse_time
 

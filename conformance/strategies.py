@@ -6,7 +6,7 @@
     @given(scenarios("tumbling_count", out_of_orderness="2s"))
     def test_nothing_is_dropped_when_the_delay_covers_the_disorder(scenario): ...
 
-A generated scenario is a `eventtime.model.Scenario`, written with `ScenarioBuilder` and read by
+A generated scenario is a `eventtime.spec.Scenario`, written with `ScenarioBuilder` and read by
 the same loader as a scenario file, so whatever runs a file (the model's `simulate`, the
 harness) runs it. It has no `expect` steps: fill them from the model (`eventtime expect`) to
 run it on Spark. What the strategies vary:
@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from .contracts import Contract
 from .registry import CONTRACTS
-from .model import Scenario
+from .spec import Scenario
 from .timeparse import format_time, parse_duration, parse_time
 
 __all__ = ["Event", "event_times", "events", "contract_params", "scenarios", "GENERATED_CONTRACTS", "T0"]

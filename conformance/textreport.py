@@ -1,15 +1,15 @@
 """Renders results for a terminal: one line per scenario, and a readable account of each failure."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from .contracts import Contract
 from .judge import format_value
-from .model import ExpectStep, checked_contract, checked_query
+from .spec import ExpectStep, checked_contract, checked_query
 from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_time
 
-__all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "short_name", "certification",
+__all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "totals_line", "short_name", "certification",
            "certification_markdown", "verdict_mark", "certification_verdict"]
 
 _MARK = {PASSED: "PASS", FAILED: "FAIL", ERROR: "ERROR", NOT_APPLICABLE: "N/A"}
@@ -133,6 +133,14 @@ def totals(results: Sequence[ScenarioResult]) -> dict[str, int]:
     for r in results:
         out[r.status] = out.get(r.status, 0) + 1
     return out
+
+
+def totals_line(counts: Mapping[str, int], invalid: int, unbound: int = 0) -> str:
+    """A run's totals as `run`, `certify` and `watch` print them: 'N passed, N failed, N errors, N not
+    applicable, N invalid files', then ', N unbound' when scenarios had no pipeline."""
+    return (f"{counts.get(PASSED, 0)} passed, {counts.get(FAILED, 0)} failed, {counts.get(ERROR, 0)} errors, "
+            f"{counts.get(NOT_APPLICABLE, 0)} not applicable, {invalid} invalid files"
+            + (f", {unbound} unbound" if unbound else ""))
 
 
 def short_name(implementation: str) -> str:

@@ -5,6 +5,8 @@ import datetime as _dt
 import re
 from dataclasses import dataclass
 
+from eventtime.harness.errors import EventtimeError
+
 __all__ = ["Duration", "TimeFormatError", "parse_duration", "parse_time", "format_time", "format_duration_ms"]
 
 MICROS_PER_MS = 1_000
@@ -12,16 +14,16 @@ MICROS_PER_SECOND = 1_000_000
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 # Spark turns a month in a watermark delay into 31 days (IntervalUtils.getDuration uses
-# DAYS_PER_MONTH = 31); the kit does the same so that `total_micros` matches the delay Spark applies.
+# DAYS_PER_MONTH = 31); the kit does the same so that `total_us` matches the delay Spark applies.
 DAYS_PER_MONTH = 31
 
 
-class TimeFormatError(ValueError):
+class TimeFormatError(EventtimeError, ValueError):
     """A time literal or a duration that cannot be read; the message says what is accepted."""
 
 
 _UNITS: dict[str, tuple[str, int]] = {}
-for _names, _canon, _unit_micros in (
+for _names, _canon, _unit_us in (
     (("us", "µs", "microsecond", "microseconds"), "microsecond", 1),
     (("ms", "milli", "millis", "millisecond", "milliseconds"), "millisecond", MICROS_PER_MS),
     (("s", "sec", "secs", "second", "seconds"), "second", MICROS_PER_SECOND),
@@ -32,7 +34,7 @@ for _names, _canon, _unit_micros in (
     (("mo", "month", "months"), "month", 0),
 ):
     for _n in _names:
-        _UNITS[_n] = (_canon, _unit_micros)
+        _UNITS[_n] = (_canon, _unit_us)
 
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zµ]+)\s*,?", re.IGNORECASE)
 
@@ -42,7 +44,7 @@ class Duration:
     """A non-negative span as written (`5s`, `10 minutes`, `1h30m`, `1 month`).
 
     `months` is kept apart from `micros` because a month is a calendar unit; Spark's watermark
-    delay counts it as 31 days (`total_micros`). `interval` renders the value as a Spark interval
+    delay counts it as 31 days (`total_us`). `interval` renders the value as a Spark interval
     string (`"1 hour 30 minutes"`) for `withWatermark` and `window`.
     """
 
@@ -51,16 +53,16 @@ class Duration:
     text: str = ""
 
     @property
-    def total_micros(self) -> int:
+    def total_us(self) -> int:
         return self.micros + self.months * DAYS_PER_MONTH * 86400 * MICROS_PER_SECOND
 
     @property
     def total_ms(self) -> int:
-        return self.total_micros // MICROS_PER_MS
+        return self.total_us // MICROS_PER_MS
 
     @property
     def seconds(self) -> float:
-        return self.total_micros / MICROS_PER_SECOND
+        return self.total_us / MICROS_PER_SECOND
 
     @property
     def interval(self) -> str:

@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .model import ExpectedRecord, TopicCheck
+from .spec import ExpectedRecord, TopicCheck
 from .results import CheckFailure
 
 __all__ = ["Record", "Topics", "judge_records", "describe_record"]

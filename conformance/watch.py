@@ -1,4 +1,5 @@
-"""`eventtime watch PATH... [--pipeline [CONTRACT=]MODULE:FUNCTION]`: an edit-run loop on one warm Spark session.
+"""The loop of `eventtime watch PATH... [--pipeline [CONTRACT=]MODULE:FUNCTION]` (commands/watch.py): an edit-run
+loop on one warm Spark session.
 
 The scenarios under PATH run once; then, whenever a file changes, what it affects runs again and
 its verdicts are printed as `eventtime run` prints them:
@@ -8,7 +9,7 @@ its verdicts are printed as `eventtime run` prints them:
   working directory, outside any virtual environment, not the kit's own): those modules are reloaded,
   in the order they were first imported, and every scenario runs against the new code.
 What runs for a scenario is what `eventtime run` runs (`--pipeline`, the project's bindings,
-`cli_files.Project.targets`); a scenario whose contract has no pipeline is said, as `run` says it.
+`commands.files.Project.targets`); a scenario whose contract has no pipeline is said, as `run` says it.
 Files are compared by modification time and size, polled every `--poll` seconds; a change runs once
 two polls in a row see the same files (a save written in pieces is not run half-done); nothing is
 decided by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and its queries stop with the process.
@@ -16,13 +17,12 @@ decided by the wait. Ctrl-C stops watching (exit 0); the session, its JVM and it
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
-__all__ = ["Watcher", "watch_command"]
+__all__ = ["Watcher"]
 
 _Stamp = tuple[int, int]  # (mtime in ns, size)
 
@@ -123,39 +123,40 @@ class Watcher:
     def _run(self, files: Sequence[Path]) -> None:
         from eventtime.scenarios import display_path
 
-        from .loader import ScenarioInvalid, load_scenario
+        from .loader import load_scenario
+        from .problems import FileInvalid
         from .projectconfig import unbound_message
         from .registry import ContractLookup
-        from .textreport import describe_failure, summary_line
+        from .results import FAILING
+        from .textreport import describe_failure, summary_line, totals_line
 
         if self.pipeline is not None and self.fn is None:  # its import failed: said above, nothing to run
             self.say(f"{self.pipeline} does not import (see above): fix it and save; watching (Ctrl-C stops)")
             return
         lookup = ContractLookup(self.contract_dirs)
         started = time.monotonic()
-        counts = {"passed": 0, "failed": 0, "error": 0, "not_applicable": 0, "invalid": 0, "unbound": 0}
+        counts: dict[str, int] = {}
+        invalid = unbound = 0
         for path in files:
             try:
                 scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
-            except ScenarioInvalid as exc:
-                counts["invalid"] += 1
+            except FileInvalid as exc:
+                invalid += 1
                 self.say(str(exc))
                 continue
             targets: list[Any] = ([self.fn] if self.pipeline else self.targets(scenario, path) if self.targets
                                   else list(scenario.contract.implementations))
             if not targets:
-                counts["unbound"] += 1
+                unbound += 1
                 self.say(f"eventtime: error: {unbound_message(scenario.contract, scenario.path)}")
             for target in targets:
                 result = self.run_one(scenario, target)
                 counts[result.status] = counts.get(result.status, 0) + 1
                 self.say(summary_line(result))
-                if result.status in ("failed", "error"):
+                if result.status in FAILING:
                     self.say(describe_failure(result))
-        self.say(f"{counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
-                 f"{counts['not_applicable']} not applicable, {counts['invalid']} invalid files"
-                 + (f", {counts['unbound']} unbound" if counts["unbound"] else "") + " "
-                 f"in {time.monotonic() - started:.1f}s; watching (Ctrl-C stops)")
+        self.say(f"{totals_line(counts, invalid, unbound)} in {time.monotonic() - started:.1f}s; "
+                 "watching (Ctrl-C stops)")
 
     def first_round(self) -> None:
         scenarios, contracts = self._files()
@@ -205,24 +206,3 @@ class Watcher:
             self.one_round()
             done += 1
             time.sleep(poll)  # how often files are looked at; no verdict depends on it
-
-
-def watch_command(args: Any, project: Any, session: Any, conf: Mapping[str, str]) -> int:
-    """Watch with `project`'s choice of pipelines (cli_files.Project) on `session` until Ctrl-C."""
-    from .cli_files import rerun_command
-    from .exitcodes import ExitCode
-    from .runner import run_scenario
-
-    def run(scenario: Any, target: Any) -> Any:
-        rerun = rerun_command(scenario, None, target if isinstance(target, str) else project.pipeline, args)
-        return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf, rerun=rerun)
-
-    watcher = Watcher(args.paths, pipeline=project.pipeline, contract_dirs=project.contract_dirs, run=run,
-                      say=lambda text: print(text, flush=True), root=Path(os.getcwd()),
-                      targets=None if project.pipeline else project.targets)
-    try:
-        watcher.first_round()
-        watcher.loop(args.poll)
-    except KeyboardInterrupt:
-        print("eventtime: stopped watching", flush=True)
-    return ExitCode.OK

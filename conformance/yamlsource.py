@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from eventtime.harness.errors import EventtimeError
+
 
 
 class _Loader(yaml.SafeLoader):
@@ -72,7 +74,7 @@ class Position:
     column: int  # 1-based
 
 
-class YamlSyntaxError(Exception):
+class YamlSyntaxError(EventtimeError):
     """The text is not YAML the kit accepts; carries the position and a plain message."""
 
     def __init__(self, message: str, position: Position):

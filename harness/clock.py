@@ -12,10 +12,12 @@ import threading
 import time
 from typing import Any, Callable
 
+from .errors import EventtimeError
+
 __all__ = ["SteppedClock", "ClockWaitTimeout"]
 
 
-class ClockWaitTimeout(Exception):
+class ClockWaitTimeout(EventtimeError):
     """The stream thread did not come back to the clock within the bound."""
 
 

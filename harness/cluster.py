@@ -21,6 +21,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .errors import EventtimeError
+
 __all__ = ["MASTER_FORMS", "MasterURLError", "ClusterError", "StandaloneCluster", "check_master", "is_local",
            "cluster_conf", "wait_for_executors", "spark_home", "child_environment", "CONNECT_MODE_VARIABLES"]
 
@@ -31,7 +33,7 @@ _LOCAL_CLUSTER = re.compile(r"^local-cluster\[\s*([1-9]\d*)\s*,\s*([1-9]\d*)\s*,
 _HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):([1-9]\d{0,4})$")
 
 
-class MasterURLError(ValueError):
+class MasterURLError(EventtimeError, ValueError):
     """A master URL the harness cannot run on; the message names the accepted forms."""
 
     def __init__(self, url: str, why: str = ""):
@@ -40,7 +42,7 @@ class MasterURLError(ValueError):
         self.url = url
 
 
-class ClusterError(RuntimeError):
+class ClusterError(EventtimeError, RuntimeError):
     """A standalone cluster that did not come up (or an app that got no executors); says what was awaited."""
 
 

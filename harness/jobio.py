@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
+from .errors import EventtimeError
+
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
            "active_writers", "active_queries"]
 
@@ -37,7 +39,7 @@ class Place:
         return f"{self.file}:{self.line}" + (f" (in {self.function})" if self.function else "")
 
 
-class SubstitutionError(Exception):
+class SubstitutionError(EventtimeError):
     """A call of the job's the substitution cannot honour; the message names the call's place."""
 
     def __init__(self, place: Place | None, message: str):

@@ -32,6 +32,7 @@ import re
 import threading
 from typing import Any, Callable, Iterator
 
+from .errors import EventtimeError
 from .jobio import SubstitutionError, caller_place
 
 __all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "forget_paths"]
@@ -44,7 +45,7 @@ _lock = threading.Lock()
 _named: dict[str, set[str]] = {}  # run folder -> the paths its job named, as kept
 
 
-class PathOutside(ValueError):
+class PathOutside(EventtimeError, ValueError):
     """A path that would leave the run folder; the message says why (the caller names the line)."""
 
 

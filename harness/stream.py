@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
+from .errors import EventtimeError
 from .observations import BatchObservation
 from .sparkvalues import (arrow_payload, from_spark_python, positional_schema, read_back_exprs,
                           to_spark_python)
@@ -22,7 +23,7 @@ __all__ = ["MemorySource", "BatchObservation", "StreamRun", "HarnessError", "Har
 MAX_TRIGGERS_PER_STEP = 1000
 
 
-class HarnessError(Exception):
+class HarnessError(EventtimeError):
     """Something the harness could not do; the message says what and where it waited."""
 
 
@@ -364,7 +365,7 @@ class StreamRun:
         except HarnessError:
             pass
         except Exception as exc:  # noqa: BLE001 - py4j's errors, re-raised unless the JVM is gone
-            from .session import driver_death
+            from .driverdeath import driver_death
 
             if driver_death(self.spark, after=exc) is None:
                 raise

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from eventtime import cli, yamlsource
 from eventtime.loader import ScenarioInvalid, find_scenario_files, load_scenario
-from eventtime.model import Scenario
+from eventtime.spec import Scenario
 from eventtime.scenarios import SUITE_DIR
 
 __all__ = ["TIME_LIMIT", "REACHES", "Verdict", "Tally", "judge", "fuzzed_files", "node_mutated", "text_mutated",

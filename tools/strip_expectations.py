@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime.semantics.fill import _end
 from eventtime.snapshotedit import BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, Edit, apply_edits, compose, expect_bodies
 

@@ -37,7 +37,7 @@ def lateness_count(sources, params) -> DataFrame:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    window_us = params.window.total_micros
+    window_us = params.window.total_us
     lateness_ms = params.allowed_lateness.total_ms
     delay_ms = params.bound.total_ms + 1
     events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")

@@ -42,7 +42,7 @@ def tumbling_count(sources, params) -> DataFrame:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    window_us = params.window.total_micros
+    window_us = params.window.total_us
     delay_ms = params.watermark_delay.total_ms
     mode = params.output_mode
     events = sources["events"].withWatermark("ts", params.watermark_delay.interval)

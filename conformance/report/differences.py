@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..results import FAILED, PASSED
 from .merge import Cell, VersionColumn, Matrix, Row
 from .values import format_row, format_wm, output_types, scenario_date
 
@@ -53,7 +54,7 @@ def _compared_steps(cells: Sequence[Cell]) -> list[int]:
     """Step indices every cell ran to a verdict (not skipped after an error) where some batch ran."""
     per = []
     for c in cells:
-        per.append({s.get("index"): s for s in c.steps if s.get("status") in ("passed", "failed")})
+        per.append({s.get("index"): s for s in c.steps if s.get("status") in (PASSED, FAILED)})
     common = set(per[0]).intersection(*per[1:]) if per else set()
     return sorted(i for i in common
                   if isinstance(i, int) and any(p[i].get("batches") for p in per))

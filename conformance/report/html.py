@@ -7,6 +7,7 @@ from typing import Any, Sequence
 import jinja2
 
 from ..concepts import CONCEPTS
+from ..results import ERROR, FAILING
 from .changes import Change
 from .differences import AVAILABILITY, Difference
 from .merge import Cell, VersionColumn, Matrix, Row
@@ -42,10 +43,10 @@ def environment() -> jinja2.Environment:
 
 def _cell_failures(row: Row, cell: Cell) -> list[str]:
     lines = []
-    if cell.status == "error" and cell.reason:
+    if cell.status == ERROR and cell.reason:
         lines.append(cell.reason)
     for step in cell.steps:
-        if step.get("status") not in ("failed", "error"):
+        if step.get("status") not in FAILING:
             continue
         lines.append(f"step {step.get('index')} ({step.get('kind')}) at {step.get('where')}: {step.get('status')}"
                      + (f": {step['message']}" if step.get("message") else ""))

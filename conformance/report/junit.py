@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from ..results import ERROR, FAILED, FAILING, NOT_APPLICABLE
 from .merge import Matrix
 from .values import failure_lines
 
@@ -21,11 +22,11 @@ def _xml(text: str) -> str:
 def _failure_text(row, cell) -> tuple[str, str]:
     """(first message, full text) of a failed or errored cell."""
     text: list[str] = []
-    first = cell.reason if cell.status == "error" and cell.reason else None
+    first = cell.reason if cell.status == ERROR and cell.reason else None
     if first:
         text.append(first)
     for step in cell.steps:
-        if step.get("status") not in ("failed", "error"):
+        if step.get("status") not in FAILING:
             continue
         head = (f"step {step.get('index')} ({step.get('kind')}) at {step.get('where')}: {step.get('status')}"
                 + (f": {step['message']}" if step.get("message") else ""))
@@ -69,15 +70,15 @@ def render_junit(matrix: Matrix, *, title: str) -> bytes:
             if row.file:
                 case.set("file", row.file)
             counts["tests"] += 1
-            if cell.status == "failed":
+            if cell.status == FAILED:
                 counts["failures"] += 1
                 message, text = _failure_text(row, cell)
                 ET.SubElement(case, "failure", message=message, type="failed").text = text
-            elif cell.status == "error":
+            elif cell.status == ERROR:
                 counts["errors"] += 1
                 message, text = _failure_text(row, cell)
                 ET.SubElement(case, "error", message=message, type="error").text = text
-            elif cell.status == "not_applicable":
+            elif cell.status == NOT_APPLICABLE:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=_xml(f"not applicable: {cell.reason or ''}".strip(": ")))
         for k, v in counts.items():

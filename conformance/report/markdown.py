@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..results import ERROR, FAILED, FAILING, NOT_APPLICABLE, PASSED
 from .changes import Change
 from .differences import AVAILABILITY, Difference
 from .merge import Cell, Matrix, Row
@@ -20,9 +21,9 @@ def _cell(text: str) -> str:
 
 
 def _failure_text(row: Row, cell: Cell) -> list[str]:
-    text: list[str] = [cell.reason] if cell.status == "error" and cell.reason else []
+    text: list[str] = [cell.reason] if cell.status == ERROR and cell.reason else []
     for step in cell.steps:
-        if step.get("status") in ("failed", "error"):
+        if step.get("status") in FAILING:
             text.append(f"step {step.get('index')} ({step.get('kind')}) at {step.get('where')}"
                         + (f": {step['message']}" if step.get("message") else ""))
             for f in step.get("failures") or []:
@@ -54,7 +55,7 @@ def _counts(matrix: Matrix) -> list[str]:
     lines += ["", "| Spark | passed | failed | error | not applicable |", "|---|---:|---:|---:|---:|"]
     for c in matrix.columns:
         n = matrix.counts(c.key)
-        lines.append(f"| {_cell(c.key)} | {n['passed']} | {n['failed']} | {n['error']} | {n['not_applicable']} |")
+        lines.append(f"| {_cell(c.key)} | {n[PASSED]} | {n[FAILED]} | {n[ERROR]} | {n[NOT_APPLICABLE]} |")
     cert = matrix.certification()
     if cert:
         lines += ["", "| contract | implementation | " + " | ".join(_cell(c.key) for c in matrix.columns) + " |",

@@ -8,12 +8,12 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from ..results import FAILING, NOT_APPLICABLE, STATUSES
 from ..resultsfile import ResultsFile, ResultsFileError, read_results
 from ..textreport import certification_verdict, short_name, verdict_mark
 
 __all__ = ["VersionColumn", "Cell", "Row", "Matrix", "merge", "read_all", "STATUSES"]
 
-STATUSES = ("passed", "failed", "error", "not_applicable")
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,11 @@ class Cell:
 
     @property
     def failed(self) -> bool:
-        return self.status in ("failed", "error")
+        return self.status in FAILING
 
     @property
     def applicable(self) -> bool:
-        return self.status != "not_applicable"
+        return self.status != NOT_APPLICABLE
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..results import ERROR, FAILED, PASSED
 from ..timeparse import TimeFormatError, format_time, parse_duration
 from .merge import Cell, Row
 from .values import format_row, format_wm, output_types, scenario_date
@@ -136,7 +137,7 @@ def _duration(params: Mapping[str, Any], name: str) -> int | None:
     if not isinstance(value, str):
         return None
     try:
-        return parse_duration(value).total_micros or None
+        return parse_duration(value).total_us or None
     except TimeFormatError:
         return None
 
@@ -237,9 +238,9 @@ def _walk_steps(cell: Cell, definition: Mapping[str, Any], out_names: list[str],
             batches.append(_Batch(b, index))
             if b.get("data") and pending:
                 batches[-1].events, pending = pending, []
-        if kind == "expect" or step.get("status") == "error":
-            status = step.get("status") or "passed"
-            mark = {"passed": "✓", "failed": "✗", "error": "!"}.get(status, "·")
+        if kind == "expect" or step.get("status") == ERROR:
+            status = step.get("status") or PASSED
+            mark = {PASSED: "✓", FAILED: "✗", ERROR: "!"}.get(status, "·")
             markers.append((len(batches), f"expect-{status}", f"{mark}{index}",
                             f"step {index} ({kind}): {status}" + (f": {step['message']}" if step.get("message") else "")))
             for f in step.get("failures") or []:

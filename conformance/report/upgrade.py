@@ -5,13 +5,15 @@ scenario's file and the step's line; "no change" is said, not left out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from eventtime.harness.errors import EventtimeError
+
 from .differences import behaviour_details
 from .merge import Matrix, Row, VersionColumn
 
 __all__ = ["Upgrade", "UpgradeError", "upgrade", "upgrade_text", "upgrade_markdown"]
 
 
-class UpgradeError(ValueError):
+class UpgradeError(EventtimeError, ValueError):
     """FROM or TO names no version of the results given."""
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
-from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_us
 
 __all__ = ["AggregateFunction", "CountRows", "Sum", "Aggregates", "StreamingAggregation", "OUTPUT_MODES"]
 
@@ -157,7 +157,7 @@ class StreamingAggregation(StatefulOperator):
         return emitted
 
     def _evict(self, watermark_ms: int) -> Sequence[tuple[Hashable, tuple]]:
-        bound = ms_to_micros(watermark_ms)
+        bound = ms_to_us(watermark_ms)
         gone = [(k, v) for k, v in self.groups.items()
                 if (t := self.event_time_of(k)) is not None and t <= bound]
         for k, _ in gone:

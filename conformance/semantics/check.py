@@ -12,7 +12,7 @@ from __future__ import annotations
 from eventtime.harness.observations import BatchObservation
 
 from ..judge import Observed, judge_expect
-from ..model import ExpectStep, Scenario
+from ..spec import ExpectStep, Scenario
 from ..statecheck import judge_state
 from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
 from .simulate import ModelError, NotCovered, PredictedFailure, simulate

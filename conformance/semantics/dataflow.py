@@ -36,10 +36,10 @@ from typing import Iterable, Mapping, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
-from .. import model as m
+from .. import spec as m
 from .lateness import DROPPED, LATE, ON_TIME, Firing, LatenessWindows
 from .microbatch import MicroBatchDriver, ModelError, rows_as_dicts
-from .watermark import micros_to_ms
+from .watermark import us_to_ms
 
 __all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "LatenessWindows", "Firing",
            "DataflowQuery", "DataflowDriver", "dataflow_query", "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS"]
@@ -181,7 +181,7 @@ class DataflowQuery:
                 if row["ts"] is None:
                     continue
                 out += self.windows.on_element(row["key"], row["ts"], self.watermark.current)
-                self.watermark.generators[name].on_event(micros_to_ms(row["ts"]))
+                self.watermark.generators[name].on_event(us_to_ms(row["ts"]))
                 if self.punctuated:
                     self.watermark.update(self.now_ms)
                     out += self.windows.on_watermark(self.watermark.current)
@@ -239,7 +239,7 @@ def dataflow_query(scenario: m.Scenario) -> DataflowDriver:
         raise NotCovered(f"the dataflow profile has no model of contract {scenario.contract.name!r} "
                          f"(it covers {', '.join(DATAFLOW_CONTRACTS)})")
     p = scenario.params
-    query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_micros,
+    query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_us,
                           p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start_us // 1000,
                           trigger_ms=scenario.trigger.total_ms if scenario.trigger else None,
                           partitions={name: src.partitions for name, src in scenario.sources.items()})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Iterable
 
-from .state import OperatorWatermarks, StatefulOperator, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, ms_to_us
 
 __all__ = ["Deduplicate", "DeduplicateWithinWatermark"]
 
@@ -59,7 +59,7 @@ class Deduplicate(StatefulOperator):
             self.seen[key] = ts
             self.updated += 1
             out.append(row)
-        bound = ms_to_micros(wm.evict_ms)
+        bound = ms_to_us(wm.evict_ms)
         self.seen = {k: t for k, t in self.seen.items() if t is None or t > bound}
         return out
 
@@ -92,6 +92,6 @@ class DeduplicateWithinWatermark(StatefulOperator):
             self.expires[key] = ts + self.delay_us
             self.updated += 1
             out.append(row)
-        bound = ms_to_micros(wm.evict_ms)
+        bound = ms_to_us(wm.evict_ms)
         self.expires = {k: t for k, t in self.expires.items() if t > bound}
         return out

@@ -18,10 +18,13 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from .. import model as m
+from eventtime.harness.errors import EventtimeError
+
+from .. import spec as m
 from ..drive import rows_seen
 
-__all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned"]
+__all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned",
+           "expectations_yaml"]
 
 # Steps after which the differential inserts an `expect`: the ones that can run batches.
 BATCH_STEPS = ("process", "advance", "start", "restart", "run")
@@ -37,7 +40,7 @@ _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~"}
 
 
-class WriteError(Exception):
+class WriteError(EventtimeError):
     """The model's checks cannot be written into this scenario text (its layout is not one we edit)."""
 
 
@@ -351,3 +354,15 @@ def _appended(text: str, node: yaml.MappingNode, view: _ModelView, missing: list
         return (at, at, added)
     close = text.rindex("}", 0, node.end_mark.index)
     return (close, close, "".join(f", {c}" + _value_text(view.value(c), 0, False) for c in missing))
+
+
+def expectations_yaml(sim: Any) -> str:
+    """Every `expect` step of the simulated scenario, filled with what the model observed there:
+    rows (or the whole table in complete mode), watermark, dropped, state rows, event-time
+    statistics and the batches, one YAML block per step, headed by its file:line."""
+    sc = sim.scenario
+    out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
+    for step, since_expect, history in sim.observed_by_expects():
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, since_expect, history), 6)
+        out += lines + [""]
+    return "\n".join(out)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable, Iterable
 
-from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_us
 
 __all__ = ["IntervalJoin", "JOIN_TYPES", "JoinedRow"]
 
@@ -80,10 +80,10 @@ class IntervalJoin(StatefulOperator):
 
     # -- state watermarks ---------------------------------------------------------------------------
     def left_state_watermark_us(self, watermark_ms: int) -> int:
-        return ms_to_micros(watermark_ms) - self.upper_us - MS
+        return ms_to_us(watermark_ms) - self.upper_us - MS
 
     def right_state_watermark_us(self, watermark_ms: int) -> int:
-        return ms_to_micros(watermark_ms) + self.lower_us - MS
+        return ms_to_us(watermark_ms) + self.lower_us - MS
 
     def output_watermark(self, input_ms: int) -> int:
         lowest = min(self.left_state_watermark_us(input_ms), self.right_state_watermark_us(input_ms))

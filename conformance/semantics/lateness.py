@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Hashable
 
-from .watermark import micros_to_ms
+from .watermark import us_to_ms
 
 __all__ = ["ON_TIME", "LATE", "DROPPED", "Firing", "LatenessWindows"]
 
@@ -44,7 +44,7 @@ class LatenessWindows:
         self.side_output = 0
 
     def _max_ts_ms(self, start_us: int) -> int:
-        return micros_to_ms(start_us + self.length_us) - 1
+        return us_to_ms(start_us + self.length_us) - 1
 
     def on_element(self, key: Hashable, ts_us: int, watermark_ms: int) -> list[Firing]:
         start = ts_us - ts_us % self.length_us

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from eventtime.harness.errors import EventtimeError
 from eventtime.harness.observations import BatchObservation
 
 from .plans import Plan
@@ -38,7 +39,7 @@ POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
 ALLOW_MULTIPLE = "spark.sql.streaming.statefulOperator.allowMultiple"
 
 
-class ModelError(Exception):
+class ModelError(EventtimeError):
     """A step the query cannot take where it stands (e.g. `process` while stopped), as the harness reports."""
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from ..model import Scenario
+from eventtime.harness.errors import EventtimeError
+
+from ..spec import Scenario
 from .aggregation import Aggregates, CountRows, StreamingAggregation, Sum
 from .lateness import LatenessWindows
 from .dedup import Deduplicate, DeduplicateWithinWatermark
@@ -25,7 +27,7 @@ __all__ = ["Plan", "NotCovered", "plan_for", "PLANS"]
 Partitions = Sequence[Sequence[dict]]  # one input partition per `add` of a source
 
 
-class NotCovered(Exception):
+class NotCovered(EventtimeError):
     """The model does not cover this scenario (a contract, mode or check it has no rules for)."""
 
 
@@ -262,10 +264,10 @@ def _two_inputs(sc: Scenario) -> dict[str, int]:
 def _window_count(sc: Scenario) -> Plan:
     p = sc.params
     two = sc.contract.name == "union_tumbling_count"
-    slide = p["slide"].total_micros if "slide" in p else None
+    slide = p["slide"].total_us if "slide" in p else None
     functions = (CountRows(), Sum("amount")) if sc.contract.name == "tumbling_sum" else (CountRows(),)
     return WindowAggregate(_two_inputs(sc) if two else _one_input(sc), ("left", "right") if two else ("events",),
-                           p["window"].total_micros, slide, Aggregates(functions), _mode(p, _ANY_MODE, ""))
+                           p["window"].total_us, slide, Aggregates(functions), _mode(p, _ANY_MODE, ""))
 
 
 def _session_count(sc: Scenario) -> Plan:
@@ -273,7 +275,7 @@ def _session_count(sc: Scenario) -> Plan:
         def gap_of(row: dict) -> int | None:
             return parse_gap(row.get("gap"))
     else:
-        fixed = sc.params["gap"].total_micros
+        fixed = sc.params["gap"].total_us
 
         def gap_of(row: dict) -> int | None:
             return fixed
@@ -295,16 +297,16 @@ PLANS: Mapping[str, Callable[[Scenario], Plan]] = {
     "session_count_dynamic_gap": _session_count,
     "dedup": lambda sc: Dedup(_one_input(sc), within_watermark=False),
     "dedup_within_watermark": lambda sc: Dedup(_one_input(sc), within_watermark=True),
-    "interval_join": lambda sc: Join(_two_inputs(sc), sc.params["bound"].total_micros,
+    "interval_join": lambda sc: Join(_two_inputs(sc), sc.params["bound"].total_us,
                                      sc.params.get("join_type", "inner")),
-    "join_then_count": lambda sc: JoinThenCount(_two_inputs(sc), sc.params["bound"].total_micros,
-                                                sc.params["window"].total_micros),
-    "chained_window_count": lambda sc: ChainedWindows(_one_input(sc), sc.params["window"].total_micros,
-                                                      sc.params["outer_window"].total_micros),
+    "join_then_count": lambda sc: JoinThenCount(_two_inputs(sc), sc.params["bound"].total_us,
+                                                sc.params["window"].total_us),
+    "chained_window_count": lambda sc: ChainedWindows(_one_input(sc), sc.params["window"].total_us,
+                                                      sc.params["outer_window"].total_us),
     "inactivity_timeout": lambda sc: Inactivity(_one_input(sc), sc.params["timeout"].total_ms),
     "hold_timer": lambda sc: Hold(_one_input(sc), sc.params["hold"].total_ms),
     "processing_time_stamp": _processing_time_stamp,
-    "lateness_count": lambda sc: LatenessCount(sc.params["bound"].total_ms, sc.params["window"].total_micros,
+    "lateness_count": lambda sc: LatenessCount(sc.params["bound"].total_ms, sc.params["window"].total_us,
                                                sc.params["allowed_lateness"].total_ms),
 }
 

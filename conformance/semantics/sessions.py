@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Hashable, Iterable, Sequence
 
 from .aggregation import Aggregates
-from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_micros
+from .state import OperatorWatermarks, StatefulOperator, is_late, ms_to_us
 from .windows import Session, merge_sessions
 
 __all__ = ["SessionAggregation", "SESSION_OUTPUT_MODES"]
@@ -74,7 +74,7 @@ class SessionAggregation(StatefulOperator):
             self.sessions[key] = merge_sessions(self.sessions.get(key, []) + new, agg.merge)
         if self.output_mode == "complete":
             return [(k, s) for k, ss in self.sessions.items() for s in ss]
-        bound = ms_to_micros(wm.evict_ms)
+        bound = ms_to_us(wm.evict_ms)
         emitted = []
         for key, sessions in list(self.sessions.items()):
             emitted += [(key, s) for s in sessions if s.end <= bound]

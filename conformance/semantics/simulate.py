@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from eventtime.harness.observations import BatchObservation
 
-from .. import model as m
+from .. import spec as m
 from ..drive import Action, drive
 from .microbatch import MicroBatchDriver, MicroBatchQuery, ModelError
 from .plans import NotCovered, plan_for

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-__all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_micros"]
+__all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_us"]
 
 
 class QueryFailure(Exception):
@@ -41,13 +41,13 @@ class QueryFailure(Exception):
         super().__init__(f"[{error_class}] {message}")
 
 
-def ms_to_micros(ms: int) -> int:
+def ms_to_us(ms: int) -> int:
     return ms * 1000
 
 
 def is_late(event_time_us: int | None, watermark_ms: int) -> bool:
     """Spark's watermark predicate `eventTime <= watermark` (inclusive); a null event time is never late."""
-    return event_time_us is not None and event_time_us <= ms_to_micros(watermark_ms)
+    return event_time_us is not None and event_time_us <= ms_to_us(watermark_ms)
 
 
 @dataclass(frozen=True)

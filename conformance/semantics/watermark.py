@@ -26,14 +26,14 @@ from fractions import Fraction
 from itertools import permutations
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["INITIAL_WATERMARK_MS", "MAX_ORDERED_PARTITIONS", "EventTimeStats", "WatermarkTracker", "micros_to_ms", "POLICIES",
+__all__ = ["INITIAL_WATERMARK_MS", "MAX_ORDERED_PARTITIONS", "EventTimeStats", "WatermarkTracker", "us_to_ms", "POLICIES",
            "first_stats_with_rows"]
 
 INITIAL_WATERMARK_MS = 0
 POLICIES = ("min", "max")
 
 
-def micros_to_ms(micros: int) -> int:
+def us_to_ms(micros: int) -> int:
     """Epoch microseconds -> milliseconds, truncated toward zero (Spark: `eventTime / 1000` on a Long)."""
     return -((-micros) // 1000) if micros < 0 else micros // 1000
 
@@ -66,7 +66,7 @@ class EventTimeStats:
         for us in micros:
             if us is None:
                 continue
-            ms = micros_to_ms(us)
+            ms = us_to_ms(us)
             n += 1
             mean += (ms - mean) / n
             self.max = ms if self.max is None else max(self.max, ms)

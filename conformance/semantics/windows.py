@@ -86,4 +86,4 @@ def parse_gap(value: object) -> int | None:
         duration = parse_duration(text)
     except TimeFormatError:
         return None
-    return sign * duration.total_micros
+    return sign * duration.total_us

@@ -12,11 +12,13 @@ from types import SimpleNamespace
 import pytest
 
 from eventtime import cli, parallel
-from eventtime.cli_files import read_project
+from eventtime.commands import spark as spark_command
+from eventtime.commands.files import read_project
 from eventtime.loader import load_scenario
 from eventtime.projectconfig import SettingsError, find_ini
 from eventtime.results import PASSED, ScenarioResult
 from eventtime.scenarios import SUITE_DIR
+from eventtime.exitcodes import ExitCode
 
 CONTRACT = textwrap.dedent("""\
     contract: page_clicks
@@ -77,7 +79,7 @@ def ran(monkeypatch):
 
     monkeypatch.setattr(parallel, "run_pairs", run_pairs)
     session = SimpleNamespace(version="4.3.0", sparkContext=SimpleNamespace(master="local[2]"), _jsparkSession=None)
-    monkeypatch.setattr(cli, "_open_session", lambda args: (session, cli.EXIT_OK))
+    monkeypatch.setattr(spark_command, "open_session", lambda args: (session, ExitCode.OK))
     return pairs_seen
 
 
@@ -91,7 +93,7 @@ def in_project(tmp_path, monkeypatch):
 
 def test_run_with_no_options_binds_what_pyproject_binds_for_pytest(in_project, ran):
     _project(in_project, ["page_clicks = shop_jobs:transform"])
-    assert cli.main(["run", "tests/scenarios"]) == cli.EXIT_OK
+    assert cli.main(["run", "tests/scenarios"]) == ExitCode.OK
     assert sorted((name, impl) for name, impl, _ in ran) == [("eu-click", "shop_jobs:transform"),
                                                             ("late-click", "shop_jobs:transform")]
 
@@ -99,7 +101,7 @@ def test_run_with_no_options_binds_what_pyproject_binds_for_pytest(in_project, r
 def test_the_measured_false_green_is_an_error_naming_the_contract_and_nothing_ran_exits_5(in_project, ran, capsys):
     # before: "0 passed, 0 failed, 0 errors, 0 not applicable, 0 invalid files" and exit 0
     _project(in_project, None)
-    assert cli.main(["run", "tests/scenarios", "--contracts", "contracts"]) == cli.EXIT_NO_TESTS == 5
+    assert cli.main(["run", "tests/scenarios", "--contracts", "contracts"]) == ExitCode.NO_TESTS_RAN == 5
     err = capsys.readouterr().err
     assert "no pipeline is bound to contract 'page_clicks'; bind one with a line 'page_clicks = MODULE:FUNCTION' " \
            "in the ini key eventtime_pipelines" in err
@@ -111,19 +113,19 @@ def test_the_measured_false_green_is_an_error_naming_the_contract_and_nothing_ra
 def test_a_users_scenario_of_a_bundled_contract_runs_no_bundled_implementation_unasked(in_project, ran, capsys):
     _project(in_project, None)
     (in_project / "tests" / "scenarios" / "mine.scenario.yaml").write_text(_scenario("mine", "tumbling_count"))
-    assert cli.main(["run", "tests/scenarios/mine.scenario.yaml"]) == cli.EXIT_NO_TESTS
+    assert cli.main(["run", "tests/scenarios/mine.scenario.yaml"]) == ExitCode.NO_TESTS_RAN
     assert "the kit's own implementations of the bundled contract 'tumbling_count' run only for the bundled " \
            "suite" in capsys.readouterr().err
     assert ran == []
     # control: a scenario of the bundled suite runs the kit's implementations (asked for: the kit's own file)
-    assert cli.main(["run", str(SUITE_DIR / "tumbling" / "append-late-row-dropped.scenario.yaml")]) == cli.EXIT_OK
+    assert cli.main(["run", str(SUITE_DIR / "tumbling" / "append-late-row-dropped.scenario.yaml")]) == ExitCode.OK
     assert [impl.rsplit(".", 1)[-1] for _, impl, _ in ran] == ["reference:tumbling_count", "sql:tumbling_count",
                                                                "stateful:tumbling_count"]
 
 
 def test_some_scenarios_unbound_run_the_others_and_fail_the_run(in_project, ran, capsys):
     _project(in_project, ["page_clicks[tests/scenarios/eu] = shop_jobs:transform"])  # only the eu folder
-    assert cli.main(["run", "tests/scenarios"]) == cli.EXIT_FAILED
+    assert cli.main(["run", "tests/scenarios"]) == ExitCode.FAILED
     assert [name for name, _, _ in ran] == ["eu-click"]
     out, err = capsys.readouterr()
     assert "tests/scenarios/clicks/late-click.scenario.yaml: no pipeline is bound to contract 'page_clicks'" in err
@@ -153,14 +155,14 @@ def test_command_line_bindings_override_the_file_nearest_folder_first(in_project
 ])
 def test_bad_pipelines_and_settings_are_usage_errors_before_spark(in_project, ran, capsys, args, message):
     _project(in_project, ["page_clicks = shop_jobs:transform"])
-    assert cli.main(["run", "tests/scenarios", *args]) == cli.EXIT_USAGE
+    assert cli.main(["run", "tests/scenarios", *args]) == ExitCode.USAGE_ERROR
     assert message in capsys.readouterr().err
     assert ran == []
 
 
 def test_a_bad_binding_in_the_file_is_a_usage_error_naming_the_file(in_project, ran, capsys):
     _project(in_project, ["page_clicks shop_jobs:transform"])
-    assert cli.main(["run", "tests/scenarios"]) == cli.EXIT_USAGE
+    assert cli.main(["run", "tests/scenarios"]) == ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
     assert f"{in_project / 'pyproject.toml'}: eventtime_pipelines: 'page_clicks shop_jobs:transform' is not " \
            "CONTRACT=MODULE:FUNCTION" in err
@@ -192,7 +194,7 @@ def test_a_contracts_declared_implementations_import_from_the_working_directory_
     _project(in_project, None)
     (in_project / "contracts" / "page_clicks.contract.yaml").write_text(
         CONTRACT + "implementations: [shop_jobs:transform]\n")
-    assert cli.main(["run", "tests/scenarios"]) == cli.EXIT_OK
+    assert cli.main(["run", "tests/scenarios"]) == ExitCode.OK
     assert {impl for _, impl, _ in ran} == {"shop_jobs:transform"}
 
 
@@ -203,7 +205,7 @@ def test_every_printed_rerun_command_runs_that_one_scenario_pasted(in_project, r
     extra.write_text(CONTRACT.replace("page_clicks", "more_clicks"))
     (in_project / "tests" / "scenarios" / "clicks" / "more.scenario.yaml").write_text(_scenario("more", "more_clicks"))
     assert cli.main(["run", "tests/scenarios", "--contracts", "more", "--pipeline", "more_clicks=shop_jobs:other",
-                     "--spark-conf", "spark.sql.shuffle.partitions=3"]) == cli.EXIT_OK
+                     "--spark-conf", "spark.sql.shuffle.partitions=3"]) == ExitCode.OK
     printed = list(ran)
     assert len(printed) == 3
     for name, impl, rerun in printed:
@@ -211,7 +213,7 @@ def test_every_printed_rerun_command_runs_that_one_scenario_pasted(in_project, r
         ran.clear()
         words = shlex.split(rerun)
         assert words[:2] == ["eventtime", "run"]
-        assert cli.main(words[1:]) == cli.EXIT_OK, rerun
+        assert cli.main(words[1:]) == ExitCode.OK, rerun
         assert [(n, i) for n, i, _ in ran] == [(name, impl)], rerun  # that scenario, that pipeline, alone
 
 
@@ -221,14 +223,14 @@ def test_control_a_rerun_without_its_contracts_folder_does_not_run(in_project, r
     (in_project / "more").mkdir()
     (in_project / "more" / "x.contract.yaml").write_text(CONTRACT.replace("page_clicks", "more_clicks"))
     (in_project / "m.scenario.yaml").write_text(_scenario("m", "more_clicks"))
-    assert cli.main(["run", "m.scenario.yaml", "--pipeline", "shop_jobs:other"]) == cli.EXIT_FAILED
+    assert cli.main(["run", "m.scenario.yaml", "--pipeline", "shop_jobs:other"]) == ExitCode.FAILED
     assert "unknown contract 'more_clicks'" in capsys.readouterr().err and ran == []
 
 
 def test_a_bundled_suite_file_reruns_from_anywhere(tmp_path, monkeypatch, ran):
     monkeypatch.chdir(tmp_path)  # not the checkout: the suite's `scenarios/...` name does not exist here
     path = SUITE_DIR / "tumbling" / "append-late-row-dropped.scenario.yaml"
-    assert cli.main(["run", str(path), "--pipeline", "eventtime.pipelines.sql:tumbling_count"]) == cli.EXIT_OK
+    assert cli.main(["run", str(path), "--pipeline", "eventtime.pipelines.sql:tumbling_count"]) == ExitCode.OK
     (_, _, rerun), = ran
     assert shlex.split(rerun)[2] == str(path.resolve())
     assert load_scenario(shlex.split(rerun)[2]).name == "tumbling-append-late-row-dropped"
@@ -274,9 +276,9 @@ def test_a_checkouts_copy_of_the_bundled_suite_counts_as_the_suite_and_an_edited
 
 def test_validate_reads_the_contract_folders_run_and_pytest_read(in_project, capsys):
     _project(in_project, None)
-    assert cli.main(["validate", "tests/scenarios"]) == cli.EXIT_OK
+    assert cli.main(["validate", "tests/scenarios"]) == ExitCode.OK
     assert "2 valid, 0 invalid" in capsys.readouterr().out
     # control: without the file's eventtime_contracts the contract is unknown
     (in_project / "pyproject.toml").write_text('[project]\nname = "shop"\n')
-    assert cli.main(["validate", "tests/scenarios"]) != cli.EXIT_OK
+    assert cli.main(["validate", "tests/scenarios"]) != ExitCode.OK
     assert "unknown contract 'page_clicks'" in capsys.readouterr().out

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from eventtime.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from eventtime.cli import main
+from eventtime.exitcodes import ExitCode
 from eventtime.loader import load_scenario, validate_file
 from eventtime.scenarios import SUITE_DIR
 
@@ -20,7 +21,7 @@ PROBLEM_LINE = re.compile(r"^(?P<file>.+):(?P<line>\d+):(?P<column>\d+): (?P<mes
 
 
 def test_exit_codes_are_0_1_2():
-    assert (EXIT_OK, EXIT_FAILED, EXIT_USAGE) == (0, 1, 2)
+    assert (ExitCode.OK, ExitCode.FAILED, ExitCode.USAGE_ERROR) == (0, 1, 2)
 
 
 def test_valid_file(capsys, write_scenario, base_scenario):
@@ -160,19 +161,19 @@ def test_validating_needs_no_pyspark(tmp_path):
 
 # -- certify and list: argument errors never start Spark ------------------------------------------
 def test_certify_unknown_contract_is_a_usage_error(capsys):
-    assert main(["certify", "--contract", "tumbling_cout"]) == EXIT_USAGE
+    assert main(["certify", "--contract", "tumbling_cout"]) == ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
     assert "unknown contract 'tumbling_cout'; did you mean 'tumbling_count'?" in err
 
 
 def test_certify_pipeline_needs_exactly_one_contract(capsys):
-    assert main(["certify", "--pipeline", "my.mod:fn"]) == EXIT_USAGE
+    assert main(["certify", "--pipeline", "my.mod:fn"]) == ExitCode.USAGE_ERROR
     assert "give exactly one --contract" in capsys.readouterr().err
-    assert main(["certify", "--pipeline", "my.mod:fn", "--contract", "dedup", "--contract", "tumbling_count"]) == EXIT_USAGE
+    assert main(["certify", "--pipeline", "my.mod:fn", "--contract", "dedup", "--contract", "tumbling_count"]) == ExitCode.USAGE_ERROR
 
 
 def test_certify_unresolvable_pipeline_is_a_usage_error(capsys):
-    assert main(["certify", "--contract", "dedup", "--pipeline", "no_such_module_xyz:fn"]) == EXIT_USAGE
+    assert main(["certify", "--contract", "dedup", "--pipeline", "no_such_module_xyz:fn"]) == ExitCode.USAGE_ERROR
     assert "cannot import module 'no_such_module_xyz'" in capsys.readouterr().err
 
 
@@ -180,7 +181,7 @@ def test_list_shows_every_contract_and_concept(capsys):
     from eventtime.concepts import CONCEPTS
     from eventtime.registry import CONTRACTS
 
-    assert main(["list"]) == EXIT_OK
+    assert main(["list"]) == ExitCode.OK
     out = capsys.readouterr().out
     for name in CONTRACTS:
         assert f"\n{name}: " in "\n" + out

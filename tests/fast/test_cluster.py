@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from eventtime.cli import EXIT_USAGE, main
-from eventtime.cluster_command import expand_command
+from eventtime.cli import main
+from eventtime.commands.around import expand
+from eventtime.commands.cluster import PLACEHOLDER
+from eventtime.exitcodes import ExitCode
 from eventtime.harness.cluster import (MASTER_FORMS, ClusterError, MasterURLError, StandaloneCluster, check_master,
                              cluster_conf, expected_executors, is_local)
 
@@ -53,7 +55,7 @@ def test_refused_master_urls_name_what_is_accepted(url, why):
 def test_cli_master_is_a_usage_error_not_a_traceback(capsys, command):
     with pytest.raises(SystemExit) as info:
         main([command, "--master", "spark://nohost"])
-    assert info.value.code == EXIT_USAGE
+    assert info.value.code == ExitCode.USAGE_ERROR
     err = capsys.readouterr().err
     assert "argument --master: 'spark://nohost' is not a Spark master URL" in err
     assert "local-cluster[W,C,M]" in err and "Traceback" not in err
@@ -158,17 +160,17 @@ def test_no_spark_class_is_a_clear_error(tmp_path):
 
 
 def test_cluster_command_fills_in_the_master_url():
-    assert expand_command(["--", "eventtime", "certify", "--master", "{master}"], "spark://h:1") == [
+    assert expand(["--", "eventtime", "certify", "--master", "{master}"], PLACEHOLDER, "spark://h:1") == [
         "eventtime", "certify", "--master", "spark://h:1"]
-    assert expand_command(["sh", "-c", "echo master={master}"], "spark://h:1") == ["sh", "-c", "echo master=spark://h:1"]
+    assert expand(["sh", "-c", "echo master={master}"], PLACEHOLDER, "spark://h:1") == ["sh", "-c", "echo master=spark://h:1"]
 
 
 def test_cluster_command_usage_errors(capsys):
-    assert main(["cluster", "--memory", "lots", "--", "true"]) == EXIT_USAGE
+    assert main(["cluster", "--memory", "lots", "--", "true"]) == ExitCode.USAGE_ERROR
     assert "a size like 1g or 512m" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         main(["cluster", "--workers", "0"])
-    assert info.value.code == EXIT_USAGE
+    assert info.value.code == ExitCode.USAGE_ERROR
 
 
 def test_python_workers_get_the_drivers_import_path_in_local_mode_too(tmp_path, monkeypatch):

@@ -82,7 +82,7 @@ def test_cli_refuses_a_bad_remote_and_remote_with_master():
 
 
 def test_remote_of_honours_spark_remote_unless_a_master_is_given(monkeypatch):
-    from eventtime.cli import _remote_of
+    from eventtime.commands.spark import remote_of as _remote_of
 
     monkeypatch.setenv("SPARK_REMOTE", "sc://127.0.0.1:15002")
     assert _remote_of(argparse.Namespace(remote=None, master=None)) == "sc://127.0.0.1:15002"
@@ -93,9 +93,10 @@ def test_remote_of_honours_spark_remote_unless_a_master_is_given(monkeypatch):
 
 
 def test_connect_server_command_expands_the_url():
-    from eventtime.connect_command import expand_command
+    from eventtime.commands.around import expand
+    from eventtime.commands.connect_server import PLACEHOLDER
 
-    assert expand_command(["--", "eventtime", "run", "--remote", "{remote}"], "sc://h:1") == [
+    assert expand(["--", "eventtime", "run", "--remote", "{remote}"], PLACEHOLDER, "sc://h:1") == [
         "eventtime", "run", "--remote", "sc://h:1"]
 
 
@@ -111,14 +112,14 @@ def test_children_do_not_inherit_pysparks_connect_mode(monkeypatch):
     them is a Connect client (a classic session there fails with CONNECT_URL_NOT_SET; `pytest
     tests/connect tests/cluster` failed so). The commands `eventtime cluster` / `connect-server` run,
     the cluster's and the Connect server's JVMs get an environment without them."""
-    from eventtime.cluster_command import _run_command
+    from eventtime.commands.around import run_command
     from eventtime.harness.cluster import StandaloneCluster, child_environment
     from eventtime.harness.connect_server import ConnectServer
 
     for key, value in {**CONNECT_MODE, "SPARK_REMOTE": "sc://users-server:15002"}.items():
         monkeypatch.setenv(key, value)
     assert subprocess.run([sys.executable, "-c", IS_REMOTE], timeout=120).returncode == 11  # the control
-    assert _run_command([sys.executable, "-c", IS_REMOTE], "spark://127.0.0.1:7077") == 10
+    assert run_command([sys.executable, "-c", IS_REMOTE], {"EVENTTIME_MASTER": "spark://127.0.0.1:7077"}) == 10
     assert subprocess.run([sys.executable, "-c", IS_REMOTE], env=child_environment(), timeout=120).returncode == 10
     for server_env in (StandaloneCluster(workers=1)._environment(), ConnectServer().environment()):
         assert not set(server_env) & {*CONNECT_MODE, "SPARK_REMOTE"}  # a Spark server is no Connect client

@@ -9,7 +9,7 @@ from eventtime.drive import drive, rows_seen
 from eventtime.harness.observations import BatchObservation
 from eventtime.judge import Observed
 from eventtime.loader import load_scenario_text
-from eventtime.model import ExpectStep, Step
+from eventtime.spec import ExpectStep, Step
 from eventtime.semantics.fill import model_checks, rows_text
 
 SCENARIO = """\

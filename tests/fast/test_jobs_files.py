@@ -219,7 +219,7 @@ TOPIC_SCENARIO = textwrap.dedent("""\
 
 
 def test_a_topic_check_is_read_and_compares_key_value_headers_and_partition():
-    from eventtime.model import ExpectedRecord, TopicCheck
+    from eventtime.spec import ExpectedRecord, TopicCheck
     from eventtime.topics import Topics, judge_records
 
     topics = Topics()

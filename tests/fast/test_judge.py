@@ -9,7 +9,7 @@ import pytest
 from eventtime.coltypes import parse_type
 from eventtime.judge import Observed, format_value, judge, match_rows
 from eventtime.loader import load_scenario_text
-from eventtime.model import BatchCheck, EventTimeCheck, ExpectStep, FailureCheck, OperatorCheck, RowsCheck, Where
+from eventtime.spec import BatchCheck, EventTimeCheck, ExpectStep, FailureCheck, OperatorCheck, RowsCheck, Where
 
 S = 1_000_000
 T0 = 1_704_067_200 * S  # 2024-01-01T00:00:00Z, the scenario's date, in microseconds

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime.loader import (
     ALLOWED_CONF,
     Problem,
@@ -55,7 +55,7 @@ def test_base_scenario_loads_into_the_model(base_scenario):
     assert sc.description == "A demo."
     assert sc.path == "s.yaml"
     assert sc.contract.name == "tumbling_count"
-    assert sc.params["window"].total_micros == 10 * S
+    assert sc.params["window"].total_us == 10 * S
     assert sc.params.watermark_delay.interval == "5 seconds"
     assert sc.params.output_mode == "append"  # default filled in
     assert set(sc.sources) == {"events"}
@@ -116,7 +116,7 @@ def test_date_timezone_clock_conf_and_requires(base_scenario):
     assert sc.tags == ("watermark", "late-data")
     assert sc.date == dt.date(2024, 6, 1) and sc.timezone == "Europe/Paris"
     assert sc.clock_start_us == parse_time("2024-06-01T08:00:00Z")  # Paris is UTC+2 in June
-    assert sc.trigger is not None and sc.trigger.total_micros == S
+    assert sc.trigger is not None and sc.trigger.total_us == S
     assert sc.conf == {"spark.sql.streaming.noDataMicroBatches.enabled": "false",
                        "spark.sql.session.timeZone": "UTC"}
     assert sc.requires_spark == ">=3.5"
@@ -163,7 +163,7 @@ def test_processing_time_contract_without_event_time_and_advance_with_trigger():
         """)
     sc = load_scenario_text(text)
     advance, expect = sc.steps[1], sc.steps[2]
-    assert isinstance(advance, m.AdvanceStep) and advance.by.total_micros == S
+    assert isinstance(advance, m.AdvanceStep) and advance.by.total_us == S
     assert expect.rows[0].rows == (("a", JAN1_2024 + S, JAN1_2024 + 36001 * S),)
     assert expect.batches[0].data is True
     assert expect.batches[0].watermark_before_us == 0

@@ -98,8 +98,10 @@ def test_the_harness_knows_nothing_of_the_conformance_kit():
     assert offenders == []
 
 
-# the one module of the harness the model may import: plain data, importing nothing (checked below)
+# the modules of the harness the model may import: plain data, importing nothing (checked below): the
+# observation vocabulary and the base of the errors a user reads
 OBSERVATIONS = "eventtime.harness.observations"
+ERRORS = "eventtime.harness.errors"
 # modules outside semantics/ that the model imports, held to the same rule (the step interpreter)
 MODEL_SHARED = ("eventtime.drive",)
 
@@ -109,7 +111,7 @@ def _spark_imports_of_the_model() -> list[str]:
             for name, path in _modules().items() if name.startswith("eventtime.semantics") or name in MODEL_SHARED
             for line, module in _imports(name, path)
             if module.split(".")[0] in ("pyspark", "py4j")
-            or (module.startswith("eventtime.harness") and not module.startswith(OBSERVATIONS))
+            or (module.startswith("eventtime.harness") and not module.startswith((OBSERVATIONS, ERRORS)))
             or module in ("eventtime.runner", "eventtime.builder")]
 
 
@@ -117,9 +119,10 @@ def test_the_model_knows_nothing_of_spark():
     assert _spark_imports_of_the_model() == []
 
 
-def test_the_observation_vocabulary_imports_nothing_of_the_package_or_spark():
-    imported = {m.split(".")[0] for _, m in _imports(OBSERVATIONS, _modules()[OBSERVATIONS])}
-    assert imported <= {"__future__", "dataclasses", "typing"}, imported
+def test_the_observation_vocabulary_and_the_error_base_import_nothing_of_the_package_or_spark():
+    for plain in (OBSERVATIONS, ERRORS):
+        imported = {m.split(".")[0] for _, m in _imports(plain, _modules()[plain])}
+        assert imported <= {"__future__", "dataclasses", "typing"}, (plain, imported)
 
 
 def test_importing_the_model_loads_no_driver_module():
@@ -127,7 +130,8 @@ def test_importing_the_model_loads_no_driver_module():
     loads no pyspark and none of the harness but its observation vocabulary."""
     code = ("import sys, eventtime.semantics, eventtime.semantics.fill\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j') or "
-            "(m.startswith('eventtime.harness.') and m != 'eventtime.harness.observations')))")
+            "(m.startswith('eventtime.harness.') and m not in ('eventtime.harness.observations', "
+            "'eventtime.harness.errors'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime.contracts import Column
 from eventtime.generate import GenerateSpec, generate_batches, round_robin
 from eventtime.loader import ScenarioInvalid, load_scenario_text

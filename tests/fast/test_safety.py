@@ -13,7 +13,7 @@ import eventtime
 from eventtime import cli
 from eventtime.registry import CONTRACTS
 from eventtime.loader import ALLOWED_CONF, ScenarioInvalid, find_scenario_files, load_scenario, schema
-from eventtime.model import Scenario
+from eventtime.spec import Scenario
 from eventtime.scenarios import SUITE_DIR
 
 # -- YAML tags never construct anything -----------------------------------------------------------
@@ -126,7 +126,9 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
-        ("cli.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines, a contract's implementations
+        ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
+                                                                # a contract's implementations
+        ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
         ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
         ("jobs.py", "run_path", "self.path"),
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook

@@ -10,11 +10,11 @@ from eventtime.cli import main
 from eventtime.loader import find_scenario_files, load_scenario, load_scenario_text
 from eventtime.semantics import NotCovered, check_scenario, simulate
 from eventtime.semantics.aggregation import Aggregates, CountRows, StreamingAggregation
-from eventtime.semantics.commands import expectations_yaml
+from eventtime.semantics.fill import expectations_yaml
 from eventtime.semantics.joins import IntervalJoin
 from eventtime.semantics.state import OperatorWatermarks
 from eventtime.semantics.stateful import HoldTimer, InactivityTimeout
-from eventtime.semantics.watermark import EventTimeStats, WatermarkTracker, micros_to_ms
+from eventtime.semantics.watermark import EventTimeStats, WatermarkTracker, us_to_ms
 from eventtime.semantics.windows import Session, merge_sessions, time_windows, window_time
 from eventtime.textreport import describe_failure
 from eventtime.scenarios import SUITE_DIR
@@ -146,7 +146,7 @@ def test_touching_sessions_merge_and_end_at_the_latest_end():
 
 
 def test_event_time_in_whole_milliseconds_truncated_toward_zero():
-    assert micros_to_ms(1_999) == 1 and micros_to_ms(-1_999) == -1
+    assert us_to_ms(1_999) == 1 and us_to_ms(-1_999) == -1
     stats = EventTimeStats()
     for us in (1_000, 2_000, 4_000):
         stats.add(us)

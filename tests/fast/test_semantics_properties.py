@@ -116,8 +116,8 @@ def test_append_windows_are_emitted_once_and_complete_when_the_delay_covers_the_
     assert sc.params.get("output_mode", "append") == "append"
     history = simulate(sc).history
     assume(any(b.rows for b in history))  # a run that emits no window checks nothing
-    window = sc.params["window"].total_micros
-    slide = sc.params["slide"].total_micros if "slide" in sc.params else window
+    window = sc.params["window"].total_us
+    slide = sc.params["slide"].total_us if "slide" in sc.params else window
     emitted = Counter()
     for b in history:
         for key, start, end, count in b.rows:
@@ -148,7 +148,7 @@ def _joins(draw):
 @FAST
 @given(_joins())
 def test_join_rows_match_and_outer_rows_wait_for_the_watermark(sc):
-    bound = sc.params["bound"].total_micros
+    bound = sc.params["bound"].total_us
     history = simulate(sc).history
     assume(any(b.rows for b in history))
     for b in history:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime import snapshot as snap
 from eventtime import snapshotedit as se
 from eventtime.coltypes import parse_type

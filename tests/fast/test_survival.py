@@ -19,6 +19,7 @@ import pytest
 
 from eventtime.faults import (CALLBACK_SERVER_FAILED, CHECKPOINT_UNWRITABLE, NO_SPACE, classify_failure,
                               classify_os_error)
+from eventtime.harness import driverdeath as dd
 from eventtime.harness import session as hs
 from eventtime.loader import load_scenario
 from eventtime.parallel import Pair, Recovery, run_pairs
@@ -218,17 +219,17 @@ class _Proc:
 def _dead_spark(monkeypatch, status, tmp_path, pid=4242):
     gateway = SimpleNamespace()
     spark = SimpleNamespace(sparkContext=SimpleNamespace(_gateway=gateway))
-    monkeypatch.setitem(hs._DRIVERS, id(gateway), hs._Driver(gateway, pid, _Proc(status),
+    monkeypatch.setitem(dd._DRIVERS, id(gateway), dd._Driver(gateway, pid, _Proc(status),
                                                                {"spark.driver.memory": "1g"}, [str(tmp_path)]))
     return spark
 
 
 def test_a_live_driver_is_not_reported_dead(monkeypatch, tmp_path):
-    assert hs.driver_death(_dead_spark(monkeypatch, None, tmp_path)) is None  # control
+    assert dd.driver_death(_dead_spark(monkeypatch, None, tmp_path)) is None  # control
 
 
 def test_a_killed_driver_is_said_once_with_signal_memory_and_what_to_try(monkeypatch, tmp_path):
-    death = hs.driver_death(_dead_spark(monkeypatch, -signal.SIGKILL, tmp_path))
+    death = dd.driver_death(_dead_spark(monkeypatch, -signal.SIGKILL, tmp_path))
     text = death.message("during step 3 (process) of scenario s [m:f]")
     assert text.splitlines()[0] == ("the Spark driver died: its JVM (pid 4242) was killed by SIGKILL during step 3 "
                                     "(process) of scenario s [m:f]")
@@ -240,7 +241,7 @@ def test_a_crashed_jvm_names_its_error_file_and_its_first_lines(monkeypatch, tmp
         "#\n# A fatal error has been detected by the Java Runtime Environment:\n#\n"
         "#  SIGSEGV (0xb) at pc=0x0000, pid=4242, tid=77\n#\n# If you would like to submit a bug report\n"
         "---------------  S U M M A R Y ------------\n")
-    death = hs.driver_death(_dead_spark(monkeypatch, -signal.SIGABRT, tmp_path))
+    death = dd.driver_death(_dead_spark(monkeypatch, -signal.SIGABRT, tmp_path))
     text = death.message()
     assert f"JVM error file: {tmp_path / 'hs_err_pid4242.log'}" in text
     assert "JVM: A fatal error has been detected by the Java Runtime Environment:" in text
@@ -257,13 +258,13 @@ def test_a_lost_connection_is_told_from_other_errors(exc, lost):
         except BaseException as inner:
             raise RuntimeError("wrapped") from inner
     except RuntimeError as outer:
-        assert hs.connection_lost(outer) is lost
+        assert dd.connection_lost(outer) is lost
 
 
 # -- a JVM that dies while its session starts ----------------------------------------------------------
 
 def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the_bound(monkeypatch, capsys):
-    from eventtime import cli
+    from eventtime.commands import spark as cli
 
     tries = []
 
@@ -273,31 +274,31 @@ def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the
             raise ConnectionResetError(104, "Connection reset by peer")
         return "a live session"
 
-    death = hs.DriverDeath(77, -signal.SIGKILL, None, [], {})
+    death = dd.DriverDeath(77, -signal.SIGKILL, None, [], {})
     monkeypatch.setattr(hs, "get_session", get_session)
-    monkeypatch.setattr(hs, "launch_death", lambda after=None: death)
-    monkeypatch.setattr(hs, "discard_dead_session", lambda: None)
-    monkeypatch.setattr(cli, "_own_sigint", lambda spark: spark)
-    assert cli._start_session("local[2]") == "a live session" and len(tries) == 3
+    monkeypatch.setattr(dd, "launch_death", lambda after=None: death)
+    monkeypatch.setattr(dd, "discard_dead_session", lambda: None)
+    monkeypatch.setattr(cli, "own_sigint", lambda spark: spark)
+    assert cli.start_session("local[2]") == "a live session" and len(tries) == 3
     err = capsys.readouterr().err
     assert err.count("the Spark driver died: its JVM (pid 77) was killed by SIGKILL while its session was starting") == 2
 
     tries.clear()
     monkeypatch.setattr(cli, "MAX_DEATHS", 2)  # the bound: two deaths, no third start
-    assert cli._start_session("local[2]") is None and len(tries) == 2
+    assert cli.start_session("local[2]") is None and len(tries) == 2
     assert "died 2 times in a row while starting" in capsys.readouterr().err
 
 
 def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
-    from eventtime import cli
+    from eventtime.commands import spark as cli
 
     def get_session(master=None):
         raise ValueError("a bad master URL")
 
     monkeypatch.setattr(hs, "get_session", get_session)
-    monkeypatch.setattr(hs, "launch_death", lambda after=None: None)  # the JVM lives, or none was launched
+    monkeypatch.setattr(dd, "launch_death", lambda after=None: None)  # the JVM lives, or none was launched
     with pytest.raises(ValueError, match="a bad master URL"):
-        cli._start_session("local[2]")
+        cli.start_session("local[2]")
 
 
 def test_a_live_session_is_kept_and_a_dead_one_replaced(monkeypatch, tmp_path):
@@ -333,9 +334,9 @@ def test_a_jvm_killed_before_it_sent_its_port_is_a_death_and_other_launch_errors
 
     monkeypatch.setattr(SparkContext, "_gateway", None)
     exited = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
-    death = hs.launch_death(after=exited)
+    death = dd.launch_death(after=exited)
     assert death is not None and death.message().startswith("the Spark driver died: its JVM ended")
-    assert hs.launch_death(after=RuntimeError("JAVA_HOME is not set")) is None  # control
+    assert dd.launch_death(after=RuntimeError("JAVA_HOME is not set")) is None  # control
 
 
 # -- faults of the run's surroundings (eventtime.faults) ---------------------------------------------
@@ -424,10 +425,10 @@ def _lost_connection_record() -> logging.LogRecord:
 def _no_driver_dead(monkeypatch, death_wait):
     """The death filter's view of a process whose drivers all live and none was discarded; a lost
     connection waits `death_wait` seconds for a death to be seen."""
-    monkeypatch.setattr(hs, "_DEATH_WAIT", death_wait)
-    monkeypatch.setattr(hs, "_DRIVERS", {})
-    monkeypatch.setattr(hs, "_launch_died", lambda: False)
-    monkeypatch.setattr(hs, "_DISCARDED_GATEWAYS", [])
+    monkeypatch.setattr(dd, "_DEATH_WAIT", death_wait)
+    monkeypatch.setattr(dd, "_DRIVERS", {})
+    monkeypatch.setattr(dd, "_launch_died", lambda: False)
+    monkeypatch.setattr(dd, "_DISCARDED_GATEWAYS", [])
 
 
 def test_a_discarded_dead_jvms_late_connection_errors_are_not_logged_again(monkeypatch):
@@ -435,11 +436,11 @@ def test_a_discarded_dead_jvms_late_connection_errors_are_not_logged_again(monke
     # connection with a traceback, long after the death was said
     _no_driver_dead(monkeypatch, 0.0)
     record = _lost_connection_record()
-    assert hs._FILTER.filter(record) is True  # control: no JVM has died, the record is shown
-    hs._DISCARDED_GATEWAYS.append(1)
-    assert hs._FILTER.filter(record) is False
+    assert dd._FILTER.filter(record) is True  # control: no JVM has died, the record is shown
+    dd._DISCARDED_GATEWAYS.append(1)
+    assert dd._FILTER.filter(record) is False
     other = logging.getLogger().makeRecord("root", logging.ERROR, __file__, 1, "a pipeline's own error", (), None)
-    assert hs._FILTER.filter(other) is True  # only lost connections are dropped
+    assert dd._FILTER.filter(other) is True  # only lost connections are dropped
 
 
 def test_a_lost_connection_seen_while_the_run_replaces_the_dead_driver_is_not_logged(monkeypatch):
@@ -448,11 +449,11 @@ def test_a_lost_connection_seen_while_the_run_replaces_the_dead_driver_is_not_lo
     # yet the record is the same death said again (seen in a clean-clone CI run on 3.4.4)
     _no_driver_dead(monkeypatch, 5.0)
     record = _lost_connection_record()
-    discard = threading.Timer(0.2, lambda: hs._DISCARDED_GATEWAYS.append(1))
+    discard = threading.Timer(0.2, lambda: dd._DISCARDED_GATEWAYS.append(1))
     discard.start()
     try:
-        assert hs._FILTER.filter(record) is False
+        assert dd._FILTER.filter(record) is False
     finally:
         discard.cancel()
     _no_driver_dead(monkeypatch, 0.3)
-    assert hs._FILTER.filter(record) is True  # control: nothing discarded during the wait, the record is shown
+    assert dd._FILTER.filter(record) is True  # control: nothing discarded during the wait, the record is shown

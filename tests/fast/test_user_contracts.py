@@ -268,7 +268,7 @@ class _Params(dict):
 
 def test_a_pipeline_is_called_the_way_its_signature_asks():
     from eventtime.contracts import ParamSpec
-    from eventtime.model import Params
+    from eventtime.spec import Params
     from eventtime.timeparse import parse_duration
 
     contract = Contract(name="c", title="c", description="c",

@@ -74,7 +74,7 @@ def events_run(spark, pipeline, checkpoint, *, timeout=60, trigger_ms=None):
     """A StreamRun of `pipeline` (10 s windows, 5 s delay, append) over one MemorySource named
     `events`, for tests that drive the harness directly. Returns `(run, sources)`; the pipeline
     reads `sources["events"]` at every start, so a test may replace it (e.g. replayed elsewhere)."""
-    from eventtime.model import Params
+    from eventtime.spec import Params
     from eventtime.timeparse import parse_duration
     from eventtime.harness import MemorySource, StreamRun
 

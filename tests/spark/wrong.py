@@ -35,13 +35,13 @@ def tumbling_processing_time_windows(sources, params):
 
 
 def tumbling_delay_too_large(sources, params):
-    delay = f"{params.watermark_delay.total_micros * 2 + 1_000_000} microseconds"
+    delay = f"{params.watermark_delay.total_us * 2 + 1_000_000} microseconds"
     events = sources["events"].withWatermark("ts", delay)
     return _window_count(events, F.window("ts", params.window.interval))
 
 
 def tumbling_delay_too_small(sources, params):
-    delay = f"{params.watermark_delay.total_micros // 2} microseconds"
+    delay = f"{params.watermark_delay.total_us // 2} microseconds"
     events = sources["events"].withWatermark("ts", delay)
     return _window_count(events, F.window("ts", params.window.interval))
 
@@ -102,7 +102,7 @@ def join_bound_one_sided(sources, params):
 
 # -- union_tumbling_count -------------------------------------------------------------------------
 def union_one_watermark_after_union(sources, params):
-    delay = min(params.left_delay, params.right_delay, key=lambda d: d.total_micros)
+    delay = min(params.left_delay, params.right_delay, key=lambda d: d.total_us)
     events = sources["left"].unionByName(sources["right"]).withWatermark("ts", delay.interval)
     return _window_count(events, F.window("ts", params.window.interval))
 
@@ -126,7 +126,7 @@ def inactivity_fires_at_equality(sources, params):
             if name == "timeout":
                 from eventtime.timeparse import Duration
 
-                return Duration(max(params.timeout.total_micros - 1000, 0))
+                return Duration(max(params.timeout.total_us - 1000, 0))
             return getattr(params, name)
 
     from eventtime.pipelines.stateful import inactivity_timeout

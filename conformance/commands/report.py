@@ -1,20 +1,35 @@
-"""`eventtime report`: reads the results files, writes the reports asked for, says what it wrote."""
+"""`eventtime report RESULTS.json...`: reads the results files, writes the reports asked for, says what it wrote."""
 from __future__ import annotations
 
 import argparse
 import sys
-
-from ..resultsfile import ResultsFileError
-from . import DEFAULT_HTML, DEFAULT_JUNIT, DEFAULT_MARKDOWN, DEFAULT_TITLE, build_report, write_report
-
-__all__ = ["report_command"]
+from typing import Any
 
 from ..exitcodes import ExitCode
 
+__all__ = ["add_parser", "run"]
 
-def report_command(args: argparse.Namespace) -> int:
+
+def add_parser(sub: Any) -> None:
+    rp = sub.add_parser("report", help="merge results files into an HTML report, a Markdown summary and JUnit XML")
+    rp.add_argument("results", nargs="+", metavar="RESULTS.json", help="results files (--json of run/certify)")
+    rp.add_argument("--html", metavar="PATH", help="write the HTML conformance report here")
+    rp.add_argument("--markdown", metavar="PATH", help="write the Markdown summary (for a pull-request comment)")
+    rp.add_argument("--junit", metavar="PATH", help="write JUnit XML (for CI systems)")
+    rp.add_argument("--baseline", nargs="+", action="extend", metavar="OLD.json", default=[],
+                    help="results to compare against: the summary lists verdicts that changed")
+    rp.add_argument("--title", default=None, help="report title")
+    rp.add_argument("--upgrade", nargs=2, metavar=("FROM", "TO"), default=None,
+                    help="what changes between two Spark versions of the results: verdicts and, per step, rows, "
+                         "watermarks, dropped rows and state (printed; --markdown writes it for a pull request)")
+
+
+def run(args: argparse.Namespace) -> int:
     """Exit 0 when the reports were written (whatever the verdicts: JUnit carries those to CI), 2 when an
     input file cannot be read or an output cannot be written."""
+    from ..report import DEFAULT_HTML, DEFAULT_JUNIT, DEFAULT_MARKDOWN, DEFAULT_TITLE, build_report, write_report
+    from ..resultsfile import ResultsFileError
+
     html, markdown, junit = args.html, args.markdown, args.junit
     upgrading = getattr(args, "upgrade", None)
     if not (html or markdown or junit or upgrading):
@@ -27,7 +42,7 @@ def report_command(args: argparse.Namespace) -> int:
     for warning in report.matrix.warnings:
         print(f"eventtime: warning: {warning}", file=sys.stderr)
     if upgrading:  # the summary instead of the merged report's Markdown; HTML and JUnit when asked
-        from .upgrade import UpgradeError, upgrade, upgrade_markdown, upgrade_text
+        from ..report.upgrade import UpgradeError, upgrade, upgrade_markdown, upgrade_text
 
         try:
             summary = upgrade(report.matrix, *upgrading)

@@ -2,7 +2,7 @@
 project's settings it reads with them (`eventtime.projectconfig`, the file pytest reads) and what
 runs for each scenario.
 
-Shared by the CLI's commands (`run`, `certify`, `watch`, `check-model`); problems are printed for a
+Shared by the commands (`run`, `certify`, `watch`, `validate`, `check-model`); problems are printed for a
 person (a missing path, no files, each invalid file with its problems), never raised.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .projectconfig import (DEFAULT_TIMEOUT, IniFile, SettingsError, default_targets, find_ini, is_target, nearest,
-                            parse_binding, parse_bindings, positive_seconds)
+from ..projectconfig import (DEFAULT_TIMEOUT, IniFile, SettingsError, contract_folders, default_targets, find_ini,
+                            is_target, nearest, parse_binding, parse_bindings, positive_seconds)
 
 __all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command"]
 
@@ -24,7 +24,7 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
                    allow_empty: bool = False) -> list[Path] | None:
     """The scenario files under `paths` (the bundled suite when there are none); None once a usage
     error (a missing path; no files, unless `allow_empty`) has been printed."""
-    from .loader import find_scenario_files
+    from ..loader import find_scenario_files
 
     if paths:
         files, missing = find_scenario_files(paths)
@@ -54,15 +54,16 @@ def load_scenario_files(files: Sequence[Path], contract_dirs: Sequence[str | Pat
     """As load_scenarios, with each scenario's file: ([(file, scenario)], invalid count)."""
     from eventtime.scenarios import display_path
 
-    from .loader import ScenarioInvalid, load_scenario
-    from .registry import ContractLookup
+    from ..loader import load_scenario
+    from ..problems import FileInvalid
+    from ..registry import ContractLookup
 
     lookup = ContractLookup(contract_dirs)
     scenarios, invalid = [], 0
     for f in files:
         try:
             scenarios.append((Path(f), load_scenario(f, display_path=display_path(f), contracts=lookup)))
-        except ScenarioInvalid as exc:
+        except FileInvalid as exc:
             invalid += 1
             print(exc, file=sys.stderr)
     return scenarios, invalid
@@ -118,10 +119,8 @@ def read_project(paths: Sequence[str] | None, pipelines: Sequence[str] | None, c
                 project.pipeline = value
         if ini is not None:
             project.file_bindings = parse_bindings(ini.lines("eventtime_pipelines"), ini.where("eventtime_pipelines"))
-            project.contract_dirs = [str(p) for p in ini.paths("eventtime_contracts")]
-            for folder in project.contract_dirs:
-                if not Path(folder).is_dir():
-                    raise SettingsError(f"{ini.where('eventtime_contracts')}: {folder} is not a folder")
+            project.contract_dirs = [str(p) for p in contract_folders(ini.paths("eventtime_contracts"),
+                                                                     ini.where("eventtime_contracts"))]
         project.contract_dirs += list(contract_dirs)
         if timeout is not None:
             project.timeout = positive_seconds(timeout, "--timeout")

@@ -1,4 +1,4 @@
-"""The scenario model: what a scenario file says, typed and checked, independent of Spark."""
+"""The scenario specification (`eventtime.spec`): what a scenario file says, typed and checked, independent of Spark."""
 from __future__ import annotations
 
 import datetime as _dt

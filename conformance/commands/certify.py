@@ -1,0 +1,91 @@
+"""`eventtime certify`: run every scenario of a contract against an implementation, print a verdict
+table per contract and certify or reject each implementation."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ..exitcodes import ExitCode
+from .options import conf_pairs, contracts_parent, results_parent, spark_parent
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser("certify", parents=[spark_parent("bound on each wait for Spark, seconds (default 60)"),
+                                           results_parent(), contracts_parent()],
+                       help="run every scenario of a contract against an implementation; "
+                            "print a verdict table and certify or reject it")
+    c.add_argument("--contract", action="append", metavar="NAME",
+                   help="contract to certify (repeatable; default: every contract)")
+    c.add_argument("--pipeline", metavar="[CONTRACT=]MODULE:FUNCTION",
+                   help="implementation to certify (MODULE:FUNCTION needs exactly one --contract; "
+                        "default: the implementations each contract declares, the bundled ones for a bundled contract)")
+    c.add_argument("--scenarios", action="append", metavar="PATH",
+                   help="also run these scenario files or directories (those of the contract)")
+    c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
+    c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..loader import did_you_mean
+    from ..projectconfig import DEFAULT_TIMEOUT, SettingsError, parse_binding
+    from ..registry import CONTRACTS
+    from .execute import execute, unimportable
+    from .files import load_scenario_files, scenario_files
+
+    if os.getcwd() not in sys.path:
+        # as `python -m` does: a pipeline module in the folder the command runs in is importable, for
+        # --pipeline and a contract's `implementations:` alike (run and watch: files.read_project)
+        sys.path.insert(0, os.getcwd())
+    if args.timeout is None:
+        args.timeout = DEFAULT_TIMEOUT
+    if args.timeout <= 0:
+        print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    conf = conf_pairs(args.spark_conf)
+    if args.pipeline and "=" in args.pipeline:  # CONTRACT=MODULE:FUNCTION names the contract it certifies
+        try:
+            contract, under, args.pipeline = parse_binding(args.pipeline, "--pipeline")
+        except SettingsError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        if under is not None or args.contract not in (None, [contract]):
+            print(f"eventtime: error: --pipeline {contract}=...: certify binds one contract, without a folder; "
+                  f"give no other --contract", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        args.contract = [contract]
+    contracts = args.contract or sorted(CONTRACTS)
+    if args.pipeline:
+        if len(contracts) != 1 or not args.contract:
+            print("eventtime: error: --pipeline certifies one implementation of one contract: "
+                  "give exactly one --contract, or --pipeline CONTRACT=MODULE:FUNCTION", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        if unimportable([args.pipeline]):
+            return ExitCode.USAGE_ERROR
+    files = scenario_files(None) or []
+    if args.scenarios:
+        extra = scenario_files(args.scenarios, allow_empty=True)
+        if extra is None:
+            return ExitCode.USAGE_ERROR
+        files = list(dict.fromkeys(files + extra))
+    loaded, invalid = load_scenario_files(files, args.contracts)
+    known = sorted(set(CONTRACTS) | {sc.contract.name for _, sc in loaded})  # bundled, and those of --scenarios
+    for name in contracts:
+        if name not in known:
+            print(f"eventtime: error: unknown contract {name!r}{did_you_mean(name, known)} (contracts: "
+                  f"{', '.join(known)}; a contract of your own comes with its scenarios: --scenarios PATH)",
+                  file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+    chosen = [(file, sc) for file, sc in loaded if sc.contract.name in contracts]
+    if not chosen:
+        print(f"eventtime: error: no scenarios for contract(s) {', '.join(contracts)}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    chosen.sort(key=lambda pair: (contracts.index(pair[1].contract.name), pair[1].path))
+    # asked for: without --pipeline, certify runs each contract's own implementations
+    plan = [(sc, file, impl) for file, sc in chosen
+            for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
+    return execute(plan, args, conf, invalid, certify=True)
+

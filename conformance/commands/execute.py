@@ -1,0 +1,170 @@
+"""Running a plan of (scenario, its file, implementation) pairs, for `run` and `certify`: the session
+opened, each result printed and written as it comes, a dead driver replaced, a signal ending the run
+with the results so far written, then the failures, the tables and the totals."""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..exitcodes import ExitCode
+from ..results import DRIVER_DIED, FAILING
+from . import spark as _spark
+from .files import rerun_command
+
+__all__ = ["execute", "unimportable"]
+
+def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
+            certify: bool = False, unbound: int = 0) -> int:
+    """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
+    (their errors printed already) count against the run."""
+    from ..parallel import Pair, Recovery
+    from ..resultsfile import ResultsWriter
+
+    if not plan:  # before any Spark starts: nothing would run, and "0 passed" must never read as a success
+        why = [f"{invalid} scenario file{'s' if invalid != 1 else ''} invalid"] if invalid else []
+        why += [f"{unbound} scenario{'s' if unbound != 1 else ''} with no pipeline bound"] if unbound else []
+        print(f"eventtime: error: nothing ran: {', '.join(why) or 'no scenario to run'} (see above)", file=sys.stderr)
+        return ExitCode.FAILED if invalid else ExitCode.NO_TESTS_RAN  # an invalid file fails a run, as it always has
+    t0 = time.monotonic()
+    started_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    spark, code = _spark.open_session(args)
+    if spark is None:
+        return code
+    version, master = spark.version, _spark.master_of(spark)  # asked once: the driver may die later
+    pairs = [Pair(sc, impl, rerun_command(sc, file, impl, args)) for sc, file, impl in plan]
+    writer = None
+    if args.json:
+        writer = ResultsWriter(args.json, tool="certify" if certify else "run", started_at=started_at,
+                               command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
+                               master=master)
+
+    def fresh() -> Any:
+        print(f"eventtime: starting a fresh Spark session for the scenarios left "
+              f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
+        session = _spark.start_session(args.master, fresh=True)
+        if session is None:
+            raise _spark.NoDriver()
+        return session
+
+    recovery = Recovery(fresh=fresh, limit=_spark.MAX_DEATHS)
+    results, ended = _run_all(pairs, args, spark, conf, recovery, writer)
+    seconds = time.monotonic() - t0
+    not_run = _not_run(pairs, results)
+    reason = ended[0] if ended else (recovery.gave_up if not_run else None)
+    if writer is not None:
+        writer.finish(reason, not_run)
+    if ended:
+        print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
+              + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
+        return ended[1]
+    failures = [r for r in results if r.status in FAILING]
+    _print_outcome(results, failures, not_run, recovery, certify)
+    from ..textreport import certification_markdown, totals, totals_line
+
+    print()
+    print(totals_line(totals(results), invalid, unbound)
+          + (f", {len(not_run)} not run" if not_run else "")
+          + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
+          + f" on Spark {version} in {seconds:.1f}s")
+    if getattr(args, "markdown", None):
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
+    return ExitCode.FAILED if failures or invalid or unbound or not_run else ExitCode.OK
+
+
+def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
+             ) -> tuple[list[Any], tuple[str, int] | None]:
+    """Run the pairs, writing and printing each result as it comes: (the results, in the order of
+    `pairs`; why the run stopped early and its exit code, or None)."""
+    from ..parallel import run_pairs
+    from ..textreport import summary_line
+
+    results: list[Any] = []
+    said: set[str] = set()  # the driver deaths whose message has been printed
+    try:
+        for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
+                                recovery=recovery):
+            results.append(result)  # in the order of `pairs`, whatever --jobs is
+            if writer is not None:
+                writer.add(result)
+            if not args.quiet or result.status in FAILING:
+                print(summary_line(result), flush=True)
+            if result.cause == DRIVER_DIED:
+                jvm = (result.reason or "").split(")", 1)[0]  # "the Spark driver died: its JVM (pid N"
+                if jvm not in said:  # with --jobs, every pair running on that JVM died with it: say it once
+                    said.add(jvm)
+                    print(f"eventtime: {result.reason}", file=sys.stderr, flush=True)
+            if _spark.STOP:  # the signal's exception was swallowed on its way (see _spark.STOP)
+                return results, _spark.STOP[0]
+    except KeyboardInterrupt:
+        return results, ("interrupted (Ctrl-C)", ExitCode.INTERRUPTED)
+    except _spark.Terminated:
+        return results, ("terminated (SIGTERM)", ExitCode.TERMINATED)
+    except _spark.NoDriver:
+        return results, (f"the Spark driver died {_spark.MAX_DEATHS} times in a row while starting", ExitCode.FAILED)
+    except Exception as exc:
+        if _spark.STOP:  # the signal's exception came out as another error (see _spark.STOP)
+            return results, _spark.STOP[0]
+        # a bug of the kit: the results so far are written, then the traceback is shown as it is
+        if writer is not None:
+            writer.finish(f"the kit failed: {type(exc).__name__}: {exc}", _not_run(pairs, results))
+        raise
+    return results, (_spark.STOP[0] if _spark.STOP else None)  # a signal swallowed during the last pair still ends it so
+
+
+def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], recovery: Any, certify: bool) -> None:
+    """Each failure described, the pairs not run, and for certify the verdict tables per contract."""
+    from ..textreport import certification, describe_failure, verdict_table
+
+    for r in failures:
+        print()
+        if r.cause == DRIVER_DIED:  # its message was printed when it happened: once is enough
+            print(f"ERROR {r.scenario.name} ({r.scenario.path}) with {r.implementation}: the Spark driver "
+                  f"died under it (the message above says how); re-run: {r.rerun}")
+            continue
+        print(describe_failure(r))
+    if not_run:
+        print()
+        print(f"{len(not_run)} not run: {recovery.gave_up}")
+        for name, _file, impl in not_run:
+            print(f"  {name}  [{impl}]")
+    if certify:
+        for contract in dict.fromkeys(r.scenario.contract.name for r in results):
+            print()
+            print(f"contract {contract}:")
+            print(verdict_table([r for r in results if r.scenario.contract.name == contract]))
+        print()
+        for (contract, impl), verdict in certification(results).items():
+            print(f"{verdict:14} {contract}  [{impl}]")
+    if failures:  # the JVM's own lines are kept out of the terminal; the totals line after this stays the last
+        from eventtime.harness.driverlog import driver_log
+
+        log = driver_log()
+        if log is not None and log.mark() > 0:
+            print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
+
+
+def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, str, str]]:
+    """(scenario, file, implementation) of each pair without a verdict: `pairs` are yielded in order."""
+    return [(p.scenario.name, p.scenario.path, str(p.implementation)) for p in pairs[len(results):]]
+
+
+def unimportable(targets: Sequence[str]) -> bool:
+    """Whether a pipeline does not import (each such one said, with why)."""
+    from ..runner import PipelineError, resolve_pipeline
+
+    bad = False
+    for target in targets:
+        try:
+            resolve_pipeline(target)
+        except PipelineError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            bad = True
+    return bad
+
+

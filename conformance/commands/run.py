@@ -1,0 +1,57 @@
+"""`eventtime run [PATH...]`: run scenarios on Spark against the pipelines the project and the command
+line bind (`files.read_project`), print a verdict per scenario and the totals."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..exitcodes import ExitCode
+from .options import conf_pairs, contracts_parent, pipelines_parent, results_parent, spark_parent
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    r = sub.add_parser("run", parents=[pipelines_parent(), spark_parent(), results_parent(), contracts_parent()],
+                       help="run scenarios on Spark and print a verdict per scenario")
+    r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
+    r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
+    from ..snapshot import add_cli_options
+
+    add_cli_options(r)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..projectconfig import unbound_message
+    from .execute import execute, unimportable
+    from .files import load_scenario_files, read_project, scenario_files
+
+    conf = conf_pairs(args.spark_conf)
+    files = scenario_files(args.paths)
+    if files is None:
+        return ExitCode.USAGE_ERROR
+    project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return ExitCode.USAGE_ERROR
+    args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    if args.snapshot or args.yes or args.snapshot_on_spark:
+        from ..snapshot import snapshot_run
+        from .spark import open_session
+
+        return snapshot_run(args, files, project, conf, open_session, unimportable)
+    loaded, invalid = load_scenario_files(files, project.contract_dirs)
+    plan: list[tuple[Any, Path, str]] = []
+    unbound: dict[str, list[Any]] = {}
+    for file, sc in loaded:
+        targets = project.targets(sc, file)
+        if not targets:
+            unbound.setdefault(sc.contract.name, []).append(sc)
+        plan += [(sc, file, target) for target in targets]
+    for scenarios in unbound.values():  # never a green run that tested nobody's code
+        more = f" (and {len(scenarios) - 1} more scenario file(s) of it)" if len(scenarios) > 1 else ""
+        print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
+    if unimportable(list(dict.fromkeys(target for _, _, target in plan))):
+        return ExitCode.USAGE_ERROR
+    return execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())))
