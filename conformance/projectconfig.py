@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 
 from eventtime.harness.errors import EventtimeError
 
-__all__ = ["SettingsError", "IniFile", "find_ini", "parse_binding", "parse_bindings", "nearest", "is_target",
+__all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
            "contract_folders", "DEFAULT_TIMEOUT"]
 
@@ -236,6 +236,16 @@ class IniFile:
     def text(self, key: str) -> str | None:
         raw = self.values.get(key)
         return None if raw is None or str(raw).strip() == "" else str(raw).strip()
+
+
+def project_paths(start: Path) -> list[Path] | None:
+    """Where a run given no PATH looks in a user's project: the folders pytest collects (`testpaths`),
+    else the project's root; None outside a project that binds pipelines or names contract folders
+    (there a run with no PATH is the bundled suite's)."""
+    ini = find_ini(start)
+    if ini is None or not (ini.lines("eventtime_pipelines") or ini.lines("eventtime_contracts")):
+        return None
+    return ini.paths("testpaths") or [ini.root]
 
 
 _CANDIDATES = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("pyproject.toml", None),

@@ -3,6 +3,7 @@ line bind (`files.read_project`), print a verdict per scenario and the totals.""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     r = sub.add_parser("run", parents=[pipelines_parent(), spark_parent(), results_parent(), contracts_parent()],
                        help="run scenarios on Spark and print a verdict per scenario")
-    r.add_argument("paths", nargs="*", metavar="PATH", help="scenario files or directories (default: the bundled suite)")
+    r.add_argument("paths", nargs="*", metavar="PATH",
+                   help="scenario files or directories (default: in a project that binds pipelines or names "
+                        "contract folders for pytest, its testpaths or its root; elsewhere the bundled suite)")
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
     from ..snapshot import add_cli_options
 
@@ -29,6 +32,17 @@ def run(args: argparse.Namespace) -> int:
     from .files import load_scenario_files, read_project, scenario_files
 
     conf = conf_pairs(args.spark_conf)
+    if not args.paths:  # in a user's project: its own scenarios, as pytest would collect them
+        from ..projectconfig import SettingsError, project_paths
+
+        try:
+            found = project_paths(Path.cwd())
+        except SettingsError as exc:
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        if found is not None:
+            args.paths = [os.path.relpath(p) for p in found]
+            print(f"eventtime: no PATH given: the project's scenarios under {', '.join(args.paths)}", file=sys.stderr)
     files = scenario_files(args.paths)
     if files is None:
         return ExitCode.USAGE_ERROR
