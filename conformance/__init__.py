@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 # public name -> the submodule that defines it
 _EXPORTS: dict[str, str] = {
-    "Column": "contracts", "Contract": "contracts", "implementation": "contracts",
+    "Column": "contracts", "Contract": "contracts", "implementation": "userpipeline",
     "CONTRACTS": "registry", "get_contract": "registry", "register_contract": "registry",
     "load_contract_file": "contractfile", "contract_from_mapping": "contractfile", "ContractInvalid": "contractfile",
     "Problem": "loader", "ScenarioInvalid": "loader", "find_scenario_files": "loader", "load_scenario": "loader",
@@ -21,7 +21,7 @@ _EXPORTS: dict[str, str] = {
     "Params": "spec", "Scenario": "spec",
     "ERROR": "results", "FAILED": "results", "NOT_APPLICABLE": "results", "PASSED": "results",
     "ScenarioResult": "results", "StepResult": "results",
-    "Output": "runner", "PipelineError": "runner", "resolve_pipeline": "runner", "run_scenario": "runner",
+    "Output": "runner", "PipelineError": "userpipeline", "resolve_pipeline": "userpipeline", "run_scenario": "runner",
     "describe_failure": "textreport",
     "EventtimeError": "errors", "FileInvalid": "errors",
 }
@@ -51,11 +51,12 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from .contractfile import ContractInvalid, contract_from_mapping, load_contract_file
-    from .contracts import Column, Contract, implementation
+    from .contracts import Column, Contract
     from .errors import EventtimeError, FileInvalid
     from .registry import CONTRACTS, get_contract, register_contract
     from .loader import Problem, ScenarioInvalid, find_scenario_files, load_scenario, validate_file
     from .spec import Params, Scenario
     from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, ScenarioResult, StepResult
-    from .runner import Output, PipelineError, resolve_pipeline, run_scenario
+    from .runner import Output, run_scenario
     from .textreport import describe_failure
+    from .userpipeline import PipelineError, implementation, resolve_pipeline

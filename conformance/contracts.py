@@ -6,13 +6,12 @@ looked up by `registry`; this module holds their shape and the `@implementation`
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from .coltypes import ColumnType, parse_type
 from .problems import Where
 
-__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "ImplementationInfo", "implementation",
-           "implementation_info", "UNJUDGEABLE"]
+__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "StaticSpec"]
 
 
 @dataclass(frozen=True)
@@ -129,61 +128,3 @@ class StaticSpec:
     format: str = "parquet"
     options: tuple[tuple[str, str], ...] = ()
     where: Where | None = field(default=None, compare=False)
-
-
-# Checks an implementation may declare it cannot be judged on: they read the metrics of Spark's
-# built-in stateful operators, which a hand-written operator does not have in the same shape.
-UNJUDGEABLE = ("dropped", "state_rows")
-
-
-@dataclass(frozen=True)
-class ImplementationInfo:
-    """What an implementation declares about itself with `@implementation(...)`."""
-
-    requires: tuple[str, ...] = ()  # Spark features (eventtime.harness.features) it needs
-    supports: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # param -> values it handles
-    unjudged: tuple[str, ...] = ()  # checks of UNJUDGEABLE that do not apply to it
-    note: str = ""  # why, shown next to its verdicts
-    conf: Mapping[str, str] = field(default_factory=dict)  # Spark SQL settings its queries need
-
-    def not_applicable(self, params: Mapping[str, Any], features: frozenset[str]) -> str | None:
-        """Why a scenario with `params` is outside what this implementation handles (None if inside)."""
-        missing = [f for f in self.requires if f not in features]
-        if missing:
-            return f"the implementation needs Spark feature(s) {', '.join(missing)}"
-        for name, allowed in self.supports.items():
-            if name in params and params[name] not in allowed:
-                return (f"the implementation supports {name} {', '.join(map(str, allowed))}, "
-                        f"the scenario uses {params[name]}")
-        return None
-
-
-def implementation(*, requires: tuple[str, ...] | list[str] = (), supports: Mapping[str, Any] | None = None,
-                   unjudged: tuple[str, ...] | list[str] = (), note: str = "",
-                   conf: Mapping[str, str] | None = None):
-    """Decorate a pipeline function to declare the features it needs, the parameter values it handles
-    (scenarios outside them are *not applicable* to it, never failures) and the operator-metric
-    checks (`dropped`, `state_rows`) that do not apply to it, with a note saying why. `conf` holds
-    Spark SQL settings its queries need (a scenario's own `conf` still wins)."""
-    from eventtime.harness.features import FEATURES
-
-    for f in requires:
-        if f not in FEATURES:
-            raise ValueError(f"unknown Spark feature {f!r} (known: {', '.join(sorted(FEATURES))})")
-    for c in unjudged:
-        if c not in UNJUDGEABLE:
-            raise ValueError(f"unjudged takes {', '.join(UNJUDGEABLE)}, not {c!r}")
-    if unjudged and not note:
-        raise ValueError("say in `note` why the checks do not apply to this implementation")
-    info = ImplementationInfo(tuple(requires), {k: tuple(v) for k, v in (supports or {}).items()},
-                              tuple(unjudged), note, dict(conf or {}))
-
-    def mark(fn):
-        fn.__eventtime_implementation__ = info
-        return fn
-
-    return mark
-
-
-def implementation_info(fn: Any) -> ImplementationInfo:
-    return getattr(fn, "__eventtime_implementation__", None) or ImplementationInfo()

@@ -22,8 +22,8 @@ _EXPORTS: dict[str, str] = {
     "TimeFormatError": "timeparse", "TypeSyntaxError": "coltypes", "ValueProblem": "coltypes",
     "RowProblem": "sourcekinds", "ResultsFileError": "resultsfile", "UpgradeError": "report.upgrade",
     # the user's pipeline
-    "PipelineError": "runner", "SignatureError": "signatures", "OutputMismatch": "signatures",
-    "PipelineRaised": "signatures", "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
+    "PipelineError": "userpipeline", "SignatureError": "userpipeline", "OutputMismatch": "userpipeline",
+    "PipelineRaised": "userpipeline", "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
     # the model
     "NotCovered": "semantics.plans", "ModelError": "semantics.microbatch", "WriteError": "semantics.fill",
     # Spark
@@ -70,11 +70,10 @@ if TYPE_CHECKING:
     from .registry import ContractConflict
     from .report.upgrade import UpgradeError
     from .resultsfile import ResultsFileError
-    from .runner import PipelineError
     from .semantics.fill import WriteError
     from .semantics.microbatch import ModelError
     from .semantics.plans import NotCovered
-    from .signatures import OutputMismatch, PipelineRaised, SignatureError
+    from .userpipeline import OutputMismatch, PipelineError, PipelineRaised, SignatureError
     from .sourcekinds import RowProblem
     from .timeparse import TimeFormatError
     from .yamlsource import YamlSyntaxError

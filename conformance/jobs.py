@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import runpy
 import sys
 import threading
 import traceback
@@ -24,7 +23,7 @@ from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, Write
 from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
 
 from .contracts import Contract, SourceSpec
-from .signatures import user_frames
+from .userpipeline import ScriptJob, user_frames
 from .topics import Topics
 
 __all__ = ["JobOutput", "JobTopics", "build_job", "run_job", "ScriptJob", "query_names", "SubstitutionError",
@@ -206,9 +205,9 @@ def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], o
 def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], contract: Contract,
               impl_name: str, folder: str, output: JobTopics | None = None) -> list[JobOutput]:
     """Call the job under the substitution and say what queries it built, in the order it started them; raises SubstitutionError naming
-    the job's call the kit cannot honour, PipelineRaised (`signatures`) when the job's own code raised.
+    the job's call the kit cannot honour, PipelineRaised (`userpipeline`) when the job's own code raised.
     Every path the job names is kept inside `folder`, the scenario's own (`jobpaths.kept_path`)."""
-    from .signatures import PipelineRaised
+    from .userpipeline import PipelineRaised
 
     notes: list[str] = []
     topic_reads: list[tuple[str, ReaderCall]] = []
@@ -446,31 +445,6 @@ def _kafka_sink(writer: WriterCall, place: Any, output: JobTopics) -> Callable[[
 def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
 
-class ScriptJob:
-    """A job whose only entry is its script run as `__main__`, as `spark-submit job.py --arg x` runs it:
-    bound as `path/to/job.py` or `package.module:__main__`, run with `runpy` (its `if __name__ ==
-    "__main__":` block, a bare `main()` at the bottom, module-level code reading `sys.argv`)."""
-
-    def __init__(self, ref: str, *, path: str | None = None, module: str | None = None):
-        self.ref, self.path, self.module = ref, path, module
-        self.__module__ = path or module or ref  # the run's name for it: `path/to/job.py:__main__`
-        self.__qualname__ = "__main__"
-
-    def __repr__(self) -> str:
-        return f"ScriptJob({self.ref!r})"
-
-    def __call__(self) -> None:
-        import warnings
-
-        if self.path is not None:
-            runpy.run_path(self.path, run_name="__main__")
-            return
-        assert self.module is not None
-        with warnings.catch_warnings():  # a module its package imported already runs again as __main__, as -m does
-            warnings.simplefilter("ignore", RuntimeWarning)
-            runpy.run_module(self.module, run_name="__main__")
-
-
 @dataclass(frozen=True)
 class JobEntry:
     """How the kit calls a job: `main(spark)`/`build(spark)` get the kit's session, `main()` and a script
@@ -508,7 +482,7 @@ class JobEntry:
 
 
 def job_entry(fn: Callable[..., Any]) -> JobEntry:
-    """The entry of a function `signatures.is_job` says is a job."""
+    """The entry of a function `userpipeline.is_job` says is a job."""
     import inspect
 
     try:

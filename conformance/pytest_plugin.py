@@ -279,7 +279,7 @@ class _Settings:
         if callable(target):
             return target
         if target not in self._resolved:
-            from eventtime.runner import PipelineError, resolve_pipeline
+            from eventtime.userpipeline import PipelineError, resolve_pipeline
 
             ref = target
             if ref.endswith(".py") and not Path(ref).is_absolute():  # a script job: from the project's root

@@ -1,7 +1,6 @@
 """Runs a scenario against a pipeline on the harness and produces a `ScenarioResult`."""
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -12,23 +11,21 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
-from eventtime.harness.errors import EventtimeError
 from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths
 
 from . import spec as m
-from .contracts import Contract, implementation_info
+from .contracts import Contract
 from .faults import Fault, classify_failure, classify_os_error
 from .drive import drive
 from .judge import Observed, judge_expect
 from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
                       ScenarioResult, StepResult, conclude)
-from .signatures import OutputMismatch, PipelineRaised, SignatureError, check_output, is_job, pipeline_caller
+from .userpipeline import (OutputMismatch, Pipeline, PipelineError, PipelineRaised, SignatureError, check_output,
+                           implementation_info, is_job, pipeline_caller, resolve_pipeline)
 
-__all__ = ["Output", "Pipeline", "PipelineError", "resolve_pipeline", "run_scenario", "applicability",
-           "connect_applicability", "DEFAULT_TIMEOUT"]
+__all__ = ["Output", "run_scenario", "applicability", "connect_applicability", "DEFAULT_TIMEOUT"]
 
 DEFAULT_TIMEOUT = 60.0
-Pipeline = Callable[[Mapping[str, Any], m.Params], Any]
 
 
 @dataclass(frozen=True)
@@ -37,64 +34,6 @@ class Output:
 
     df: Any
     output_mode: str | None = None
-
-
-class PipelineError(EventtimeError):
-    """A pipeline reference that cannot be resolved, or a pipeline that breaks its contract."""
-
-
-def resolve_pipeline(ref: str) -> Pipeline:
-    """`module:function` (or `module.function`) -> the callable; a script run as `__main__`, bound by its
-    path (`jobs/medallion.py`, from the current folder) or as `module:__main__` -> a `jobs.ScriptJob`;
-    raises PipelineError saying why not."""
-    if ref.endswith(".py") or ref.endswith(":__main__"):
-        return _resolve_script(ref)
-    module_name, sep, attr = ref.partition(":")
-    if not sep:
-        module_name, _, attr = ref.rpartition(".")
-    if not module_name or not attr:
-        raise PipelineError(f"pipeline {ref!r} is not of the form 'module:function'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc} (is the project "
-                            "installed, `pip install -e .`, or its folder on PYTHONPATH?)") from None
-    fn: Any = module
-    for part in attr.split("."):
-        fn = getattr(fn, part, None)
-        if fn is None:
-            from .problems import did_you_mean
-
-            names = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None))]
-            raise PipelineError(f"module {module_name!r} has no {attr!r}{did_you_mean(attr, names)} (pipeline {ref!r})")
-    if not callable(fn):
-        raise PipelineError(f"pipeline {ref!r} is not callable")
-    return fn
-
-
-def _resolve_script(ref: str) -> Pipeline:
-    import importlib.util
-
-    from .jobs import ScriptJob
-
-    if ref.endswith(".py"):
-        path = os.path.abspath(ref)
-        if not os.path.isfile(path):
-            raise PipelineError(f"script {ref!r} does not exist (looked for {path}); a script job is bound by its "
-                                "path (from the folder the run starts in; in pytest, from the project's root), or "
-                                "as 'package.module:__main__'")
-        return ScriptJob(ref, path=path)  # type: ignore[return-value]
-    module = ref.removesuffix(":__main__")
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError) as exc:
-        spec, why = None, f": {exc}"
-    else:
-        why = ""
-    if spec is None:
-        raise PipelineError(f"cannot find module {module!r} for script job {ref!r}{why} (is the project installed, "
-                            "`pip install -e .`, or its folder on PYTHONPATH?)")
-    return ScriptJob(ref, module=module)  # type: ignore[return-value]
 
 
 def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[str], *,
@@ -952,7 +891,7 @@ class _SparkSteps:
             if isinstance(exc, PipelineError):
                 self.failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), sr.index)
         except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
-            self.failure = FailureInfo(str(exc), [], ["eventtime.signatures.OutputMismatch"], str(exc), sr.index)
+            self.failure = FailureInfo(str(exc), [], ["eventtime.userpipeline.OutputMismatch"], str(exc), sr.index)
             contract = self.scenario.contract
             sr.status, sr.message = FAILED, "the output does not match the contract"
             sr.failures = [CheckFailure("output_schema", contract.output_where or contract.where or self.scenario.where,

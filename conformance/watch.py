@@ -98,7 +98,7 @@ class Watcher:
 
     # -- one round ---------------------------------------------------------------------------------
     def _resolve(self, reload: bool) -> bool:
-        from .runner import PipelineError, resolve_pipeline
+        from .userpipeline import PipelineError, resolve_pipeline
 
         if not self._users_code:
             return True
@@ -112,7 +112,7 @@ class Watcher:
             self.say(f"eventtime: error: {exc}")
             return False
         except Exception as exc:  # noqa: BLE001 - the user's module raised while it was reloaded
-            from .signatures import user_frames
+            from .userpipeline import user_frames
 
             frames = user_frames(exc)
             self.say(f"eventtime: error: reloading {self.pipeline or 'your modules'} raised {type(exc).__name__}: {exc}"

@@ -156,7 +156,7 @@ def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, st
 
 def unimportable(targets: Sequence[str]) -> bool:
     """Whether a pipeline does not import (each such one said, with why)."""
-    from ..runner import PipelineError, resolve_pipeline
+    from ..userpipeline import PipelineError, resolve_pipeline
 
     bad = False
     for target in targets:

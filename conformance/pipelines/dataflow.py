@@ -7,7 +7,7 @@ from typing import Iterator
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from eventtime.contracts import implementation
+from eventtime.userpipeline import implementation
 
 _US_PER_MS = 1000
 _NEVER_LATE = "2200-01-01 00:00:00"  # far ahead of any watermark, inside pandas' nanosecond range

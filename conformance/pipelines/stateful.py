@@ -12,7 +12,7 @@ from typing import Iterator
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from eventtime.contracts import implementation
+from eventtime.userpipeline import implementation
 
 _US_PER_MS = 1000
 _ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from eventtime.contracts import ImplementationInfo, implementation, implementation_info
+from eventtime.userpipeline import ImplementationInfo, implementation, implementation_info
 from eventtime.judge import Observed, judge
 from eventtime.loader import load_scenario_text
 

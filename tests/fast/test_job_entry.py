@@ -15,8 +15,8 @@ from eventtime.harness.jobsession import process_settings
 from eventtime.jobs import JobEntry, ScriptJob, SubstitutionError, _enter, job_entry
 from eventtime.loader import ScenarioInvalid, load_scenario_text
 from eventtime.projectconfig import is_target
-from eventtime.runner import PipelineError, resolve_pipeline
-from eventtime.signatures import SignatureError, is_job, pipeline_caller
+from eventtime.userpipeline import PipelineError, resolve_pipeline
+from eventtime.userpipeline import SignatureError, is_job, pipeline_caller
 
 CONTRACT = contract_from_mapping(yaml.safe_load(textwrap.dedent("""\
     contract: page_counts

@@ -11,7 +11,7 @@ from eventtime.contracts import Column, Contract, ParamSpec, SourceSpec
 from eventtime.harness.jobio import ReaderCall
 from eventtime.jobs import _matches, reads_of
 from eventtime.loader import ScenarioInvalid, load_scenario
-from eventtime.signatures import is_job
+from eventtime.userpipeline import is_job
 
 CONTRACT = textwrap.dedent("""\
     contract: page_counts

@@ -129,11 +129,11 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
                                                                 # a contract's implementations
         ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
-        ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
-        ("jobs.py", "run_path", "self.path"),
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
-        ("runner.py", "import_module", "module_name"),                        # inside resolve_pipeline
         ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
+        ("userpipeline.py", "import_module", "module_name"),                  # inside resolve_pipeline
+        ("userpipeline.py", "run_module", "self.module"),                     # a script job, from resolve_pipeline
+        ("userpipeline.py", "run_path", "self.path"),
         ("watch.py", "resolve_pipeline", "self.pipeline"),                    # watch --pipeline
     ]
 

@@ -76,7 +76,7 @@ def test_eventtime_validate_accepts_the_folder(capsys):
 def test_an_expression_left_unnamed_as_in_sparks_tests_gets_the_alias_to_give_it():
     """Spark's suites cast the window's start without an alias (`.cast("long").as[Long]`), so Spark
     names the column by its text; the output check says which contract column it most likely is."""
-    from eventtime.signatures import OutputMismatch, check_output
+    from eventtime.userpipeline import OutputMismatch, check_output
 
     contract = load_contract_file(PROJECT / "contracts" / "windowed_count.contract.yaml")
     assert check_output([("start", "bigint"), ("count", "bigint")], contract) == [0, 1]

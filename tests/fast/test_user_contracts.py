@@ -17,7 +17,7 @@ from eventtime.contractfile import ContractInvalid, load_contract_file
 from eventtime.contracts import Column, Contract, SourceSpec
 from eventtime.loader import ScenarioInvalid, load_scenario
 from eventtime.registry import CONTRACTS, ContractLookup, bundled_contract_files
-from eventtime.signatures import OutputMismatch, SignatureError, check_output, pipeline_caller
+from eventtime.userpipeline import OutputMismatch, SignatureError, check_output, pipeline_caller
 
 CLICKS_CONTRACT = textwrap.dedent("""\
     contract: page_clicks

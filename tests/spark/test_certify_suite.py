@@ -50,9 +50,9 @@ def test_this_lines_features_are_the_ones_it_introduced_or_inherited(spark):
 
 
 def test_certify_passes_every_applicable_pair_of_the_bundled_suite(spark, tmp_path):
-    from eventtime.contracts import implementation_info
     from eventtime.harness.compat import compat_for
-    from eventtime.runner import applicability, resolve_pipeline
+    from eventtime.runner import applicability
+    from eventtime.userpipeline import implementation_info, resolve_pipeline
 
     features = compat_for(spark).features
     expected: dict[tuple[str, str], str] = {}  # (scenario, implementation) -> status

@@ -1,4 +1,6 @@
-"""How the kit calls a user's pipeline function, and what it checks of the DataFrame it returns.
+"""The user's pipeline, in one place: how a reference to it is resolved (`module:function`, a script
+job), what it declares about itself (`@implementation`), how the kit calls it, and what it checks of
+the DataFrame it returns. The plugin, the CLI, `watch` and the runner all come here for it.
 
 A pipeline may be written in any of three ways; the kit reads the function's signature:
 - `fn(df)` for a contract with one source: the source's streaming DataFrame;
@@ -19,9 +21,12 @@ The returned DataFrame must have exactly the contract's output columns, with the
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
+import runpy
 import traceback
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from eventtime import harness as _harness
@@ -29,8 +34,150 @@ from eventtime.harness.errors import EventtimeError
 
 from .contracts import Column, Contract
 
-__all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "pipeline_caller", "check_output",
-           "user_frames", "is_job"]
+__all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "PipelineError", "Pipeline", "pipeline_caller",
+           "check_output", "user_frames", "is_job", "resolve_pipeline", "implementation", "implementation_info",
+           "ImplementationInfo", "UNJUDGEABLE", "ScriptJob"]
+
+# what the runner calls: `fn(sources, params)` after `pipeline_caller` adapted the user's signature
+Pipeline = Callable[..., Any]
+
+
+# Checks an implementation may declare it cannot be judged on: they read the metrics of Spark's
+# built-in stateful operators, which a hand-written operator does not have in the same shape.
+UNJUDGEABLE = ("dropped", "state_rows")
+
+
+@dataclass(frozen=True)
+class ImplementationInfo:
+    """What an implementation declares about itself with `@implementation(...)`."""
+
+    requires: tuple[str, ...] = ()  # Spark features (eventtime.harness.features) it needs
+    supports: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # param -> values it handles
+    unjudged: tuple[str, ...] = ()  # checks of UNJUDGEABLE that do not apply to it
+    note: str = ""  # why, shown next to its verdicts
+    conf: Mapping[str, str] = field(default_factory=dict)  # Spark SQL settings its queries need
+
+    def not_applicable(self, params: Mapping[str, Any], features: frozenset[str]) -> str | None:
+        """Why a scenario with `params` is outside what this implementation handles (None if inside)."""
+        missing = [f for f in self.requires if f not in features]
+        if missing:
+            return f"the implementation needs Spark feature(s) {', '.join(missing)}"
+        for name, allowed in self.supports.items():
+            if name in params and params[name] not in allowed:
+                return (f"the implementation supports {name} {', '.join(map(str, allowed))}, "
+                        f"the scenario uses {params[name]}")
+        return None
+
+
+def implementation(*, requires: tuple[str, ...] | list[str] = (), supports: Mapping[str, Any] | None = None,
+                   unjudged: tuple[str, ...] | list[str] = (), note: str = "",
+                   conf: Mapping[str, str] | None = None):
+    """Decorate a pipeline function to declare the features it needs, the parameter values it handles
+    (scenarios outside them are *not applicable* to it, never failures) and the operator-metric
+    checks (`dropped`, `state_rows`) that do not apply to it, with a note saying why. `conf` holds
+    Spark SQL settings its queries need (a scenario's own `conf` still wins)."""
+    from eventtime.harness.features import FEATURES
+
+    for f in requires:
+        if f not in FEATURES:
+            raise ValueError(f"unknown Spark feature {f!r} (known: {', '.join(sorted(FEATURES))})")
+    for c in unjudged:
+        if c not in UNJUDGEABLE:
+            raise ValueError(f"unjudged takes {', '.join(UNJUDGEABLE)}, not {c!r}")
+    if unjudged and not note:
+        raise ValueError("say in `note` why the checks do not apply to this implementation")
+    info = ImplementationInfo(tuple(requires), {k: tuple(v) for k, v in (supports or {}).items()},
+                              tuple(unjudged), note, dict(conf or {}))
+
+    def mark(fn):
+        fn.__eventtime_implementation__ = info
+        return fn
+
+    return mark
+
+
+def implementation_info(fn: Any) -> ImplementationInfo:
+    return getattr(fn, "__eventtime_implementation__", None) or ImplementationInfo()
+
+
+class PipelineError(EventtimeError):
+    """A pipeline reference that cannot be resolved, or a pipeline that breaks its contract."""
+
+
+def resolve_pipeline(ref: str) -> Pipeline:
+    """`module:function` (or `module.function`) -> the callable; a script run as `__main__`, bound by its
+    path (`jobs/medallion.py`, from the current folder) or as `module:__main__` -> a `ScriptJob`;
+    raises PipelineError saying why not."""
+    if ref.endswith(".py") or ref.endswith(":__main__"):
+        return _resolve_script(ref)
+    module_name, sep, attr = ref.partition(":")
+    if not sep:
+        module_name, _, attr = ref.rpartition(".")
+    if not module_name or not attr:
+        raise PipelineError(f"pipeline {ref!r} is not of the form 'module:function'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc} (is the project "
+                            "installed, `pip install -e .`, or its folder on PYTHONPATH?)") from None
+    fn: Any = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            from .problems import did_you_mean
+
+            names = [n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n, None))]
+            raise PipelineError(f"module {module_name!r} has no {attr!r}{did_you_mean(attr, names)} (pipeline {ref!r})")
+    if not callable(fn):
+        raise PipelineError(f"pipeline {ref!r} is not callable")
+    return fn
+
+
+def _resolve_script(ref: str) -> Pipeline:
+    import importlib.util
+
+    if ref.endswith(".py"):
+        path = os.path.abspath(ref)
+        if not os.path.isfile(path):
+            raise PipelineError(f"script {ref!r} does not exist (looked for {path}); a script job is bound by its "
+                                "path (from the folder the run starts in; in pytest, from the project's root), or "
+                                "as 'package.module:__main__'")
+        return ScriptJob(ref, path=path)
+    module = ref.removesuffix(":__main__")
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:
+        spec, why = None, f": {exc}"
+    else:
+        why = ""
+    if spec is None:
+        raise PipelineError(f"cannot find module {module!r} for script job {ref!r}{why} (is the project installed, "
+                            "`pip install -e .`, or its folder on PYTHONPATH?)")
+    return ScriptJob(ref, module=module)
+
+class ScriptJob:
+    """A job whose only entry is its script run as `__main__`, as `spark-submit job.py --arg x` runs it:
+    bound as `path/to/job.py` or `package.module:__main__`, run with `runpy` (its `if __name__ ==
+    "__main__":` block, a bare `main()` at the bottom, module-level code reading `sys.argv`)."""
+
+    def __init__(self, ref: str, *, path: str | None = None, module: str | None = None):
+        self.ref, self.path, self.module = ref, path, module
+        self.__module__ = path or module or ref  # the run's name for it: `path/to/job.py:__main__`
+        self.__qualname__ = "__main__"
+
+    def __repr__(self) -> str:
+        return f"ScriptJob({self.ref!r})"
+
+    def __call__(self) -> None:
+        import warnings
+
+        if self.path is not None:
+            runpy.run_path(self.path, run_name="__main__")
+            return
+        assert self.module is not None
+        with warnings.catch_warnings():  # a module its package imported already runs again as __main__, as -m does
+            warnings.simplefilter("ignore", RuntimeWarning)
+            runpy.run_module(self.module, run_name="__main__")
 
 
 class SignatureError(EventtimeError, TypeError):
