@@ -131,6 +131,8 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
         ("jobs.py", "run_module", "self.module"),                             # a script job, from resolve_pipeline
         ("jobs.py", "run_path", "self.path"),
+        ("previous.py", "resolve_pipeline", "str(then)"),  # --previous-ref: the bound script, at the ref
+        ("previous.py", "resolve_pipeline", "target"),  # --previous-ref: the bound module, at the ref
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
         ("runner.py", "import_module", "module_name"),                        # inside resolve_pipeline
         ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
