@@ -42,6 +42,10 @@ def summary_line(result: ScenarioResult) -> str:
                                                    f": {first}" if first else "")
     if result.status == NOT_APPLICABLE:
         extra = result.reason or ""
+    from .upgrade import outcome_words
+
+    change = outcome_words(result)  # a run across a change: its outcome first
+    extra = f"{change}; {extra}" if change else extra
     return f"{_MARK.get(result.status, result.status):5} {result.scenario.name}  [{result.implementation}]  ({extra})"
 
 

@@ -62,11 +62,15 @@ def upgrade_verdict(result: ScenarioResult, previous: str, restart: m.StartStep,
             s.batches for s in result.steps if at <= s.index < failure.step):
         record["outcome"] = CANNOT_RESTART
         # the class of what failed, not of the wrapper every query failure comes in (as the harness names it)
-        record["error_class"] = next((c for c in failure.error_classes if c != "STREAM_FAILED"),
-                                     failure.error_classes[0] if failure.error_classes else None)
-        record["message"] = spark_message(failure.text, record["error_class"]) or failure.summary
+        record["error_class"] = next((c for c in failure.error_classes if c != "STREAM_FAILED"), None)
+        # Spark before 4.0 raises some refusals with no error class (3.4, 3.5: StateSchemaNotCompatible,
+        # a Java exception in the batch's task): the innermost exception's class names it then
+        record["exception"] = failure.exception_names[-1] if failure.exception_names else None
+        record["message"] = (spark_message(failure.text, record["error_class"])
+                             or _root_message(failure.text, record["exception"]) or failure.summary)
         where = "at the restart" if failure.step == at else f"in the first batch after it (step {failure.step})"
         named = f"[{record['error_class']}] " if record["error_class"] else ""
+        named = "" if record["message"].startswith(named) else named
         result.status = ERROR
         result.reason = (f"cannot restart from the previous version's checkpoint ({previous}): the query failed "
                          f"{where}, restart at step {at}: {named}{record['message']}")
@@ -80,6 +84,22 @@ def upgrade_verdict(result: ScenarioResult, previous: str, restart: m.StartStep,
     result.reason = (f"restarts from the previous version's checkpoint ({previous}) at step {at}, but its outputs "
                      f"differ from the scenario after the restart{said}"
                      + (f": {result.reason}" if result.status == ERROR and result.reason else ""))
+
+
+def _root_message(text: str, exception: str | None) -> str:
+    """The message of the exception `exception` (a Java class name) in a failure's text: from its name on,
+    up to the query's plan or a stack frame; "" when the text does not name it."""
+    lines = (text or "").splitlines()
+    at = [i for i, line in enumerate(lines) if exception and exception in line]
+    if not at:
+        return ""
+    first = lines[at[-1]]
+    block = [first[first.index(str(exception)):]]
+    for line in lines[at[-1] + 1:]:
+        if not line.strip() or line.startswith("=== ") or line.lstrip().startswith("at "):
+            break
+        block.append(line.rstrip())
+    return "\n".join(block)
 
 
 def spark_message(text: str, error_class: str | None) -> str:
@@ -96,3 +116,21 @@ def spark_message(text: str, error_class: str | None) -> str:
             break
         block.append(line.rstrip())
     return "\n".join(block)
+
+
+def outcome_words(result: ScenarioResult) -> str:
+    """The outcome of a run across a change in a few words, for the line a scenario's verdict prints;
+    "" when the result is not of one."""
+    record = result.upgrade
+    if not record or not record.get("outcome"):
+        return ""
+    previous, outcome = record["previous"], record["outcome"]
+    if outcome == RESTARTS:
+        return f"restarts from the checkpoint of {previous} and matches the scenario"
+    if outcome == DIFFERS:
+        return f"restarts from the checkpoint of {previous}, but its outputs differ after the restart"
+    if outcome == CANNOT_RESTART:
+        what = record.get("error_class") or record.get("exception")
+        named = f": {what}" if what else ""
+        return f"cannot restart from the checkpoint of {previous}{named}"
+    return f"the scenario does not describe the previous version {previous}"

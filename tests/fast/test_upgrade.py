@@ -72,6 +72,20 @@ def test_a_query_failing_in_the_first_batch_after_the_restart_cannot_restart():
     assert "in the first batch after it (step 5)" in r.reason
 
 
+def test_without_an_error_class_the_innermost_exception_names_the_refusal():
+    text = ("[STREAM_FAILED] Query [id = 1] terminated with exception: Job aborted: org.apache.spark.X.StateSchemaNotCompatible:"
+            " Provided schema doesn't match\n- Existing key schema: A\n=== Streaming Query ===\nplan")
+    failure = FailureInfo("failed", ["STREAM_FAILED"], ["org.apache.spark.sql.streaming.StreamingQueryException",
+                                                         "org.apache.spark.X.StateSchemaNotCompatible"], text, 4)
+    r = _run(("start", PASSED, 0), OK, ("expect", PASSED, 0), ("restart", PASSED, 0), ("process", ERROR, 0),
+             failure=failure)
+    assert (r.upgrade["outcome"], r.upgrade["error_class"]) == (CANNOT_RESTART, None)  # never the wrapper's
+    assert r.upgrade["exception"] == "org.apache.spark.X.StateSchemaNotCompatible"
+    assert r.upgrade["message"] == ("org.apache.spark.X.StateSchemaNotCompatible: Provided schema doesn't match\n"
+                                    "- Existing key schema: A")
+    assert "in the first batch after it (step 4)" in r.reason
+
+
 def test_control_a_failure_after_a_batch_ran_on_the_new_code_is_a_difference_not_a_refused_restart():
     r = _run(("start", PASSED, 0), OK, ("expect", PASSED, 0), ("restart", PASSED, 0), OK,
              ("process", ERROR, 0), failure=_schema_error(5))

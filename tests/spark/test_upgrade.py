@@ -39,19 +39,28 @@ def test_a_change_that_restarts_but_counts_wrong_differs_after_the_restart(spark
     assert "outputs differ from the scenario after the restart: step 11 (expect)" in result.reason
 
 
-def test_a_changed_grouping_key_cannot_restart_with_sparks_error_class(spark):
+def spark_4():
+    import pyspark
     from packaging.version import Version
 
+    return Version(pyspark.__version__.split("-")[0]) >= Version("4.0")
+
+
+def test_a_changed_grouping_key_cannot_restart_with_sparks_error_class(spark):
     result = across(spark, NEW + "regrouped")
     assert result.status == "error"
     assert result.upgrade["outcome"] == "cannot_restart"
     # the restart itself runs no batch here (nothing new to read): Spark checks the state's schema when
     # the first batch after it plans the stateful operator (step 8)
     assert "in the first batch after it (step 8)" in result.reason
-    if Version(spark.version.split("-")[0]) >= Version("4.0"):
+    if spark_4():
         assert result.upgrade["error_class"] == "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"
         assert "Existing key_schema=" in result.upgrade["message"]  # what changed, as Spark says it
         assert "Logical Plan" not in result.upgrade["message"]
+    else:  # 3.4, 3.5: a Java exception in the batch's task, with no error class
+        assert result.upgrade["error_class"] is None
+        assert result.upgrade["exception"].endswith(".StateSchemaNotCompatible")
+        assert "Existing key schema: " in result.upgrade["message"]
     # control: the same regrouped code run from its own first start restarts fine (the scenario's
     # expectations hold for it): the failure is the change's, not the code's
     alone = run_scenario(load_scenario(str(RESTART)), NEW + "regrouped", session=spark)
@@ -97,3 +106,66 @@ steps:
   - expect: {rows: [[a, "00:00:10", "00:00:20", 1]]}
 """)
     return path
+
+
+# -- a pull request's check: the changed job against the checkpoint of the version at a git ref ----------
+
+_JOB = """\
+from pyspark.sql import functions as F
+
+
+def count(sources, params):
+    events = sources["events"].withWatermark("ts", params.watermark_delay.interval)
+    counts = events.groupBy(F.window("ts", params.window.interval).alias("w"), GROUPING).count()
+    return counts.select("key", F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"), "count")
+"""
+_BEFORE = '"key"'
+_INCOMPATIBLE = '"key", F.length("key").alias("key_length")'  # a grouping key added: the state's key schema changes
+_COMPATIBLE = 'F.col("key")'  # the same key, written another way
+
+
+def _pull_request(folder, change):
+    """A project in git whose committed job counts per key and window, changed in the working tree."""
+    import subprocess
+
+    (folder / "prjob.py").write_text(_JOB.replace("GROUPING", _BEFORE))
+    (folder / "restart.scenario.yaml").write_text(RESTART.read_text())
+    (folder / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["."]\n'
+                                           'eventtime_pipelines = ["tumbling_count = prjob:count"]\n')
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "the job as deployed"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, check=True,
+                       capture_output=True)
+    (folder / "prjob.py").write_text(_JOB.replace("GROUPING", change))
+
+
+def _found(value, key):
+    if isinstance(value, dict):
+        return [value[key]] if key in value else [x for v in value.values() for x in _found(v, key)]
+    return [x for v in value for x in _found(v, key)] if isinstance(value, list) else []
+
+
+def test_a_pull_request_check_runs_the_changed_job_from_the_checkpoint_of_the_committed_one(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.lines import console_script
+
+    _pull_request(tmp_path, _INCOMPATIBLE)
+    done = subprocess.run([*console_script(), "run", "restart.scenario.yaml", "--previous-ref", "HEAD", "--json",
+                           "out.json"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    upgrade, = _found(json.loads((tmp_path / "out.json").read_text()), "upgrade")
+    assert (upgrade["outcome"], upgrade["previous"]) == ("cannot_restart", "prjob:count@HEAD")
+    named = "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE" if spark_4() else "StateSchemaNotCompatible"
+    assert "cannot restart from the checkpoint of prjob:count@HEAD: " in done.stdout, done.stdout[-3000:]
+    assert named in done.stdout.split("cannot restart from the checkpoint of prjob:count@HEAD: ")[1].split(";")[0]
+    assert "--previous-ref HEAD" in done.stdout  # the re-run command runs it across the change too
+    listed = subprocess.run(["git", "worktree", "list"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert len(listed.strip().splitlines()) == 1  # the ref's checkout is gone
+
+    # control, through the pytest face: a change that keeps the state restarts from the same checkpoint
+    (tmp_path / "prjob.py").write_text(_JOB.replace("GROUPING", _COMPATIBLE))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "restart.scenario.yaml",
+                           "--eventtime-previous-ref", "HEAD"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and " 1 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
