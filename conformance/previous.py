@@ -56,17 +56,32 @@ class Previous:
         if self.checkout is None:
             target = self.bindings.get(scenario.contract.name)
             return target, target
-        if not isinstance(implementation, str):
-            from .runner import PipelineError
+        from .runner import PipelineError
 
+        if not isinstance(implementation, str):
             raise PipelineError(f"--previous-ref {self.ref}: loads a binding MODULE:FUNCTION (or a script's path) "
                                 f"from the ref; {implementation!r} is a callable bound in code")
         if implementation not in self._loaded:
             self._loaded[implementation] = self.checkout.load(implementation)
-        return self._loaded[implementation], f"{implementation}@{self.ref}"
+        loaded = self._loaded[implementation]
+        if isinstance(loaded, PipelineError):
+            raise loaded
+        return loaded, f"{implementation}@{self.ref}"
 
-    def runner(self, run: Callable[..., ScenarioResult] | None = None) -> Callable[..., ScenarioResult]:
-        """`run_scenario` with each scenario's previous version (the runner `parallel.run_pairs` takes)."""
+    def runner(self, targets: Sequence[Any] = (), run: Callable[..., ScenarioResult] | None = None
+               ) -> Callable[..., ScenarioResult]:
+        """`run_scenario` with each scenario's previous version (the runner `parallel.run_pairs` takes).
+        `targets`: the run's bindings, whose versions at the ref are loaded now, before any scenario runs:
+        loading swaps modules in `sys.modules`, which must not happen while `--jobs` threads build queries."""
+        from .runner import PipelineError
+
+        checkout = self.checkout
+        for target in dict.fromkeys(targets):
+            if checkout is not None and isinstance(target, str) and target not in self._loaded:
+                try:
+                    self._loaded[target] = checkout.load(target)
+                except PipelineError as exc:  # said by each scenario bound to it
+                    self._loaded[target] = exc
         def across(scenario: m.Scenario, implementation: Any, **kwargs: Any) -> ScenarioResult:
             from .runner import PipelineError, run_scenario
 

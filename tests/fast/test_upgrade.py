@@ -199,3 +199,21 @@ def test_the_command_refuses_a_bad_previous_before_spark_starts(tmp_path):
     done = subprocess.run(cmd + ["--previous-ref", "HEAD"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 2
     assert "is not in a git repository" in textwrap.dedent(done.stderr)
+
+
+def test_a_run_loads_the_refs_versions_before_any_scenario_and_says_a_broken_one_per_scenario(repo):
+    previous = Previous(ref="HEAD", root=str(repo))
+    seen = []
+    try:
+        run = previous.runner(["upg_pkg.job:version", "upg_pkg.gone:f"],
+                              run=lambda sc, impl, **kw: seen.append((impl, kw["previous"](None, None),
+                                                                      kw["previous_name"])))
+        assert set(previous._loaded) == {"upg_pkg.job:version", "upg_pkg.gone:f"}  # before any scenario ran
+        run(None, "upg_pkg.job:version", rerun=None)
+        assert seen == [("upg_pkg.job:version", "old", "upg_pkg.job:version@HEAD")]
+        scenario = type("S", (), {"name": "s", "path": "s.scenario.yaml"})()
+        result = run(scenario, "upg_pkg.gone:f", rerun=None)  # a module the ref does not have
+        assert (result.status, seen[1:]) == (ERROR, [])
+        assert "cannot import module 'upg_pkg.gone'" in result.reason
+    finally:
+        previous.close()
