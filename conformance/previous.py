@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import model as m
+from . import spec as m
 from .results import ERROR, ScenarioResult
 
 __all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import model as m
+from . import spec as m
 from .results import ERROR, FAILED, PASSED, FailureInfo, ScenarioResult
 
 __all__ = ["RESTARTS", "DIFFERS", "CANNOT_RESTART", "PREVIOUS_DIFFERS", "OUTCOMES", "restart_step",

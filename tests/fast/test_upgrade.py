@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from eventtime import model as m
+from eventtime import spec as m
 from eventtime.projectconfig import SettingsError
 from eventtime.results import ERROR, FAILED, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
 from eventtime.runner import PipelineError
