@@ -169,6 +169,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from eventtime.snapshot import add_pytest_options
 
     add_pytest_options(group)
+    group.addoption("--eventtime-previous", action="append", default=[], metavar="CONTRACT=MODULE:FUNCTION",
+                    help="run each scenario of CONTRACT up to its first start/restart with this previous version, "
+                         "then from its checkpoint with the bound one (repeatable; docs/upgrade.md)")
+    group.addoption("--eventtime-previous-ref", metavar="REF", default=None,
+                    help="the previous version is each contract's binding as the git ref REF has it (docs/upgrade.md)")
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -213,6 +218,7 @@ class _Settings:
         self.conftest_bindings: dict[tuple[str, str | None], tuple[Any, str]] = {}
         self._resolved: dict[str, Any] = {}
         self.config = config
+        self.previous = _previous(config)
 
     def take_pending_bindings(self) -> None:
         """Move what bind() recorded since the last call into this session's bindings."""
@@ -472,8 +478,10 @@ class ScenarioItem(pytest.Item):
 
         log = driver_log()
         mark = log.mark() if log is not None else 0
+        previous, previous_name = _previous_of(settings, self.scenario, self.target)
         self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
-                                   implementation=impl, rerun=self.rerun_command())
+                                   implementation=impl, rerun=self.rerun_command(), previous=previous,
+                                   previous_name=previous_name)
         if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
@@ -545,7 +553,38 @@ class _ResultsCollector:
         write_results(self.path, build_document(self.results, tool="pytest", command=command))
 
 
+def _previous(config: pytest.Config) -> Any:
+    """The run's previous version (`eventtime.previous.Previous`), None without --eventtime-previous(-ref)."""
+    if not config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref") is None:
+        return None
+    from eventtime.userpipeline import PipelineError
+    from eventtime.previous import from_options
+
+    if config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref"):
+        raise pytest.UsageError("--eventtime-previous and --eventtime-previous-ref: give one")
+    try:
+        return from_options(config.getoption("eventtime_previous"), config.getoption("eventtime_previous_ref"),
+                            "--eventtime-previous")
+    except (SettingsError, PipelineError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _previous_of(settings: Any, scenario: Any, target: Any) -> tuple[Any, str | None]:
+    """The previous version of the pipeline `target` for a scenario (None, None: not a run across a change)."""
+    from eventtime.userpipeline import PipelineError
+
+    if settings.previous is None:
+        return None, None
+    try:
+        return settings.previous.of(scenario, target)
+    except PipelineError as exc:
+        raise InvalidScenario(f"{scenario.path}: {exc}") from None
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    settings = config.stash.get(_SETTINGS, None)
+    if settings is not None and settings.previous is not None:
+        settings.previous.close()
     collector = config.stash.get(_COLLECTOR, None)
     if collector is not None:
         config.pluginmanager.unregister(collector)

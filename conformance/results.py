@@ -90,6 +90,9 @@ class ScenarioResult:
     notes: list[str] = field(default_factory=list)  # e.g. checks the implementation is not judged on
     runtime: dict[str, str] = field(default_factory=dict)  # Spark / PySpark / Java versions, master
     cause: str | None = None  # for an `error` not of the pipeline's making: DRIVER_DIED
+    # run across a change (`run_scenario(previous=...)`): the previous version, the restart step and
+    # the outcome (`eventtime.upgrade`)
+    upgrade: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -109,7 +112,8 @@ class ScenarioResult:
                 "implementation": self.implementation, "status": self.status, "reason": self.reason,
                 "seconds": round(self.seconds, 3), "spark_version": self.spark_version, "rerun": self.rerun,
                 "notes": list(self.notes), "steps": [s.to_dict() for s in self.steps],
-                **({"cause": self.cause} if self.cause else {})}
+                **({"cause": self.cause} if self.cause else {}),
+                **({"upgrade": dict(self.upgrade)} if self.upgrade is not None else {})}
 
 
 def conclude(result: ScenarioResult, expected_failure_step: int | None = None) -> None:

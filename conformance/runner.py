@@ -122,8 +122,14 @@ def _device_full(path: str) -> bool:
 
 def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *, session: Any = None,
                  timeout: float = DEFAULT_TIMEOUT, implementation: str | None = None,
-                 rerun: str | None = None, conf: Mapping[str, str] | None = None) -> ScenarioResult:
+                 rerun: str | None = None, conf: Mapping[str, str] | None = None,
+                 previous: Pipeline | str | None = None, previous_name: str | None = None) -> ScenarioResult:
     """Run `scenario` against `pipeline` (default: the contract's reference implementation).
+
+    `previous`: the previous version of the implementation, which runs the steps before the scenario's
+    first `start`/`restart`; from that step on the query is built with `pipeline`, from the same
+    checkpoint (`previous_name`: how the result names it). The result's `upgrade` says whether the new version restarts, differs or cannot restart
+    (`eventtime.upgrade`); a scenario without such a step is not applicable.
 
     Returns a ScenarioResult with a verdict per step; never raises for a failing or broken
     pipeline (those become `failed` / `error` verdicts). `conf` adds Spark SQL settings for the
@@ -145,7 +151,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     spark = session or get_session()
     died: list[Any] = []  # (DriverDeath, step) once the driver JVM is found dead
     try:
-        return _run_scenario(scenario, pipeline, spark, impl_name, started, timeout, rerun, conf, died)
+        return _run_scenario(scenario, pipeline, spark, impl_name, started, timeout, rerun, conf, died,
+                             (previous, previous_name))
     except Exception as exc:
         # outside a step (the sources, the runtime info): a dead driver is said as such, anything
         # else is the kit's own bug and keeps its traceback
@@ -164,7 +171,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
 
 def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: Any, impl_name: str,
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
-                  died: list[Any]) -> ScenarioResult:
+                  died: list[Any], previous: tuple[Pipeline | str | None, str | None] = (None, None)
+                  ) -> ScenarioResult:
     from eventtime.harness.backend import backend_for
     from eventtime.harness.compat import compat_for
 
@@ -177,6 +185,12 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         return result
     call, info, job = prepared
     unjudged = frozenset(info.unjudged)
+    change = None
+    if previous[0] is not None:
+        change = _previous_version(result, previous[0], previous[1], compat, job)
+        if change is None:
+            return result
+        unjudged |= change.unjudged
     if unjudged:
         result.notes.append(f"not judged on {', '.join(sorted(unjudged))}: {info.note}")
 
@@ -197,12 +211,17 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         from eventtime.harness.jobrun import SourceCopies
 
         sources = {name: SourceCopies(src) for name, src in sources.items()}
-    build = (_JobBuild(scenario, call, sources, impl_name, workdir=workdir) if job
-             else _Build(scenario, call, sources, impl_name, workdir=workdir))
+    first_call, first_name = (change.call, change.name) if change is not None else (call, impl_name)
+    build = (_JobBuild(scenario, first_call, sources, first_name, workdir=workdir) if job
+             else _Build(scenario, first_call, sources, first_name, workdir=workdir))
     run = _new_run(scenario, spark, build, backend, workdir, timeout)
     query_conf = {**dict(conf or {}), **info.conf, **scenario.query_conf(), **build.path_conf()}
     build.run_conf, build.timeout = query_conf, timeout
-    steps = _SparkSteps(scenario, result, run, compat, impl_name, unjudged, build, died)
+    steps = _SparkSteps(scenario, result, run, compat, first_name, unjudged, build, died)
+    if change is not None:
+        def take_over() -> None:  # the current version builds the query from this start on
+            build.call, build.impl_name, steps.impl_name = call, impl_name, impl_name
+        steps.switch = (change.restart.index, take_over)
     database = _JobDatabase(spark, workdir) if job or scenario.contract.statics else None
     try:
         if database is not None:
@@ -232,6 +251,10 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         forget_paths(workdir)
     result.notes.extend(build.notes)
     _conclude(result, steps, died)
+    if change is not None:
+        from .upgrade import upgrade_verdict
+
+        upgrade_verdict(result, change.name, change.restart, steps.failure, steps.failure_consumed)
     result.seconds = time.monotonic() - started
     return result
 
@@ -329,6 +352,44 @@ def _prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: An
         result.status, result.reason = NOT_APPLICABLE, reason
         return None
     return call, info, False
+
+
+@dataclass
+class _Previous:
+    """The previous version of a run across a change: its caller and name, the step where it hands over."""
+
+    call: Callable[..., Any]
+    name: str
+    restart: m.StartStep
+    unjudged: frozenset[str]
+
+
+def _previous_version(result: ScenarioResult, previous: Pipeline | str, name: str | None, compat: Any, job: bool
+                      ) -> _Previous | None:
+    """The previous version, prepared as the current one is; None when the run across the change cannot
+    happen (the result says why: no restart step, the previous version's binding, a job against a pipeline)."""
+    from .upgrade import NO_RESTART, restart_step
+
+    restart = restart_step(result.scenario)
+    if restart is None:
+        result.status, result.reason = NOT_APPLICABLE, f"a run across a change {NO_RESTART}"
+        return None
+    name = name or (previous if isinstance(previous, str) else (
+        getattr(previous, "__module__", "") + ":" + getattr(previous, "__qualname__", "")))
+    current = result.implementation
+    result.implementation = name  # errors in preparing it name the previous version
+    prepared = _prepare(result, previous, compat)
+    result.implementation = current
+    if prepared is None:
+        result.reason = f"the previous version {name}: {result.reason}"
+        return None
+    call, info, previous_job = prepared
+    if previous_job != job:
+        result.status = ERROR
+        result.reason = (f"the previous version {name} is {'a job' if previous_job else 'a pipeline'} and the current "
+                         f"{current} is {'a job' if job else 'a pipeline'}: both must be of one kind")
+        return None
+    return _Previous(call, name, restart, frozenset(info.unjudged))
 
 
 class _Build:
@@ -661,9 +722,12 @@ class _SparkSteps:
         self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
         self.pending: dict[str, list[Any]] = {}  # a job's query -> its batches since its previous expect
         self.replaced: list[tuple[str, int]] = []  # static inputs written anew since the query last started
+        self.switch: tuple[int, Callable[[], None]] | None = None  # (step, the current version takes over)
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
+        if self.switch is not None and step.index == self.switch[0]:
+            self.switch[1]()
         self.result.steps.append(sr)
         if isinstance(step, (m.StartStep, m.RunStep)):
             self.replaced = []

@@ -42,6 +42,10 @@ def summary_line(result: ScenarioResult) -> str:
                                                    f": {first}" if first else "")
     if result.status == NOT_APPLICABLE:
         extra = result.reason or ""
+    from .upgrade import outcome_words
+
+    change = outcome_words(result)  # a run across a change: its outcome first
+    extra = f"{change}; {extra}" if change else extra
     return f"{_MARK.get(result.status, result.status):5} {result.scenario.name}  [{result.implementation}]  ({extra})"
 
 
@@ -86,6 +90,9 @@ def describe_failure(result: ScenarioResult) -> str:
     lines = [f"{_MARK.get(result.status)} {sc.name} ({sc.path}) with {result.implementation}"]
     if result.reason and (not result.failed_steps or result.cause == DRIVER_DIED):  # its message names the step
         lines.append(f"  {result.reason}")
+    elif result.upgrade is not None and result.upgrade.get("outcome") and result.reason:
+        # across a change: which version ran where, and Spark's whole refusal (the schemas it compared)
+        lines += [f"  {line}" for line in result.reason.splitlines()]
     since_check: list[StepResult] = []
     for step in result.steps:
         if step.status not in (FAILED, ERROR):

@@ -19,9 +19,10 @@ from .files import rerun_command
 __all__ = ["execute", "unimportable"]
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
-            certify: bool = False, unbound: int = 0) -> int:
+            certify: bool = False, unbound: int = 0, runner: Any = None) -> int:
     """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
-    (their errors printed already) count against the run."""
+    (their errors printed already) count against the run. `runner`: what runs each pair (default
+    `runner.run_scenario`; a run across a change gives its own, `previous.Previous.runner`)."""
     from ..parallel import Pair, Recovery
     from ..resultsfile import ResultsWriter
 
@@ -52,7 +53,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         return session
 
     recovery = Recovery(fresh=fresh, limit=_spark.MAX_DEATHS)
-    results, ended = _run_all(pairs, args, spark, conf, recovery, writer)
+    results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
     seconds = time.monotonic() - t0
     not_run = _not_run(pairs, results)
     reason = ended[0] if ended else (recovery.gave_up if not_run else None)
@@ -77,7 +78,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
     return ExitCode.FAILED if failures or invalid or unbound or not_run else ExitCode.OK
 
 
-def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any
+def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None
              ) -> tuple[list[Any], tuple[str, int] | None]:
     """Run the pairs, writing and printing each result as it comes: (the results, in the order of
     `pairs`; why the run stopped early and its exit code, or None)."""
@@ -88,7 +89,7 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
     said: set[str] = set()  # the driver deaths whose message has been printed
     try:
         for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
-                                recovery=recovery):
+                                recovery=recovery, runner=runner):
             results.append(result)  # in the order of `pairs`, whatever --jobs is
             if writer is not None:
                 writer.add(result)

@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
     from ..snapshot import add_cli_options
 
     add_cli_options(r)
+    from ..previous import add_options
+
+    add_options(r)  # --previous, --previous-ref: a run across a change (docs/upgrade.md)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -68,4 +71,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
     if unimportable(list(dict.fromkeys(target for _, _, target in plan))):
         return ExitCode.USAGE_ERROR
-    return execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())))
+    from ..previous import previous_of_run
+
+    usable, previous = previous_of_run(args)  # --previous, --previous-ref: a run across a change (docs/upgrade.md)
+    if not usable:
+        return ExitCode.USAGE_ERROR
+    try:
+        return execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())),
+                       runner=previous.runner([t for _, _, t in plan]) if previous is not None else None)
+    finally:
+        if previous is not None:
+            previous.close()

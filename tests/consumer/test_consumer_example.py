@@ -230,6 +230,42 @@ def test_a_failing_scenarios_printed_rerun_command_runs_it_again_pasted(consumer
     assert "FAIL  wrong-in-cli  [shop.clicks:transform]" in again and "0 passed, 1 failed" in again
 
 
+_GROUPING = '.groupBy("page", F.window("ts", "5 minutes").alias("window"))'
+_CHANGES = {  # a change of the shop's page_windows job in a pull request
+    "incompatible": '.groupBy("page", F.upper("page").alias("page_key"), F.window("ts", "5 minutes").alias("window"))',
+    "compatible": '.groupBy(F.col("page"), F.window("ts", "5 minutes").alias("window"))',  # the same key
+}
+
+
+def test_a_pull_request_check_restarts_the_changed_job_from_the_deployed_commits_checkpoint(consumer):
+    """The README's pull-request check: the shop in git, its page_windows job changed in the working tree,
+    each scenario's steps before its restart run with the job at HEAD, the rest with the changed one."""
+    py, project, env, _ = consumer
+    job = project / "shop" / "page_windows.py"
+    shipped = job.read_text()
+    assert _GROUPING in shipped
+    git = ["git", "-c", "user.name=shop", "-c", "user.email=shop@example.com"]
+    try:
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "deployed"]):
+            assert _run(git + args, cwd=project, timeout=120)[0] == 0
+        job.write_text(shipped.replace(_GROUPING, _CHANGES["incompatible"]))
+        rc, out = _run([str(py.with_name("eventtime")), "run", "tests/scenarios/page_windows", "--previous-ref", "HEAD"],
+                       cwd=project, env=env, timeout=RUN_TIMEOUT)
+        assert rc == 1, out
+        assert ("ERROR table-survives-restarts  [shop.page_windows:main]  (cannot restart from the checkpoint of "
+                "shop.page_windows:main@HEAD: ") in out, out
+        assert "Existing key" in out  # Spark's refusal, with the schema it had and the one it got
+        # control: a change that keeps the state restarts, through the pytest face as the README runs it
+        job.write_text(shipped.replace(_GROUPING, _CHANGES["compatible"]))
+        rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "tests/scenarios/page_windows",
+                        "--eventtime-previous-ref", "HEAD"], cwd=project, env=env, timeout=RUN_TIMEOUT)
+        assert rc == 0, out
+        assert "1 passed, 1 skipped" in out and "has no `start` or `restart` step" in out, out  # the other: no restart
+    finally:
+        job.write_text(shipped)
+        shutil.rmtree(project / ".git", ignore_errors=True)
+
+
 # -- over Spark Connect, from a client with no JVM -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
