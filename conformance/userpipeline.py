@@ -140,8 +140,8 @@ def _resolve_script(ref: str) -> Pipeline:
         path = os.path.abspath(ref)
         if not os.path.isfile(path):
             raise PipelineError(f"script {ref!r} does not exist (looked for {path}); a script job is bound by its "
-                                "path (from the folder the run starts in; in pytest, from the project's root), or "
-                                "as 'package.module:__main__'")
+                                "path (in the project's settings file: from the project's root; on the command "
+                                "line: from the folder the run starts in), or as 'package.module:__main__'")
         return ScriptJob(ref, path=path)
     module = ref.removesuffix(":__main__")
     try:

@@ -87,8 +87,12 @@ class Project:
         if self.pipeline:
             return [self.pipeline]
         name = scenario.contract.name
-        bound = (nearest(self.cli_bindings, name, file, self.root)
-                 or nearest(self.file_bindings, name, file, self.root))
+        bound = nearest(self.cli_bindings, name, file, self.root)  # as typed: a script's path from here
+        if not bound:
+            bound = nearest(self.file_bindings, name, file, self.root)
+            if bound and bound.endswith(".py") and not os.path.isabs(bound):
+                # the file's script path is from the project's root, as pytest reads it: from here, that is
+                bound = os.path.relpath(self.root / bound)
         return [bound] if bound else list(default_targets(scenario.contract, file))
 
 

@@ -18,3 +18,24 @@ def test_elsewhere_a_run_with_no_path_is_the_bundled_suites(tmp_path):
     assert project_paths(tmp_path) is None  # no settings file at all
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
     assert project_paths(tmp_path) is None  # control: pytest settings that bind nothing of the kit's
+
+
+def test_a_script_bound_in_the_projects_file_is_found_from_a_subfolder(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from eventtime.commands.files import read_project
+
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\n'
+                                             'eventtime_pipelines = ["clicks = jobs/enrich.py", "pages = shop.pages:main"]\n')
+    (tmp_path / "tests").mkdir()
+    monkeypatch.chdir(tmp_path / "tests")
+    project = read_project(None, None, [], None)
+
+    def of(contract):
+        return project.targets(SimpleNamespace(contract=SimpleNamespace(name=contract, implementations=())),
+                               tmp_path / "tests" / "x.scenario.yaml")
+    assert of("clicks") == ["../jobs/enrich.py"]  # from the project's root, as pytest reads it
+    assert of("pages") == ["shop.pages:main"]  # control: a module is no path
+    typed = read_project(None, ["clicks=jobs/enrich.py"], [], None)  # typed on the command line: from here
+    assert typed.targets(SimpleNamespace(contract=SimpleNamespace(name="clicks", implementations=())),
+                         tmp_path / "tests" / "x.scenario.yaml") == ["jobs/enrich.py"]
