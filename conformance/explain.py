@@ -102,7 +102,7 @@ def late_inputs(batches: Sequence[Any], history: Sequence[Any], show: Callable[[
             late.append(line)
     if not late:
         return []
-    more = [f"(and {len(late) - LATE_ROWS} more)"] if len(late) > LATE_ROWS else []
+    more = [f"  (and {len(late) - LATE_ROWS} more)"] if len(late) > LATE_ROWS else []
     return (["input rows at or behind the watermark their batch judged lateness by (the one the batch before it "
              "ran with):"] + ["  " + line for line in late[:LATE_ROWS]] + more + [LATE_RULE])
 

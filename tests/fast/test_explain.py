@@ -1,8 +1,13 @@
 """Why an expected window row is missing (`eventtime.explain`), pinned on the model's observations for
-a tumbling window, a session window and a window after a join; tests/spark/test_explain.py checks
-that Spark's observations give the same words. The controls: the input the explanation names does
-close the window, and an update-mode failure carries no explanation."""
+a tumbling window, a session window and a window after a join, and the input rows listed as at or
+behind the watermark (a tumbling window with its `dropped` check, a session, a join);
+tests/spark/test_explain.py checks that Spark's observations give the same words. The controls: the
+input the explanation names does close the window (and, across the bundled suite's window and
+session scenarios, the model confirms it: that row closes it, 1 ms earlier does not), rows moved past
+the watermark are not listed, and an update-mode failure carries no explanation."""
 from __future__ import annotations
+
+from functools import partial
 
 import pytest
 
@@ -244,3 +249,80 @@ def test_no_explanation_where_rows_are_written_before_their_window_closes():
         '[[a, "00:00:00", "00:00:10", 2]]', '[[a, "00:00:00", "00:00:10", 9]]')
     result = check_scenario(load_scenario_text(update, "u.scenario.yaml"))
     assert result.status == "failed" and explanations(result) == [""]
+
+
+# -- the model confirms the explanation across the bundled suite ----------------------------------------
+
+SWEPT = ("tumbling_count", "tumbling_sum", "sliding_count", "session_count")  # one stateful operator, one input
+
+
+def _closing_cases():
+    """(scenario, expect index, a window row written only later, the batches up to the expect) for every
+    bundled append-mode scenario of SWEPT whose query runs throughout (no stop, restart, run or clock step)."""
+    from eventtime.loader import find_scenario_files, load_scenario
+    from eventtime.scenarios import SUITE_DIR
+    from eventtime.semantics import simulate
+    from eventtime.spec import AddStep, ExpectStep, ProcessStep
+
+    for path in find_scenario_files([SUITE_DIR])[0]:
+        sc = load_scenario(path)
+        if (sc.contract.name not in SWEPT or sc.profile != "spark" or sc.params.get("output_mode", "append") != "append"
+                or any(not isinstance(s, (AddStep, ProcessStep, ExpectStep)) for s in sc.steps)
+                or any(v == "false" for v in sc.query_conf().values())):
+            continue
+        sim = simulate(sc)
+        source = next(iter(sc.sources.values()))
+        key_at, ts_at = source.column_names.index("key"), source.column_names.index(source.event_time)
+        added = [(s.index, r[key_at], r[ts_at]) for s in sc.steps if isinstance(s, AddStep) for r in s.rows[source.name]]
+        for k, obs in enumerate(sim.steps):
+            if not isinstance(obs.step, ExpectStep):
+                continue
+            so_far = [b for o in sim.steps[:k + 1] for b in o.batches]
+            later = [r for o in sim.steps[k + 1:] for b in o.batches for r in b.rows]
+            row = later[0] if later else None  # a window whose rows have all been read by the expect: when does it close?
+            mine = [i for i, key, ts in added if row is not None and key == row[0] and row[1] <= ts < row[2]]
+            if mine and max(mine) < obs.step.index:
+                yield sc, obs.step, row, so_far
+                break  # one case per scenario
+
+
+def _closes(sc, expect, row, ts: int) -> bool:
+    """Whether, on the model, a row of `row`'s key at `ts` added after `expect` (then a process) writes `row`'s window."""
+    import dataclasses
+
+    from eventtime.semantics import simulate
+    from eventtime.spec import AddStep, ProcessStep
+
+    source = next(iter(sc.sources.values()))
+    values = {"key": row[0], source.event_time: ts, "amount": 1}
+    add = AddStep(expect.where, rows={source.name: (tuple(values[c] for c in source.column_names),)})
+    steps = [s for s in sc.steps if s.index <= expect.index] + [add, ProcessStep(expect.where)]
+    for i, s in enumerate(steps[-2:]):
+        object.__setattr__(s, "_index", expect.index + 1 + i)  # the loader's step number, not a field
+    sim = simulate(dataclasses.replace(sc, steps=tuple(steps)))
+    return any(r[0] == row[0] and r[2] == row[2] for b in sim.steps[-1].batches for r in b.rows)
+
+
+def test_the_input_each_explanation_names_closes_its_window_on_the_model():
+    """For a window row each bundled scenario writes only after one of its expects, all of its rows read
+    by then: asked for at that expect, the explanation names an input row (`at or after X`); on the model,
+    that row added with the row's key closes the window (the next process writes it), and the same row
+    1 ms earlier does not."""
+    import re
+
+    from eventtime.explain import explain_missing
+    from eventtime.judge import _fmt_wm
+    from eventtime.timeparse import parse_time
+
+    checked = 0
+    for sc, expect, row, so_far in _closing_cases():
+        names = [c.name for c in sc.contract.output]
+        text = explain_missing([row], names, so_far, "append", partial(_fmt_wm, scenario=sc), 1)
+        named = re.search(r"an input row at or after (\S+) moves it there", text)
+        if named is None:
+            continue
+        at = parse_time(named.group(1), date=sc.date, zone=sc.timezone)
+        assert _closes(sc, expect, row, at), (sc.path, expect.where, row, text)
+        assert not _closes(sc, expect, row, at - 1000), (sc.path, expect.where, row, text)  # 1 ms earlier: open
+        checked += 1
+    assert checked >= 12, checked
