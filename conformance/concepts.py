@@ -126,6 +126,9 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                          "the sink first): rows in state, rows updated, rows dropped as late; the watermark a "
                          "batch ran with; a batch without event-time statistics",
                          "Spark guide: Reading Metrics Interactively (StreamingQueryProgress.stateOperators)"),
+    "state-contents": ("which rows a stateful operator keeps after a step (a window's group, an open session, "
+                       "each side of a join, a state variable), read with Spark's state data source (Spark 4.0+)",
+                       "Spark guide: Handling Late Data and Watermarking; State Data Source Integration Guide"),
     "available-now": ("trigger(availableNow=True): each run processes what is available, the no-data batch a "
                       "watermark advance needs included, and stops; state and watermark carry over the checkpoint",
                       "Spark guide: Triggers"),

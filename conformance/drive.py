@@ -67,6 +67,7 @@ class StepHandler(Protocol):
 def drive(scenario: m.Scenario, driver: Driver, conf: Mapping[str, str], handler: StepHandler) -> None:
     """Run `scenario`'s steps on `driver`: the implicit start (with `conf`), then each step in order."""
     since_expect = list(handler.run(None, lambda: driver.start(conf)))
+    pending: list[tuple[str, tuple]] = []  # rows added that no batch has read yet
     for step in scenario.steps:
         if handler.skips(step):
             continue
@@ -74,7 +75,29 @@ def drive(scenario: m.Scenario, driver: Driver, conf: Mapping[str, str], handler
             if handler.expect(step, since_expect):
                 since_expect = []
             continue
-        since_expect += handler.run(step, step_action(step, driver, conf))
+        batches = handler.run(step, step_action(step, driver, conf))
+        if isinstance(step, m.AddStep):
+            pending += [(name, row) for name, rows in step.rows.items() for row in rows]
+        elif batches:
+            groups = ([pending + [(step.source, r) for r in rows] for rows in step.batch_rows()]
+                      if isinstance(step, m.GenerateStep) else [pending])
+            pending = _read_by(groups, batches)
+        since_expect += batches
+
+
+def _read_by(groups: list[list[tuple[str, tuple]]], batches: list[BatchObservation]) -> list[tuple[str, tuple]]:
+    """Mark which data batch read which group of added rows (`BatchObservation.inputs`): a batch reads
+    every row there is when it starts (the kit's sources hand a batch all they hold), so the n-th data
+    batch of a step reads the n-th group, where its row count says so; the rows still unread.
+
+    A job of several queries (each may read a source) is not told apart: its batches keep None."""
+    data = [b for b in batches if b.input_rows]
+    if any(b.query is not None for b in batches):
+        return []
+    for group, batch in zip(groups, data):
+        if batch.input_rows == len(group):
+            batch.inputs = group
+    return groups[-1] if not data else []
 
 
 def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action:

@@ -9,16 +9,26 @@ watermark it left), a row at or after `end + delay`. The pipeline's logic is not
 phrased as what the watermark allows: an operator before the window (a join) can hold the watermark
 back further, and several inputs move it only together (the `min` policy).
 
+It also says which of the input rows read since the previous expect were at or behind the watermark
+their batch judged lateness by (where the source's event-time column is known and the step
+interpreter could tell which batch read which rows, `BatchObservation.inputs`): what an operator
+does with such a row is its rule (a join, a deduplication or a state function drops it; a window or
+session aggregate only where the row's window or session had ended by then), so it is said as that.
+
 Pure Python: it reads the observations the harness and the model both produce.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["END_COLUMNS", "explain_missing"]
+__all__ = ["END_COLUMNS", "explain_missing", "explain_late", "late_inputs", "missing_spans"]
 
 END_COLUMNS = ("window_end", "session_end")  # an output row's end: the time its window closes at
+SPAN_COLUMNS = (("window_start", "window_end"), ("session_start", "session_end"))
 TIMELINE_BATCHES = 6  # the last batches shown; older ones are counted
+LATE_ROWS = 10  # the late input rows listed; more are counted
+LATE_RULE = ("(a join, a deduplication or a state function drops such a row; an aggregate by window or session "
+             "only where the row's window or session had ended by then; what this pipeline does is its own logic)")
 
 
 def _delay_ms(history: Sequence[Any]) -> tuple[int, Any] | None:
@@ -43,10 +53,69 @@ def timeline(history: Sequence[Any], show: Callable[[int | None], str]) -> list[
     return lines
 
 
+def judged_by(batch: Any, history: Sequence[Any], single_watermark: bool = False) -> int:
+    """The watermark (ms) Spark judged `batch`'s input rows late by (eventTimeWatermarkForLateEvents):
+    the one the batch before it ran with (the initial one for batch 0), so a batch just after a move
+    without a no-data batch between still judges by the older one; with a single watermark
+    (`statefulOperator.allowMultiple=false`) the one it ran with."""
+    if single_watermark:
+        return batch.watermark_before_ms or 0
+    before = next((b for b in history if b.batch_id == batch.batch_id - 1), None)
+    if before is None:
+        return 0 if batch.batch_id == 0 else batch.watermark_before_ms or 0
+    return before.watermark_before_ms or 0
+
+
+def missing_spans(missing: Sequence[tuple], names: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The windows ('window') or sessions ('session') of missing rows, as (start, end) in µs."""
+    for start, end in SPAN_COLUMNS:
+        if start in names and end in names:
+            i, j = names.index(start), names.index(end)
+            return start.split("_")[0], sorted({(r[i], r[j]) for r in missing
+                                                if isinstance(r[i], int) and isinstance(r[j], int)})
+    return "window", []
+
+
+def late_inputs(batches: Sequence[Any], history: Sequence[Any], show: Callable[[int | None], str],
+                show_row: Callable[[str, tuple], str], event_time_at: Mapping[str, int],
+                spans: tuple[str, Sequence[tuple[int, int]]] = ("window", ()), single_watermark: bool = False
+                ) -> list[str]:
+    """The input rows `batches` read that were at or behind the watermark their batch judged lateness by,
+    one line each, with the missing window or session each falls in; [] when there are none or which
+    rows a batch read is not known."""
+    kind, windows = spans
+    late = []
+    for b in batches:
+        wm = judged_by(b, history, single_watermark)
+        for source, row in getattr(b, "inputs", None) or ():
+            at = event_time_at.get(source)
+            ts = row[at] if at is not None and at < len(row) else None
+            if not isinstance(ts, int) or isinstance(ts, bool) or ts > wm * 1000:
+                continue
+            line = f"{source} {show_row(source, row)}: batch {b.batch_id}, watermark {show(wm)}"
+            for start, end in windows:
+                if start <= ts < end:
+                    line += f"; in the missing {kind} [{show(start // 1000)}, {show(end // 1000)})"
+                    if kind == "window":
+                        line += (", which had ended by then: a window aggregate drops it from that window as late"
+                                 if end <= wm * 1000 else ", still open then: a window aggregate counts it there")
+            late.append(line)
+    if not late:
+        return []
+    more = [f"  (and {len(late) - LATE_ROWS} more)"] if len(late) > LATE_ROWS else []
+    return (["input rows at or behind the watermark their batch judged lateness by (the one the batch before it "
+             "ran with):"] + ["  " + line for line in late[:LATE_ROWS]] + more + [LATE_RULE])
+
+
+def explain_late(late: Sequence[str], history: Sequence[Any], show: Callable[[int | None], str]) -> str:
+    """The late input rows with the watermark timeline ('' without late rows): why rows were dropped."""
+    return "\n".join(list(late) + ["watermark timeline:"] + ["  " + line for line in timeline(history, show)]) if late else ""
+
+
 def explain_missing(missing: Sequence[tuple], names: Sequence[str], history: Sequence[Any], output_mode: str,
-                    show: Callable[[int | None], str], inputs: int = 1) -> str:
+                    show: Callable[[int | None], str], inputs: int = 1, late: Sequence[str] = ()) -> str:
     """Why the missing rows that end a window are not there yet ('' when none of them does, or when
-    the output mode writes rows before their window closes)."""
+    the output mode writes rows before their window closes), with the `late` input rows."""
     end_at = next((names.index(c) for c in END_COLUMNS if c in names), None)
     if end_at is None or output_mode != "append" or not missing:
         return ""
@@ -84,8 +153,8 @@ def explain_missing(missing: Sequence[tuple], names: Sequence[str], history: Seq
                        "join, can hold the watermark back further)")
         else:
             out.append(f"{what}; the watermark is {show(left)} and no batch has read event times that move it")
-    late = [b for b in history if b.dropped]
-    if late:
-        out.append(f"{sum(b.dropped for b in late)} row(s) were dropped as late (numRowsDroppedByWatermark; a "
-                   "window aggregate counts groups), by batch(es) " + ", ".join(str(b.batch_id) for b in late))
-    return "\n".join(out + ["watermark timeline:"] + ["  " + line for line in timeline(history, show)])
+    dropping = [b for b in history if b.dropped]
+    if dropping:
+        out.append(f"{sum(b.dropped for b in dropping)} row(s) were dropped as late (numRowsDroppedByWatermark; a "
+                   "window aggregate counts groups), by batch(es) " + ", ".join(str(b.batch_id) for b in dropping))
+    return "\n".join(out + list(late) + ["watermark timeline:"] + ["  " + line for line in timeline(history, show)])

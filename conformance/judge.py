@@ -9,7 +9,7 @@ from eventtime.harness.observations import BatchObservation
 
 from . import coltypes, rowmatch
 from .drive import rows_seen
-from .explain import explain_missing
+from .explain import explain_late, explain_missing, late_inputs, missing_spans
 from .coltypes import ColumnType
 from .spec import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
@@ -48,6 +48,23 @@ class Observed:
 
 def _event_time_inputs(scenario: Scenario) -> int:
     return sum(1 for s in scenario.sources.values() if s.event_time is not None)
+
+
+def _late_inputs(observed: Observed, scenario: Scenario, missing: Sequence[tuple] = (),
+                 names: Sequence[str] = ()) -> list[str]:
+    """The input rows since the previous expect that were behind the watermark their batch judged
+    lateness by (`eventtime.explain.late_inputs`), with the missing windows they fall in."""
+    rows = {n: src for n, src in scenario.sources.items() if src.kind == "rows"}
+    event_time_at = {n: src.column_names.index(src.event_time) for n, src in rows.items()
+                     if src.event_time in src.column_names}
+
+    def show_row(source: str, row: tuple) -> str:  # as the scenario lists it, times in its own form
+        return "[" + ", ".join(coltypes.format_value(v, c.type, lambda us: format_time(us, date=scenario.date),
+                                                     quote_text=False)
+                               for v, c in zip(row, rows[source].columns)) + "]"
+    single = str(scenario.query_conf().get("spark.sql.streaming.statefulOperator.allowMultiple", "")).lower() == "false"
+    return late_inputs(observed.since_expect, observed.history, lambda ms: _fmt_wm(ms, scenario), show_row,
+                       event_time_at, missing_spans(missing, names), single)
 
 
 def _is_number(v: Any) -> bool:
@@ -158,9 +175,12 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         failures = _judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
                                step.tolerance, _written_label(step))
         if step.written is None:
-            for f in failures:  # a missing window row: why it is not there yet, in event-time terms
-                f.explanation = explain_missing(f.missing, names, observed.history, observed.output_mode,
-                                                lambda ms: _fmt_wm(ms, scenario), _event_time_inputs(scenario))
+            for f in failures:  # a missing (window) row: why it is not there yet, in event-time terms
+                late = _late_inputs(observed, scenario, f.missing, names)
+                f.explanation = explain_missing(
+                    f.missing, names, observed.history, observed.output_mode, lambda ms: _fmt_wm(ms, scenario),
+                    _event_time_inputs(scenario), late) or (f.missing and explain_late(
+                        late, observed.history, lambda ms: _fmt_wm(ms, scenario))) or ""
         out.extend(failures)
     if step.watermark_us is not None:
         actual = observed.watermark_ms
@@ -174,7 +194,9 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         if actual != step.dropped:
             out.append(CheckFailure("dropped", step.where,
                                     f"{actual} row(s) dropped as late since the previous expect, expected {step.dropped}",
-                                    expected=step.dropped, actual=actual))
+                                    expected=step.dropped, actual=actual, explanation=explain_late(
+                                        _late_inputs(observed, scenario), observed.history,
+                                        lambda ms: _fmt_wm(ms, scenario))))
     if step.state_rows is not None:
         actual = observed.history[-1].state_rows if observed.history else 0
         if actual != step.state_rows:

@@ -31,6 +31,9 @@ class BatchObservation:
     duration_ms: int | None = None
     run: int = 0  # which start of the query ran it (0 = first)
     query: str | None = None  # which query of a job that starts several ran it (`jobrun.QueryGroup`)
+    # the scenario's added rows this batch read, as (source, row in its column order), where the step
+    # interpreter can tell (`eventtime.drive`); None: not known. Not written to results files.
+    inputs: list[tuple[str, tuple]] | None = None
 
     @property
     def has_data(self) -> bool:

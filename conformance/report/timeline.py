@@ -4,13 +4,19 @@ x is arrival: one column per micro-batch in the order they ran (no-data batches 
 marked). y is event time. Events added by the scenario sit in the batch that read them; the
 watermark each batch ran with is a step line; output windows (or sessions) are vertical spans at the
 batch that wrote them; for a failed expectation, the missing and unexpected rows are drawn apart.
+The failure's explanation (`eventtime.explain`) is drawn too: each batch says the watermark it ran
+with and left and the max event time it read, an event at or behind the watermark its batch judged
+lateness by is marked (late where its window had ended by then, else only behind), and a missing
+window's end is a line at the watermark that closes it, saying which batch first ran with it.
 The HTML template turns this data into SVG elements; nothing here writes markup.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
+from ..explain import judged_by
 from ..results import ERROR, FAILED, PASSED
 from ..timeparse import TimeFormatError, format_time, parse_duration
 from .merge import Cell, Row
@@ -52,6 +58,7 @@ class Event:
     source: int
     late: bool
     title: str
+    behind: bool = False  # at or behind the watermark its batch judged lateness by, its window still open
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ class Timeline:
     y_ticks: list[Tick] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     watermark: list[Segment] = field(default_factory=list)
+    closes: list[Segment] = field(default_factory=list)  # a missing window's end: the watermark that closes it
     outputs: list[OutputMark] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
     legend: list[LegendItem] = field(default_factory=list)
@@ -196,6 +204,7 @@ def build_timeline(row: Row, cell: Cell, column: str) -> Timeline | None:
     bound, bound_label = _lateness_bound(definition)
     below = _draw_batches(tl, walk.batches, scale, definition, out_names, bound, bound_label, date)
     _join_watermark(tl, walk.batches, scale, date)
+    _draw_closes(tl, walk, scale, definition, date)
     if below:
         tl.notes.append("the initial watermark (1970-01-01) is drawn at the bottom edge")
     _draw_expected(tl, walk, scale, definition, out_names, date)
@@ -211,6 +220,7 @@ class _Walk:
     batches: list[_Batch] = field(default_factory=list)
     markers: list[tuple[int, str, str, str]] = field(default_factory=list)  # (boundary, kind, label, title)
     expected: list[tuple[int, str, list[Any], list[str]]] = field(default_factory=list)  # (boundary, kind, row, columns)
+    explanations: list[str] = field(default_factory=list)  # of the failures with missing rows
     notes: list[str] = field(default_factory=list)
 
 
@@ -245,6 +255,8 @@ def _walk_steps(cell: Cell, definition: Mapping[str, Any], out_names: list[str],
                             f"step {index} ({kind}): {status}" + (f": {step['message']}" if step.get("message") else "")))
             for f in step.get("failures") or []:
                 cols = list(f.get("columns") or out_names)
+                if f.get("missing") and f.get("explanation"):
+                    walk.explanations.append(f["explanation"])
                 for r in f.get("missing") or []:
                     expected.append((len(batches), "missing", r, cols))
                 for r in f.get("unexpected") or []:
@@ -321,17 +333,24 @@ def _draw_batches(tl: Timeline, batches: list[_Batch], scale: _Scale, definition
     source_index = {s: i for i, s in enumerate(sources)}
     out_types = output_types(definition)
     below = False
+    history = [SimpleNamespace(batch_id=b.batch.get("batch_id"), watermark_before_ms=b.batch.get("watermark_before_ms"))
+               for b in batches]
+    single = str((definition.get("conf") or {}).get("spark.sql.streaming.statefulOperator.allowMultiple", "")
+                 ).lower() == "false"
     for i, b in enumerate(batches):
         raw = b.batch
         bid = raw.get("batch_id")
         data = bool(raw.get("data"))
         wm_before, wm_after = raw.get("watermark_before_ms"), raw.get("watermark_after_ms")
+        top = (raw.get("event_time") or {}).get("max")
         dropped = raw.get("dropped") or 0
         title = ("not read by any batch" if bid is None else
                  f"batch {bid} ({'data' if data else 'no-data'}, step {b.step}, run {raw.get('run', 0)}): "
                  f"{raw.get('input_rows', 0)} in, {len(raw.get('rows') or [])} out, watermark "
-                 f"{format_wm(wm_before, date)} -> {format_wm(wm_after, date)}, dropped {dropped}, "
-                 f"state rows {raw.get('state_rows')}")
+                 f"{format_wm(wm_before, date)} -> {format_wm(wm_after, date)}"
+                 + (f" (max event time {format_wm(top, date)})" if isinstance(top, int) else "")
+                 + f", dropped {dropped}, state rows {raw.get('state_rows')}")
+        judged = judged_by(history[i], history, single) if isinstance(bid, int) else None
         tl.columns.append(BatchColumn(bx(i), col_w, round(bx(i) + col_w / 2, 1),
                                       "-" if bid is None else str(bid), data, dropped, title))
         # events: one lane per source in the left half of the column
@@ -340,12 +359,16 @@ def _draw_batches(tl: Timeline, batches: list[_Batch], scale: _Scale, definition
             k = seen.get((source, t), 0)
             seen[(source, t)] = k + 1
             si = source_index.get(source, 0)
-            late = isinstance(wm_before, int) and bound(t) <= wm_before * 1000 and bid is not None
+            behind = judged is not None and t <= judged * 1000
+            late = behind and judged is not None and bound(t) <= judged * 1000
             lane = col_w * 0.22 + si * min(7.0, col_w * 0.25 / max(1, len(sources)))
+            why = f"watermark {format_wm(judged, date)} its batch judged lateness by"
             tl.events.append(Event(round(bx(i) + lane + 2.5 * k, 1), y(t), si, late,
                                    f"{source} {text} read by batch {bid}"
-                                   + (f"; late: {bound_label} {format_time(bound(t), date=date)} <= watermark "
-                                      f"{format_wm(wm_before, date)}" if late else "")))
+                                   + (f"; late: {bound_label} {format_time(bound(t), date=date)} <= {why}" if late
+                                      else f"; behind the {why}, its {bound_label} "
+                                      f"{format_time(bound(t), date=date)} is not: an aggregate still counts it" if behind else ""),
+                                   behind and not late))
         # watermark the batch ran with, and the jump to the one it left
         if isinstance(wm_before, int):
             below = below or (wm_before * 1000 < scale.lo)
@@ -366,10 +389,11 @@ def _join_watermark(tl: Timeline, batches: list[_Batch], scale: _Scale, date: An
     """Connect consecutive watermark segments; a stub after the last batch shows the watermark it left."""
     y = scale.y
     joined = []
-    for a, b in zip(tl.watermark, tl.watermark[1:]):
+    ran = [b.batch for b in batches if isinstance(b.batch.get("watermark_before_ms"), int)]  # one per segment
+    for a, b, batch in zip(tl.watermark, tl.watermark[1:], ran):
         joined.append(a)
         if a.x2 == b.x1 and a.y2 != b.y1:
-            joined.append(Segment(a.x2, a.y2, b.x1, b.y1, "watermark moves at the batch boundary"))
+            joined.append(Segment(a.x2, a.y2, b.x1, b.y1, _moved(batch, date)))
     if tl.watermark:
         joined.append(tl.watermark[-1])
         last = next((b.batch for b in reversed(batches) if isinstance(b.batch.get("watermark_after_ms"), int)), None)
@@ -377,10 +401,36 @@ def _join_watermark(tl: Timeline, batches: list[_Batch], scale: _Scale, date: An
             after = last["watermark_after_ms"]
             end = joined[-1]
             if end.y2 != y(after * 1000):
-                joined.append(Segment(end.x2, end.y2, end.x2, y(after * 1000), "watermark moves at the batch boundary"))
+                joined.append(Segment(end.x2, end.y2, end.x2, y(after * 1000), _moved(last, date)))
             joined.append(Segment(end.x2, y(after * 1000), round(end.x2 + 24, 1), y(after * 1000),
                                   f"watermark left for the next batch: {format_wm(after, date)}"))
     tl.watermark = joined
+
+
+def _moved(batch: Mapping[str, Any], date: Any) -> str:
+    """A watermark move at a batch boundary: what the batch left, and the max event time that set it."""
+    top = (batch.get("event_time") or {}).get("max")
+    return (f"batch {batch.get('batch_id')} left watermark {format_wm(batch.get('watermark_after_ms'), date)}"
+            + (f", set by the max event time it read, {format_wm(top, date)}" if isinstance(top, int) else ""))
+
+
+def _draw_closes(tl: Timeline, walk: _Walk, scale: _Scale, definition: Mapping[str, Any], date: Any) -> None:
+    """For each missing window or session, a line at its end: the watermark a batch must run with to
+    close it, saying which batch first did (the row is written then), or that none has yet, and the
+    explanation's words for it."""
+    y = scale.y
+    ends = sorted({s[1] for _, kind, r, cols in walk.expected if kind == "missing"
+                   and (s := _span_of(definition, r, cols)) is not None and s[0] != s[1]})
+    lines = [line for text in walk.explanations for line in text.splitlines()]
+    for end in ends:
+        first = next((b.batch for b in walk.batches if isinstance(b.batch.get("watermark_before_ms"), int)
+                      and b.batch["watermark_before_ms"] * 1000 >= end), None)
+        when = (f"batch {first.get('batch_id')} was the first to run with one ({format_wm(first['watermark_before_ms'], date)})"
+                if first is not None else "no batch has run with one yet")
+        said = next((line for line in lines if line.startswith(f"a row ending at {format_time(end, date=date)} ")), "")
+        tl.closes.append(Segment(tl.left, y(end), tl.right, y(end),
+                                 f"a window ending at {format_time(end, date=date)} closes when a batch runs with a "
+                                 f"watermark at or after it: {when}" + (f"\n{said}" if said else "")))
 
 
 def _draw_expected(tl: Timeline, walk: _Walk, scale: _Scale, definition: Mapping[str, Any], out_names: list[str],
@@ -422,11 +472,16 @@ def _draw_legend(tl: Timeline, sources: list[str], bound_label: str, markers: li
                  scale: _Scale, plot_w: float) -> None:
     """The legend under the plot, wrapped to the picture's width; sets the picture's size."""
     items = [("source", f"event ({s})", i) for i, s in enumerate(sources)]
-    items += [("late", f"event at/below the watermark ({bound_label})", 0), ("watermark", "watermark", 0),
+    items += [("late", f"event at/below the watermark ({bound_label})", 0)]
+    if any(e.behind for e in tl.events):
+        items.append(("behind", "event at/below the watermark, its window open", 0))
+    items += [("watermark", "watermark", 0),
               ("output", "output window", 0) if any(not o.point for o in tl.outputs)
               else ("output-point", "output row (at its first timestamp)", 0)]
     if tl.missing:
         items.append(("missing", "missing (expected, not produced)", 0))
+    if tl.closes:
+        items.append(("closes", "watermark that closes a missing window", 0))
     if tl.unexpected:
         items.append(("unexpected", "unexpected (produced, not expected)", 0))
     items += [("nodata", "no-data batch", 0)]

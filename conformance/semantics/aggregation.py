@@ -130,6 +130,10 @@ class StreamingAggregation(StatefulOperator):
     def evicts_by_watermark(self) -> bool:
         return self.output_mode in ("append", "update")
 
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """StateStoreSaveExec keeps a row per group: the grouping key, the aggregate buffers."""
+        return list(self.groups.items())
+
     def run(self, rows: Iterable[tuple[Hashable, dict]], wm: OperatorWatermarks
             ) -> list[tuple[Hashable, tuple]]:
         """Aggregate one batch of (group key, row) pairs; returns the emitted (key, result) pairs."""

@@ -15,7 +15,7 @@ aggregation), so `numRowsDroppedByWatermark` counts late rows. Per batch:
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Iterable
+from typing import Callable, Hashable, Iterable
 
 from .state import OperatorWatermarks, StatefulOperator, ms_to_us
 
@@ -28,25 +28,19 @@ class Deduplicate(StatefulOperator):
     name = "dedupe"
     counts_updates = True  # each new key is put once: numRowsUpdated
 
-    def __init__(self, key_of: Callable[[dict], Hashable], event_time_column: str,
-                 key_fields: tuple[tuple[str, str], ...] = ()):
+    def __init__(self, key_of: Callable[[dict], Hashable], event_time_column: str):
         super().__init__()
         self.key_of = key_of
         self.event_time_column = event_time_column
-        self.key_fields = key_fields  # (column, Spark type) of the key tuples, as the state reader names them
         self.seen: dict[Hashable, int | None] = {}  # key -> its event time (µs), what eviction compares
 
     @property
     def state_rows(self) -> int:
         return len(self.seen)
 
-    def state_table(self) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
-        """StreamingDeduplicateExec's state: the key struct of the deduplicated columns, an empty value."""
-        if not self.key_fields:
-            return None
-        paths = [f"key.{name}" for name, _ in self.key_fields]
-        return ({p: t for p, (_, t) in zip(paths, self.key_fields)},
-                [dict(zip(paths, key if isinstance(key, tuple) else (key,))) for key in self.seen])
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """StreamingDeduplicateExec keeps each key (the deduplicated columns) with an empty value."""
+        return [(key,) for key in self.seen]
 
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[dict]:
         self.begin(wm)

@@ -78,6 +78,10 @@ class IntervalJoin(StatefulOperator):
     def state_rows(self) -> int:
         return len(self.left) + len(self.right)
 
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """Each side keeps its buffered rows (the reader's `key` the join key, `value` the side's row)."""
+        return [(b.key, b.row) for b in (self.left if side == "left" else self.right)]
+
     # -- state watermarks ---------------------------------------------------------------------------
     def left_state_watermark_us(self, watermark_ms: int) -> int:
         return ms_to_us(watermark_ms) - self.upper_us - MS

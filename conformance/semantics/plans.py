@@ -18,7 +18,7 @@ from .lateness import LatenessWindows
 from .dedup import Deduplicate, DeduplicateWithinWatermark
 from .joins import IntervalJoin
 from .sessions import SESSION_OUTPUT_MODES, SessionAggregation
-from .state import OperatorWatermarks, StatefulOperator
+from .state import OperatorWatermarks, StatefulOperator, StateLayout
 from .stateful import HoldTimer, InactivityTimeout
 from .windows import parse_gap, time_windows, window_time
 
@@ -55,6 +55,29 @@ def _all_rows(inputs: Mapping[str, Partitions], *names: str) -> list[dict]:
     return [row for name in names for part in inputs.get(name, ()) for row in part]
 
 
+# -- what Spark's state reader shows of each operator (`expect: {state: ...}`): the fields are named after
+#    the reference pipeline's columns, as Spark 4.3.0's reader gives them (the dynamic-gap session and the
+#    union's count too) ---------------------------------------------------------------------------------------
+
+def _window_layout(key_field: str, values: Sequence[str]) -> StateLayout:
+    """An aggregation by (window, key): the grouping key, then each aggregate buffer (a count, a sum of longs)."""
+    return StateLayout((("key.window.start", "timestamp"), ("key.window.end", "timestamp"), (key_field, "string"))
+                       + tuple((f"value.{v}", "bigint") for v in values),
+                       lambda key, acc: (key[1].start, key[1].end, key[0]) + tuple(acc))
+
+
+SESSION_LAYOUT = StateLayout(  # a row per open session, keyed by its start; the value is the whole session row
+    (("key.key", "string"), ("key.sessionStartTime", "timestamp"), ("value.session_window.start", "timestamp"),
+     ("value.session_window.end", "timestamp"), ("value.key", "string"), ("value.count", "bigint")),
+    lambda key, s: (key, s.start, s.start, s.end, key) + tuple(s.acc))
+
+# per side: the join key (unnamed: field0), the side's row as the reference renames its columns
+JOIN_LAYOUTS: dict[tuple[str | None, str | None], StateLayout] = {
+    (side, None): StateLayout((("key.field0", "string"), (f"value.{p}key", "string"), (f"value.{side}_ts", "timestamp")),
+                              lambda key, row: (key, row["key"], row["ts"]))
+    for side, p in (("left", "l"), ("right", "r"))}
+
+
 class WindowAggregate(Plan):
     """tumbling_count, tumbling_sum, sliding_count, union_tumbling_count: groupBy(window(ts), key)."""
 
@@ -63,6 +86,8 @@ class WindowAggregate(Plan):
         super().__init__(delays_ms)
         self.sources, self.length, self.slide = tuple(sources), length, slide
         self.agg = StreamingAggregation(aggregates, lambda k: k[1].end, mode)
+        self.agg.layouts[None, None] = _window_layout(
+            "key.key", ["count", "sum"][:len(aggregates.functions)])
         self.operators = [self.agg]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -91,6 +116,7 @@ class SessionCount(Plan):
         super().__init__(delays_ms)
         self.gap_of = gap_of
         self.agg = SessionAggregation(Aggregates((CountRows(),)), mode)
+        self.agg.layouts[None, None] = SESSION_LAYOUT
         self.operators = [self.agg]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -109,7 +135,8 @@ class Dedup(Plan):
             self.op: StatefulOperator = DeduplicateWithinWatermark(
                 lambda r: r["id"], "ts", delays_ms["events"] * 1000)
         else:
-            self.op = Deduplicate(lambda r: (r["id"], r["ts"]), "ts", key_fields=(("id", "string"), ("ts", "timestamp")))
+            self.op = Deduplicate(lambda r: (r["id"], r["ts"]), "ts")
+            self.op.layouts[None, None] = StateLayout((("key.id", "string"), ("key.ts", "timestamp")), lambda key: key)
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -122,6 +149,7 @@ class Join(Plan):
     def __init__(self, delays_ms, bound_us: int, join_type: str):
         super().__init__(delays_ms)
         self.join = IntervalJoin(key="key", ts="ts", lower_us=-bound_us, upper_us=bound_us, join_type=join_type)
+        self.join.layouts.update(JOIN_LAYOUTS)
         self.operators = [self.join]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -140,7 +168,9 @@ class JoinThenCount(Plan):
         super().__init__(delays_ms)
         self.length = length
         self.join = IntervalJoin(key="key", ts="ts", lower_us=0, upper_us=bound_us, join_type="inner")
+        self.join.layouts.update(JOIN_LAYOUTS)
         self.agg = StreamingAggregation(Aggregates((CountRows(),)), lambda k: k[1].end, "append")
+        self.agg.layouts[None, None] = _window_layout("key.lkey", ["count"])
         self.operators = [self.join, self.agg]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -186,6 +216,8 @@ class Hold(Plan):
     def __init__(self, delays_ms, hold_ms: int):
         super().__init__(delays_ms)
         self.op = HoldTimer(key="key", ts="ts", hold_ms=hold_ms)
+        self.op.layouts[None, "group"] = StateLayout(  # the processor's value state `group` (first µs, n)
+            (("key.key", "string"), ("value.first", "bigint"), ("value.n", "bigint")), lambda key, g: (key, g.first_us, g.count))
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):

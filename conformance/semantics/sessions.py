@@ -52,6 +52,10 @@ class SessionAggregation(StatefulOperator):
     def evicts_by_watermark(self) -> bool:
         return self.output_mode == "append"
 
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """SessionWindowStateStoreSaveExec keeps a row per open session: (key, session)."""
+        return [(key, s) for key, sessions in self.sessions.items() for s in sessions]
+
     def run(self, partitions: Sequence[Iterable[tuple[Hashable, int, int, dict]]], wm: OperatorWatermarks
             ) -> list[tuple[Hashable, Session]]:
         """One batch: `partitions` of (key, ts, gap, row) in µs; returns emitted (key, session) pairs."""

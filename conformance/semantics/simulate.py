@@ -93,9 +93,10 @@ def _chosen(plan: Any, check: m.StateCheck) -> tuple[int, Any] | None:
 def _state_covered(scenario: m.Scenario, plan: Any) -> None:
     for check in _state_checks(scenario):
         chosen = _chosen(plan, check)
-        if chosen is None or check.side is not None or check.variable is not None or chosen[1].state_table() is None:
-            raise NotCovered(f"{check.where}: the model gives the state contents of dropDuplicates only "
-                             "(`state` check)")
+        if chosen is None or chosen[1].state_table(check.side, check.variable) is None:
+            raise NotCovered(f"{check.where}: the model gives the state contents (`state` check) of an aggregation "
+                             "by window, a session window, dropDuplicates, each side of a "
+                             "stream-stream join and hold_timer's variable `group`, not of this operator or store")
 
 
 def model_state(plan: Any, check: m.StateCheck) -> ModelState | str:
@@ -103,11 +104,12 @@ def model_state(plan: Any, check: m.StateCheck) -> ModelState | str:
     chosen = _chosen(plan, check)
     assert chosen is not None  # _state_covered
     position, op = chosen
-    table = op.state_table()
+    table = op.state_table(check.side, check.variable)
     assert table is not None
     fields, rows = table
     missing = [c for c in check.columns if c not in fields]
-    label = f"{op.name} (operator {position})"
+    label = f"{op.name} (operator {position}{', ' + check.side + ' side' if check.side else ''}"
+    label += f", variable {check.variable!r})" if check.variable else ")"
     if missing:
         return f"the state of {label} has no field {missing[0]!r} (fields: {', '.join(fields)})"
     return ModelState(label, fields, [tuple(r[c] for c in check.columns) for r in rows])

@@ -27,9 +27,9 @@ trigger runs a batch without input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-__all__ = ["OperatorWatermarks", "StatefulOperator", "QueryFailure", "is_late", "ms_to_us"]
+__all__ = ["OperatorWatermarks", "StatefulOperator", "StateLayout", "QueryFailure", "is_late", "ms_to_us"]
 
 
 class QueryFailure(Exception):
@@ -58,6 +58,22 @@ class OperatorWatermarks:
     evict_ms: int
 
 
+@dataclass(frozen=True)
+class StateLayout:
+    """How Spark's state reader (`format("statestore")`) shows one state store of an operator: each
+    leaf field of its `key` and `value` structs (`key.window.start`) with its Spark type, and `row`,
+    which turns one entry of the operator's state (as `StatefulOperator.state_entries` gives it) into
+    those fields' values, in order. The names are the pipeline's (the plan's columns), so the plan of
+    a contract, which mirrors its reference implementation, gives them."""
+
+    fields: tuple[tuple[str, str], ...]
+    row: Callable[..., tuple]
+
+    def table(self, entries: Iterable[tuple]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        names = [name for name, _ in self.fields]
+        return dict(self.fields), [dict(zip(names, self.row(*entry))) for entry in entries]
+
+
 class StatefulOperator:
     """Base of the model's stateful operators. Subclasses implement `run` and keep their state."""
 
@@ -68,6 +84,9 @@ class StatefulOperator:
         self.dropped = 0  # numRowsDroppedByWatermark of the last batch
         self.updated = 0  # numRowsUpdated of the last batch, where `counts_updates`
         self.ran_with: OperatorWatermarks | None = None  # the watermarks of the last batch
+        # (side, variable) -> how the reader shows that state store; set by the plan, which knows the
+        # pipeline's column names (a join: one per side; transformWithState: one per state variable)
+        self.layouts: dict[tuple[str | None, str | None], StateLayout] = {}
 
     # -- per batch -------------------------------------------------------------------------------
     def begin(self, wm: OperatorWatermarks) -> None:
@@ -89,10 +108,17 @@ class StatefulOperator:
     def state_rows(self) -> int:  # numRowsTotal
         raise NotImplementedError
 
-    def state_table(self) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
-        """What Spark's state reader gives for this operator: each leaf field (`key.id`) -> its Spark
-        type, and the rows (field -> value); None where the model does not know the layout."""
-        return None
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """The operator's state entries in that store, each as its layout's `row` takes them."""
+        raise NotImplementedError
+
+    def state_table(self, side: str | None = None, variable: str | None = None
+                    ) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
+        """What Spark's state reader gives for this operator's store (a join's `side`, a
+        transformWithState `variable`): each leaf field (`key.id`) -> its Spark type, and the rows
+        (field -> value); None where the model does not know that store's layout."""
+        layout = self.layouts.get((side, variable))
+        return None if layout is None else layout.table(self.state_entries(side, variable))
 
     # -- watermark propagation and the no-data batch ----------------------------------------------
     def output_watermark(self, input_ms: int) -> int:

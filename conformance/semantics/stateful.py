@@ -108,6 +108,10 @@ class HoldTimer(StatefulOperator):
     def state_rows(self) -> int:
         return len(self.groups)
 
+    def state_entries(self, side: str | None, variable: str | None) -> Iterable[tuple]:
+        """The processor's value state per key: (key, its group)."""
+        return list(self.groups.items())
+
     def run(self, rows: Iterable[dict], wm: OperatorWatermarks) -> list[tuple[Hashable, _Hold]]:
         """Returns the (key, group) pairs whose timer fired in this batch."""
         self.begin(wm)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from eventtime.report import build_report
+from eventtime.report.timeline import build_timeline
 from eventtime.textreport import short_name, verdict_mark
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,6 +88,11 @@ def test_failing_scenario_opens_to_a_timeline_with_missing_and_unexpected_rows(r
     assert svg.locator(".row-mark.unexpected").count() == unexpected
     assert svg.locator("circle.ev").count() > 0 and svg.locator("line.wm").count() > 0
     assert svg.locator("text.marker.expect-failed").count() > 0
+    # the explanation drawn: a line at each missing window's end, the watermark that closes it
+    closes = build_timeline(row, cell, column).closes
+    assert svg.locator(":scope > line.closes").count() == len(closes) > 0
+    assert "closes when a batch runs with a watermark at or after it" in svg.locator(
+        ":scope > line.closes title").first.text_content()
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.evaluate("window.scrollTo(0, 0)")  # a full-page shot of a scrolled page misplaces sticky headers
     page.screenshot(path=str(SCREENSHOT), full_page=True)

@@ -216,3 +216,42 @@ def test_run_once_starts_and_stops_without_processing():
     assert driver.calls == [
         ("start", {"base": "1"}, False), ("add", "events", 1, None), ("stop",), *run,
         ("add", "events", 1, None), *run, ("start", {"base": "1"}, False), ("stop",), *run]
+
+
+READS = """\
+scenario: which-batch-read-which-rows
+description: rows added in several adds, while stopped and by generate, and the batch that read each
+contract: tumbling_count
+params: {window: 10s, watermark_delay: 5s}
+steps:
+  - add: {events: [[a, "00:00:01"]]}
+  - add: {events: [[b, "00:00:02"]]}
+  - process
+  - stop
+  - add: {events: [[c, "00:00:09"]]}
+  - start
+  - generate: {rows: 2, batches: 2, seed: 1, keys: 1, event_time: {start: "00:00:20", step: 1s}}
+"""
+
+
+def test_each_data_batch_knows_the_added_rows_it_read():
+    """`BatchObservation.inputs`: what explanations list as late rows. Every row there is goes to the next
+    data batch (two adds, one process; an add while stopped, the start); generate's batches each read theirs."""
+    from eventtime.semantics.simulate import simulate
+
+    sc = load_scenario_text(READS, "reads.scenario.yaml")
+    data = [b for b in simulate(sc).history if b.input_rows]
+    names = [[(source, row[0]) for source, row in b.inputs or []] for b in data]
+    assert names[:2] == [[("events", "a"), ("events", "b")], [("events", "c")]]
+    assert [len(n) for n in names[2:]] == [len(rows) for rows in sc.steps[-1].batch_rows()] == [1, 1]
+    assert all(b.inputs is None for b in simulate(sc).history if not b.input_rows)
+
+
+def test_a_batch_that_read_another_count_of_rows_keeps_none():
+    """Control: when a batch's row count is not what was added, which rows it read is not guessed."""
+    from eventtime.drive import _read_by
+
+    b = BatchObservation(0, 2, 0, 0, 0)
+    assert _read_by([[("events", ("a", 1))]], [b]) == [] and b.inputs is None
+    unread = [("events", ("a", 1))]
+    assert _read_by([unread], [BatchObservation(1, 0, 0, 0, 0)]) == unread  # a no-data batch reads nothing

@@ -233,6 +233,58 @@ def test_timeline_marks_late_events_and_restarts():
     assert lates > 0 and restarts > 0
 
 
+def _model_report(tmp_path: Path, text: str):
+    """The report of the model's run of a scenario text, through a results file as `eventtime run` writes it."""
+    from eventtime.loader import load_scenario_text
+    from eventtime.resultsfile import build_document, result_record
+    from eventtime.semantics import check_scenario
+
+    result = check_scenario(load_scenario_text(text, "why.scenario.yaml"))
+    result.runtime = {"spark_version": "4.3.0"}
+    report = build_report([_write(tmp_path / "r.json", build_document([result_record(result)], tool="test"))])
+    [row] = report.matrix.rows
+    return report, build_timeline(row, row.cells["4.3.0"], "4.3.0")
+
+
+def test_timeline_draws_the_explanation_of_a_missing_window(tmp_path):
+    """The explanation (tests/fast/test_explain.py's tumbling case with late rows) in the picture: each
+    batch's watermark before and after with the max event time that set it, the late row and the row only
+    behind the watermark, the line at the missing window's end naming the batch that first ran with it."""
+    from tests.fast.test_explain import TUMBLING_LATE
+
+    report, tl = _model_report(tmp_path, TUMBLING_LATE)
+    assert "watermark 00:00:07 -> 00:00:21 (max event time 00:00:26)" in tl.columns[2].title
+    assert "batch 2 left watermark 00:00:21, set by the max event time it read, 00:00:26" in [s.title for s in tl.watermark]
+    late = {e.title.split(" read")[0]: (e.late, e.behind) for e in tl.events}
+    assert late == {"events (a, 00:00:12)": (False, False), "events (a, 00:00:26)": (False, False),
+                    "events (b, 00:00:15)": (True, False), "events (a, 00:00:21)": (False, True)}
+    [closes] = tl.closes
+    assert closes.title.splitlines()[0] == ("a window ending at 00:00:20 closes when a batch runs with a watermark at "
+                                            "or after it: batch 3 was the first to run with one (00:00:21)")
+    assert closes.title.splitlines()[1].startswith("a row ending at 00:00:20 is written by the first batch")  # its words
+    assert closes.y1 == closes.y2 and tl.left == closes.x1 and closes.x2 == tl.right
+    html = report.html(generated_at=GENERATED)
+    assert html.count('<line class="closes"') == 2 and 'class="ev src-0 behind"' in html  # the line and its legend
+    assert "watermark that closes a missing window" in html
+
+
+def test_timeline_of_rows_on_time_marks_none_late_and_a_passing_run_no_closing_line(tmp_path):
+    """Controls: the same rows moved past the watermark are neither late nor behind (the window still
+    missing: a closing line no batch has reached); the passing run draws no closing line."""
+    from tests.fast.test_explain import TUMBLING_LATE
+
+    on_time = TUMBLING_LATE.replace('[b, "00:00:15"], [a, "00:00:21"]', '[b, "00:00:22"]').replace(
+        '[[b, "00:00:10", "00:00:20", 1]]', '[[b, "00:00:20", "00:00:30", 1]]')
+    _, tl = _model_report(tmp_path, on_time)
+    assert not any(e.late or e.behind for e in tl.events)
+    assert [c.title.splitlines()[0] for c in tl.closes] == [
+        "a window ending at 00:00:30 closes when a batch runs with a watermark at or after it: no batch has run with "
+        "one yet"]
+    passing = TUMBLING_LATE.replace('[[b, "00:00:10", "00:00:20", 1]]', "[]").replace("dropped: 0", "dropped: 1")
+    _, tl = _model_report(tmp_path, passing)
+    assert tl.closes == [] and tl.missing == 0
+
+
 # -- outputs ----------------------------------------------------------------------------------------
 
 def test_html_matrix_matches_the_files_and_is_self_contained_and_deterministic():

@@ -1,5 +1,8 @@
 """`expect: {state: ...}` without Spark: the loader reads it at its places, the judge compares a state
-table by the types the reader gives, and the model answers for dropDuplicates only."""
+table by the types the reader gives, and the model gives the state of a window count, a session window,
+each side of a join, a transformWithState variable and dropDuplicates: the bundled state scenarios agree
+with it, and each with one key or value changed (CONTROLS, run on Spark by tests/spark/test_state.py)
+fails."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from eventtime.loader import ScenarioInvalid, load_scenario_text
+from eventtime.scenarios import SUITE_DIR
 from eventtime.semantics import check_scenario
 from eventtime.statecheck import judge_state
 
@@ -78,4 +82,42 @@ def test_the_model_gives_dedup_state_and_says_what_it_does_not_cover():
                                                             '{key.id: c, key.ts: "00:00:12"}'), "s.yaml"))
     assert wrong.status == "failed"  # control: the model's state holds b, not c
     side = check_scenario(load_scenario_text(DEDUP.replace("        rows:", "        side: left\n        rows:"), "s.yaml"))
-    assert side.status == "not_applicable" and "state contents of dropDuplicates only" in side.reason
+    assert side.status == "not_applicable" and "not of this operator or store" in side.reason
+
+
+# The bundled state scenarios, each with one key or value changed: (file, old, new, what Spark says).
+CONTROLS = {
+    "window": ("tumbling/state-keeps-open-windows.scenario.yaml",
+               '{key.key: b, key.window.start: "00:00:10", value.count: 2}',
+               '{key.key: b, key.window.start: "00:00:10", value.count: 3}',
+               "the state of stateStoreSave (operator 0): 1 missing, 1 unexpected"),
+    "session": ("session/state-keeps-open-sessions.scenario.yaml",
+                'key.sessionStartTime: "00:00:14"', 'key.sessionStartTime: "00:00:12"',
+                "the state of sessionWindowStateStoreSaveExec (operator 0): 1 missing, 1 unexpected"),
+    "join": ("join/state-per-side.scenario.yaml",
+             "rows: [{key.field0: b}, {key.field0: d}]", "rows: [{key.field0: c}, {key.field0: d}]",
+             "the state of symmetricHashJoin (operator 0, right side): 1 missing, 1 unexpected"),
+    "transform_with_state": ("stateful/hold-timer-state-variable.scenario.yaml",
+                             "[{key.key: a, value.n: 1}, {key.key: b, value.n: 2}]",
+                             "[{key.key: a, value.n: 2}, {key.key: b, value.n: 2}]",
+                             "(operator 0, variable 'group'): 1 missing, 1 unexpected"),
+}
+
+
+def control_text(name: str) -> tuple[str, str]:
+    """The bundled scenario `name` of CONTROLS with its one change: (its path, the changed text)."""
+    file, old, new, _ = CONTROLS[name]
+    path = SUITE_DIR / file
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    return str(path), text.replace(old, new)
+
+
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_a_bundled_state_scenario_with_one_value_changed_fails_on_the_model(name):
+    path, text = control_text(name)
+    assert check_scenario(load_scenario_text((SUITE_DIR / CONTROLS[name][0]).read_text(), path)).status == "passed"
+    result = check_scenario(load_scenario_text(text, path))
+    [failure] = [f for s in result.steps for f in s.failures]
+    assert result.status == "failed" and failure.check == "state", result.reason
+    assert failure.message.endswith(CONTROLS[name][3].split("(", 1)[1]), failure.message  # Spark names it its way

@@ -1,11 +1,12 @@
 """`expect: {state: ...}` on Spark (issue 40, item 1): the rows a stateful operator keeps, read with
 Spark's state data source after the step (Spark 4.0+), compared on the fields the rows name.
 
-The bundled `dedup/dedup-state-contents` passes and fails with one key changed; a join's two sides
-and the window count after it are read by operator and side on the bundled `join_then_count`
-contract, each with a control; a field the state does not have and a join without its side are
-failures saying so. On a Spark without the state reader (3.x) a scenario with a `state` check is
-not applicable, naming the feature.
+The bundled `dedup/dedup-state-contents` passes and fails with one key changed; the bundled window,
+session, join and transformWithState state scenarios (which the suite runs) each fail with one key or
+value changed; a join's two sides and the window count after it are read by operator and side on the
+bundled `join_then_count` contract, each with a control; a field the state does not have, a join
+without its side and an unknown state variable are failures saying so. On a Spark without the state
+reader (3.x) a scenario with a `state` check is not applicable, naming the feature.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from eventtime import run_scenario
 from eventtime.loader import load_scenario_text
 from eventtime.textreport import describe_failure
+from tests.fast.test_statecheck import CONTROLS, control_text
 
 pytestmark = pytest.mark.spark
 
@@ -110,46 +112,25 @@ def test_a_joins_sides_and_the_count_after_it(spark):
         assert failed.status == "failed" and any(message in m for m in _messages(failed)), describe_failure(failed)
 
 
-SESSION = """\
-scenario: session-state
-description: The open session a session window keeps, by its key and start.
-contract: session_count
-params: {gap: 5s, watermark_delay: 5s}
-steps:
-  - add: {events: [[a, "00:00:01"], [a, "00:00:03"]]}
-  - process
-  - expect:
-      state:
-        rows: [{key.key: a, key.sessionStartTime: "00:00:01", value.session_window.end: "00:00:08", value.count: 2}]
-"""
-
-HOLD = """\
-scenario: hold-state
-description: The value state variable of a transformWithState processor, per key.
-contract: hold_timer
-params: {hold: 10s, watermark_delay: 5s}
-steps:
-  - add: {events: [[a, "00:00:10"], [b, "00:00:12"], [a, "00:00:11"]]}
-  - process
-  - expect:
-      state: {variable: group, rows: [{key.key: a, value.n: 2}, {key.key: b, value.n: 1}]}
-"""
-
-
-@pytest.mark.parametrize("text, old, new, message", [
-    (SESSION, "value.count: 2}", "value.count: 3}",
-     "the state of sessionWindowStateStoreSaveExec (operator 0): 1 missing, 1 unexpected"),
-    (HOLD, "{key.key: b, value.n: 1}", "{key.key: b, value.n: 2}",
-     "the state of transformWithStateInPandasExec (operator 0, variable 'group'): 1 missing, 1 unexpected"),
-    (HOLD, "variable: group, ", "variable: grp, ", "cannot read the state: "),
-], ids=["session", "transform_with_state", "unknown-variable"])
-def test_a_session_and_a_transform_with_state_variable(spark, text, old, new, message):
+@pytest.mark.parametrize("name", sorted(CONTROLS))
+def test_a_bundled_state_scenario_with_one_value_changed_fails(spark, name):
+    """The bundled window, session, join and transformWithState state scenarios pass in the suite
+    (test_certify_suite); the control: each with one key or value changed fails, saying what differs."""
     if not _applies(spark):
         pytest.skip("no state reader on this Spark")
-    path = ROOT / "state.scenario.yaml"
-    result = _run(spark, text, path)
+    path, text = control_text(name)
+    failed = _run(spark, text, Path(path))
+    if failed.status == "not_applicable":
+        pytest.skip(failed.reason)
+    assert failed.status == "failed" and any(CONTROLS[name][3] in m for m in _messages(failed)), describe_failure(failed)
+
+
+def test_an_unknown_state_variable_fails_with_sparks_reason(spark):
+    if not _applies(spark):
+        pytest.skip("no state reader on this Spark")
+    path = ROOT / CONTROLS["transform_with_state"][0]
+    result = _run(spark, path.read_text().replace("variable: group", "variable: grp"), path)
     if result.status == "not_applicable":
         pytest.skip(result.reason)
-    assert result.status == "passed", describe_failure(result)
-    failed = _run(spark, text.replace(old, new), path)  # the control
-    assert failed.status == "failed" and any(message in m for m in _messages(failed)), describe_failure(failed)
+    assert result.status == "failed" and any(m.startswith("cannot read the state: ") for m in _messages(result)), \
+        describe_failure(result)
