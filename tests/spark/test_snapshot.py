@@ -231,6 +231,7 @@ def test_in_a_terminal_the_snapshot_is_written_after_a_yes(tmp_path):
     _restored(ROOT / "scenarios" / "tumbling" / "complete-mode.scenario.yaml", path)
 
 
+@pytest.mark.any_line  # how the controller gathers the workers' observations is the kit's own
 def test_under_xdist_the_files_are_written_once_by_the_controller(tmp_path):
     """`pytest -n 2 --eventtime-snapshot`: a file's two implementations run on different workers (xdist
     deals fewer than four items round robin); the controller writes the file once, restored to the
