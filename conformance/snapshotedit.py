@@ -997,7 +997,9 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
     for k, v in body.value:
         if k.value == "on_spark" or k.value in view.unjudged:
             continue
-        if k.value in CHECK_KEYS + ("no_output",):
+        if k.value == "state" and "state" not in view.failed and view.step.state is not None:
+            parts.append("state: " + _state_as_written(view.step.state))  # it agreed: as stated (not read again)
+        elif k.value in CHECK_KEYS + ("no_output",):
             key = "rows" if k.value == "no_output" else k.value
             value = check_value(view, key)
             if value is None:
@@ -1020,6 +1022,13 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
     pad = " " * body.value[0][0].start_mark.column
     at = _eol(text, _end(body))
     return Edit(at, at, f"\n{pad}on_spark:\n{pad}  {entry}")
+
+
+def _state_as_written(check: m.StateCheck) -> str:
+    """A `state` check as its file states it, in flow style (its values as YAML read them)."""
+    head = {k: v for k, v in (("operator", check.operator), ("side", check.side), ("variable", check.variable))
+            if v is not None}
+    return _flow({**head, "rows": [dict(zip(check.columns, row)) for row in check.rows]})
 
 
 def _parent_mapping(body: yaml.MappingNode, key: yaml.Node) -> yaml.MappingNode | None:

@@ -651,3 +651,24 @@ def test_under_xdist_the_controller_writes_each_file_once_from_every_worker(tmp_
         status, said = _xdist_session(tmp_path, outputs, ran, monkeypatch)
         assert status == 1 and path.read_text() == text
         assert any(why in line for line in said), said
+
+
+def test_a_variant_keeps_a_state_check_that_agreed_as_stated(tmp_path):
+    text = HEAD + """  - expect:
+      rows: []
+      state:
+        operator: dedupe
+        rows:
+          - {key.id: b, key.ts: "00:00:12"}
+"""
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(text)
+    plan = snap.plan_file(path, path.name, [_state_run(path, None, failed=False)], "fix", on_spark=True)
+    assert plan.new == text + ('      on_spark:\n        ">=4.3,<4.4": {rows: [[a, "00:00:00", "00:00:10", 1]], '
+                               'state: {operator: dedupe, rows: [{key.id: b, key.ts: "00:00:12"}]}}\n')
+    variant = m.for_spark_version(load_scenario_text(plan.new, "x"), "4.3.0").steps[-1].state
+    common = load_scenario_text(text, "x").steps[-1].state
+    assert (variant.operator, variant.columns, variant.rows) == (common.operator, common.columns, common.rows)
+    # the control: a state that disagreed goes into the variant as it was read
+    disagreed = snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE))], "fix", on_spark=True)
+    assert '{key.id: c, key.ts: "00:00:16"}' in disagreed.new.split("on_spark:")[1]
