@@ -34,6 +34,9 @@ class Observed:
         self.columns = list(columns)
         self.failure = failure
         self.unjudged: frozenset[str] = frozenset()  # checks the implementation is not judged on
+        # a `state` check's operator as read with every field (`stateread.StateTable`), or why it could
+        # not be read; None where the check was not read again (it agreed): what a snapshot writes
+        self.state: Any = None
 
     @property
     def watermark_ms(self) -> int:

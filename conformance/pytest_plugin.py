@@ -315,7 +315,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.take_pending_bindings()  # from the conftest files pytest imported before configuring
     config.stash[_SETTINGS] = settings
     if any(config.getoption(f"eventtime_snapshot{o}", None) for o in ("", "_yes", "_on_spark")):
-        from eventtime.snapshot import register_pytest
+        from eventtime.snapshot_pytest import register_pytest
 
         register_pytest(config, settings)
     if settings.report_json and not hasattr(config, "workerinput"):  # xdist workers send their reports

@@ -787,9 +787,12 @@ class _SparkSteps:
             return  # an implementation that keeps its state in another shape is not judged on it
         from .statecheck import read_and_judge
 
-        sr.failures += read_and_judge(step.state, run.spark, getattr(run, "checkpoint", None), self.scenario,
-                                      step.tolerance)
+        checkpoint = getattr(run, "checkpoint", None)
+        sr.failures += read_and_judge(step.state, run.spark, checkpoint, self.scenario, step.tolerance)
         sr.status = FAILED if sr.failures else sr.status
+        if sr.observed is not None and checkpoint is not None and (
+                not step.state.columns or any(f.check == "state" for f in sr.failures)):
+            sr.observed.state = _state_every_field(step.state, run.spark, checkpoint)
 
     def _closed_by(self, step: m.ExpectStep) -> str | None:
         """The query whose "since the previous expect" an expect of what was written or published closes:
@@ -999,3 +1002,17 @@ def _current_watermark(run: Any) -> int | None:
         return None if isinstance(run, QueryGroup) and len(run.runs) > 1 else 0
     last = run.history[max(run.history)]
     return last.watermark_after_ms
+
+
+def _state_every_field(check: m.StateCheck, spark: Any, checkpoint: str) -> Any:
+    """The state a `state` check that disagreed (or names no field) looked at, with every field: what
+    a snapshot writes (`snapshotedit`); read only then, so a check that agrees costs one read. A state
+    that cannot be read gives the reason."""
+    from eventtime.harness.stateread import StateReadError, read_state
+
+    try:
+        return read_state(spark, checkpoint, None, operator=check.operator, side=check.side, variable=check.variable)
+    except StateReadError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - Spark's reader refused: its first line says why
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

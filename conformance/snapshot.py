@@ -20,6 +20,10 @@ Version lines: an `expect` with `on_spark` variants says its common checks hold 
 where the common checks applied and disagree, `fix` adds a variant for the running line (`>=X.Y,<X.Y+1`)
 instead of changing them; with `--snapshot-on-spark` it does so for every step. A step whose variant
 applied has that variant fixed.
+
+Each run of a file (one per implementation) becomes an `Observation` (`observe`): the text it read and
+that text with its edits. A file is planned from all its observations (`plan`): the CLI's, or those
+pytest-xdist workers sent to the controller (`snapshot_pytest`), so a file is written once, by one process.
 """
 from __future__ import annotations
 
@@ -36,7 +40,8 @@ from . import spec as m
 from . import snapshotedit as se
 from .results import ERROR, NOT_APPLICABLE, PASSED, ScenarioResult
 
-__all__ = ["MODES", "load_scenario", "plan_file", "Review", "snapshot_run", "SnapshotPlugin", "in_ci"]
+__all__ = ["MODES", "load_scenario", "plan_file", "plan", "observe", "Observation", "Review", "snapshot_run",
+           "in_ci"]
 
 MODES = ("create", "fix", "all")
 
@@ -97,31 +102,83 @@ def _spark_line(version: str | None) -> str | None:
     return f">={parts[0]}.{parts[1]},<{parts[0]}.{int(parts[1]) + 1}"
 
 
+@dataclass
+class Observation:
+    """What one run (a scenario file and one implementation) would make of its file: the text it read
+    and that text with its edits, or why it makes nothing. Plain data: a pytest-xdist worker sends its
+    observations to the controller, which plans each file from all of them (`plan`) and writes it once."""
+
+    path: str  # the file, absolute
+    shown: str  # the file as the run reports it
+    implementation: str
+    status: str
+    text: str  # the file's text when the run's edits were made
+    new: str | None = None  # the text with this run's edits
+    changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    erred: str | None = None  # why nothing is written: the run erred, or the file changed while it ran
+    reason: str | None = None  # why it does not apply (status not_applicable)
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Observation":
+        return cls(**data)
+
+
+def observe(path: Path, shown: str, result: ScenarioResult, mode: str, *, on_spark: bool = False) -> Observation:
+    """What the run `result` of the file at `path` would write there."""
+    text = _read(path)
+    obs = Observation(str(path.resolve()), shown, result.implementation, result.status, text)
+    if result.status == ERROR or result.cause is not None:
+        obs.erred = f"its run erred ({result.implementation}): {result.reason or 'see above'}"
+        return obs
+    if result.status == NOT_APPLICABLE:  # nothing observed
+        obs.reason = result.reason
+        return obs
+    if tuple(se.placeholder_text(text, se.holes(text)).splitlines()) != result.scenario.lines:
+        obs.erred = "the file changed while it ran; run the snapshot again"
+        return obs
+    edits, obs.changes, obs.notes = _result_edits(text, result, mode, on_spark)
+    if "\r\n" in text:  # lines added in the file's own line ends
+        edits = [se.Edit(e.start, e.end, e.text.replace("\n", "\r\n")) for e in edits]
+    obs.new = se.apply_edits(text, edits)
+    return obs
+
+
 def plan_file(path: Path, shown: str, results: Sequence[ScenarioResult], mode: str, *, on_spark: bool = False,
               contracts: Any = None) -> Planned:
     """The snapshot of one scenario file from its runs (one per implementation)."""
+    return plan(path, shown, [observe(path, shown, r, mode, on_spark=on_spark) for r in results], mode,
+                contracts=contracts)
+
+
+def plan(path: Path, shown: str, observations: Sequence[Observation], mode: str, *, contracts: Any = None,
+         unfinished: int = 0) -> Planned:
+    """The snapshot of one scenario file from what each of its runs observed (`unfinished`: runs of it
+    that ended without an observation, such as on an xdist worker that crashed)."""
     text = _read(path)
     plan = Planned(path, shown, text)
-    for r in results:
-        if r.status == ERROR or r.cause is not None:
-            plan.refused = f"its run erred ({r.implementation}): {r.reason or 'see above'}"
+    for o in observations:
+        if o.erred is not None and not o.erred.startswith("the file changed"):
+            plan.refused = o.erred
             return plan
-    applicable = [r for r in results if r.status != NOT_APPLICABLE]
-    if not applicable:  # nothing observed; an implementation that does not apply observes nothing either
-        plan.refused = f"not applicable ({results[0].implementation}): {results[0].reason}"
+    if unfinished:
+        plan.refused = f"{unfinished} of its runs ended without what they observed (see the failures above)"
         return plan
-    results = applicable
-    placeholder = se.placeholder_text(text, se.holes(text))
-    if any(tuple(placeholder.splitlines()) != r.scenario.lines for r in results):
+    applicable = [o for o in observations if o.status != NOT_APPLICABLE]
+    if not applicable:  # nothing observed; an implementation that does not apply observes nothing either
+        plan.refused = f"not applicable ({observations[0].implementation}): {observations[0].reason}"
+        return plan
+    if any(o.erred is not None or o.text != text for o in applicable):
         plan.refused = "the file changed while it ran; run the snapshot again"
         return plan
     texts: dict[str, list[str]] = {}
-    for r in results:
-        edits, changes, notes = _result_edits(text, r, mode, on_spark)
-        if "\r\n" in text:  # lines added in the file's own line ends
-            edits = [se.Edit(e.start, e.end, e.text.replace("\n", "\r\n")) for e in edits]
-        texts.setdefault(se.apply_edits(text, edits), []).append(r.implementation)
-        plan.changes, plan.notes = changes, sorted(set(plan.notes) | set(notes))
+    for o in sorted(applicable, key=lambda o: o.implementation):
+        assert o.new is not None
+        texts.setdefault(o.new, []).append(o.implementation)
+        plan.changes, plan.notes = o.changes, sorted(set(plan.notes) | set(o.notes))
     if len(texts) > 1:
         plan.refused = ("its implementations observed different things (" + "; ".join(
             ", ".join(impls) for impls in texts.values()) + "): snapshot one with --pipeline")
@@ -173,7 +230,9 @@ def _result_edits(text: str, result: ScenarioResult, mode: str, on_spark: bool
         contract = m.checked_contract(result.scenario.contract, step)
         scenario = result.scenario if contract is result.scenario.contract else replace(result.scenario, contract=contract)
         unjudged: frozenset[str] = getattr(observed, "unjudged", frozenset())
-        view = se.ExpectView(scenario, step, observed, unjudged=unjudged)
+        if "state_rows" in unjudged:
+            unjudged |= frozenset(se.WITH_STATE_ROWS)
+        view = se.ExpectView(scenario, step, observed, unjudged=unjudged, failed=frozenset(f.check for f in sr.failures))
         step_edits: list[se.Edit] = []
         if mode in ("create", "all"):
             made = se.create_edits(text, body, key, view)
@@ -266,8 +325,8 @@ def terminal_prompt() -> Callable[[str], str] | None:
     return None
 
 
-def settle(review: Review, results: Sequence[ScenarioResult], yes: bool, ask: Callable[[str], str] | None,
-           out: Callable[[str], None] = print) -> bool:
+def settle(review: Review, results: Sequence[ScenarioResult | Observation], yes: bool,
+           ask: Callable[[str], str] | None, out: Callable[[str], None] = print) -> bool:
     """Show the review, write as decided; whether the run is settled (every scenario passed, or its file
     was written with no check left failing that the snapshot does not change)."""
     review.show()
@@ -282,7 +341,7 @@ def settle(review: Review, results: Sequence[ScenarioResult], yes: bool, ask: Ca
         out(f"eventtime: snapshot ({review.mode}): {why}")
     plans = {p.shown: p for p in review.plans}
     for r in results:
-        plan = plans.get(r.scenario.path)
+        plan = plans.get(r.shown if isinstance(r, Observation) else r.scenario.path)
         if r.status == NOT_APPLICABLE and (plan is None or not plan.refused):
             continue  # as in any run: neither passed nor failed
         if r.status == PASSED and (plan is None or not plan.changed):
@@ -373,54 +432,3 @@ def add_pytest_options(group: Any) -> None:
                     help="with --eventtime-snapshot: write without asking (never in CI)")
     group.addoption("--eventtime-snapshot-on-spark", action="store_true",
                     help="with --eventtime-snapshot fix: write differences as on_spark variants for the running line")
-
-
-class SnapshotPlugin:
-    """The pytest side: collects each scenario item's result, then at the end of the session shows the
-    diff and writes as decided; a snapshot not written fails the session (exit status 1)."""
-
-    def __init__(self, config: Any, settings: Any):
-        self.config, self.settings = config, settings  # the plugin's settings: the contracts it looks up
-        self.mode = config.getoption("eventtime_snapshot")
-        self.results: dict[Path, list[ScenarioResult]] = {}
-        self.settled = True
-
-    def pytest_runtest_teardown(self, item: Any) -> None:
-        result = getattr(item, "result", None)
-        if isinstance(result, ScenarioResult):
-            self.results.setdefault(Path(item.path), []).append(result)
-
-    def pytest_sessionfinish(self, session: Any, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput") or not self.results:
-            return
-        contracts = self.settings.contracts
-        plans = [plan_file(path, rs[0].scenario.path, rs, self.mode, contracts=contracts,
-                           on_spark=self.config.getoption("eventtime_snapshot_on_spark"))
-                 for path, rs in self.results.items()]
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        write = reporter.write_line if reporter is not None else print
-        if reporter is not None:
-            reporter.section("eventtime snapshot")
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-
-        def ask(question: str) -> str:
-            with capture.global_and_fixture_disabled():
-                return input(question)
-        prompt = ask if terminal_prompt() is not None and capture is not None else None
-        results = [r for rs in self.results.values() for r in rs]
-        if not settle(Review(plans, self.mode, write), results, self.config.getoption("eventtime_snapshot_yes"),
-                      prompt, write):
-            session.exitstatus = 1
-
-
-def register_pytest(config: Any, settings: Any) -> None:
-    """`--eventtime-snapshot`: the plugin that writes the snapshot at the end of the session (in one
-    process: under xdist each worker sees only its own scenarios)."""
-    import pytest
-
-    if not config.getoption("eventtime_snapshot"):
-        raise pytest.UsageError("--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with "
-                                "--eventtime-snapshot=create|fix|all")
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        raise pytest.UsageError("--eventtime-snapshot runs in one process: leave out -n (pytest-xdist)")
-    config.pluginmanager.register(SnapshotPlugin(config, settings), "eventtime-snapshot")

@@ -16,7 +16,10 @@ What is left out, because Spark's result can vary between runs of the same scena
 `event_time` when a source has several input partitions (the tasks' order changes its rounding), the
 nullability in `schema` (the planner's, which differs between Spark lines), a `failure` (its message is
 Spark's and changes between versions). Rows of an unordered check are written sorted (by their text),
-so the same run writes the same text.
+so the same run writes the same text; a `state` check's rows too (each a mapping of the fields it names,
+or of every field the state reader gives, read by the runner only where the check disagreed or names
+none: `judge.Observed.state`). A `state` check's rows that name fields without values are a template,
+not a hole: they load as nulls, and `create` fills them.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import datetime as _dt
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import yaml
 
@@ -39,9 +42,13 @@ __all__ = ["Hole", "holes", "placeholder_text", "create_edits", "fix_edits", "va
 
 # The checks of an expect a snapshot writes, in the order it adds them to a bare `expect`.
 CHECK_KEYS = ("rows", "output", "last_batch", "watermark", "dropped", "state_rows", "event_time", "batches",
-              "schema", "records")
-BATCH_KEYS = ("data", "watermark_before", "watermark_after", "dropped", "state_rows", "rows")
-EVENT_TIME_KEYS = ("min", "max", "avg")
+              "schema", "records", "updated", "batch_watermark", "operators", "state")
+BATCH_KEYS = ("data", "watermark_before", "watermark_after", "dropped", "state_rows", "rows", "updated")
+EVENT_TIME_KEYS = ("min", "max", "avg", "watermark")
+OPERATOR_KEYS = ("name", "state_rows", "updated", "dropped")
+# checks that go with `state_rows`: an implementation not judged on its state size keeps its state in
+# another shape, so what its operators did and hold is not written either (as `judge.judge` says)
+WITH_STATE_ROWS = ("updated", "operators", "state")
 # Keys that say how an expect's checks read, not what they expect: an expect of only these asks for
 # the default checks (any other key, one of CHECK_KEYS or a check a snapshot does not write, is a check).
 MODIFIERS = ("query", "columns", "ignore", "ordered", "tolerance", "table", "written", "format", "where", "topic")
@@ -50,7 +57,8 @@ MODIFIERS = ("query", "columns", "ignore", "ordered", "tolerance", "table", "wri
 _PLACEHOLDERS = {"rows": "[]", "output": "[]", "last_batch": "[]", "records": "[]", "watermark": "initial",
                  "watermark_before": "initial", "watermark_after": "initial", "dropped": "0", "state_rows": "0",
                  "batches": "0", "data": "true", "event_time": '{max: "00:00:00"}', "schema": '"x string"',
-                 "min": '"00:00:00"', "max": '"00:00:00"', "avg": '"00:00:00"'}
+                 "min": '"00:00:00"', "max": '"00:00:00"', "avg": '"00:00:00"', "updated": "0",
+                 "batch_watermark": "initial", "operators": "[{name: x}]", "name": "x", "state": "{rows: []}"}
 _BARE = "{tolerance: 0.5}"  # a bare expect: a check-less mapping the loader accepts
 LEFT_OUT = {"event_time.avg": "the average event time of a batch read from several input partitions depends "
                               "on the order Spark's tasks finish in",
@@ -90,6 +98,7 @@ class ExpectView:
     observed: Any
     unjudged: frozenset[str] = frozenset()  # checks the implementation is not judged on: never written
     notes: list[str] = field(default_factory=list)
+    failed: frozenset[str] = frozenset()  # the checks the step failed (the judge's verdict, `state` included)
 
 
 # -- finding holes ---------------------------------------------------------------------------------------
@@ -143,12 +152,33 @@ def _walk_holes(body: yaml.MappingNode) -> list[tuple[tuple, yaml.Node, yaml.Nod
         elif k.value == "event_time" and isinstance(v, yaml.MappingNode):
             out += [(("event_time", fk.value), fk, fv, bool(v.flow_style))
                     for fk, fv in v.value if fk.value in EVENT_TIME_KEYS and _is_null(fv)]
-        elif k.value == "batches" and isinstance(v, yaml.SequenceNode):
+        elif k.value in ("batches", "operators") and isinstance(v, yaml.SequenceNode):
+            fields = BATCH_KEYS if k.value == "batches" else OPERATOR_KEYS
             for j, item in enumerate(v.value):
                 if isinstance(item, yaml.MappingNode):
-                    out += [(("batches", j, fk.value), fk, fv, bool(item.flow_style))
-                            for fk, fv in item.value if fk.value in BATCH_KEYS and _is_null(fv)]
+                    out += [((k.value, j, fk.value), fk, fv, bool(item.flow_style))
+                            for fk, fv in item.value if fk.value in fields and _is_null(fv)]
+        elif k.value == "state" and isinstance(v, yaml.MappingNode):
+            out += [(("state", "rows"), fk, fv, bool(v.flow_style)) for fk, fv in v.value
+                    if fk.value == "rows" and _is_null(fv)]
     return out
+
+
+def state_template(body: yaml.MappingNode) -> tuple[yaml.Node, yaml.Node, list[str]] | None:
+    """(the `rows` key, its list, the fields) of a `state` whose rows name fields without values
+    (`rows: [{key.id: , key.ts: }]`: what `create` fills with every row of those fields); None else.
+    A template is a list of mappings with nothing after any colon; it loads as null values, so a run
+    without a snapshot fails it (it is not a hole the loader needs a placeholder for)."""
+    state = next((v for k, v in body.value if k.value == "state"), None)
+    if not isinstance(state, yaml.MappingNode):
+        return None
+    for k, v in state.value:
+        if k.value == "rows" and isinstance(v, yaml.SequenceNode) and v.value and all(
+                isinstance(item, yaml.MappingNode) and item.value and all(
+                    _is_null(fv) and fv.start_mark.index == fv.end_mark.index for _, fv in item.value)
+                for item in v.value):
+            return k, v, list(dict.fromkeys(str(fk.value) for item in v.value for fk, _ in item.value))
+    return None
 
 
 def _is_bare(body: yaml.Node) -> bool:
@@ -276,6 +306,9 @@ def row_text(row: Sequence[Any], types: Sequence[ColumnType], scenario: m.Scenar
     return "[" + ", ".join(value_text(v, t, scenario) for v, t in zip(row, types)) + "]"
 
 
+output_row_text = row_text  # what `row_list_edits` writes unless told otherwise
+
+
 def _payload_text(payload: bytes | None) -> str:
     """A record's key or value as an expectation: JSON text where it is a JSON object or list (compared
     as JSON), else UTF-8 text, else base64."""
@@ -354,9 +387,8 @@ def check_value(view: ExpectView, key: str) -> Any:
         return [batch_text(view, b) for b in obs.since_expect] or "0"
     if key == "event_time":
         stats = _stats(view)
-        if stats is None:
-            view.notes.append("event_time: no batch since the previous expect read rows; left out")
-            return None
+        if stats is None:  # no batch since the previous expect reported statistics
+            return "none"
         return "{" + ", ".join(f"{k}: {v}" for k, v in stats.items()) + "}"
     if key == "schema":
         if obs.schema is None:
@@ -364,7 +396,109 @@ def check_value(view: ExpectView, key: str) -> Any:
         from .judge import _type_name
 
         return json.dumps(", ".join(f"{n} {_type_name(t)}" for n, t, _ in obs.schema))
+    if key == "updated":
+        from .judge import _updated
+
+        return str(sum(_updated(b) for b in obs.since_expect))
+    if key == "batch_watermark":
+        if not obs.history:
+            view.notes.append("batch_watermark: no batch has run; left out")
+            return None
+        return watermark_text(obs.history[-1].watermark_before_ms, sc)
+    if key == "operators":
+        entries = operator_fields(view)
+        if not entries:
+            view.notes.append("operators: the query's progress lists no stateful operator; left out")
+            return None
+        return ["{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in entries]
+    if key == "state":
+        return state_text(view)
     raise KeyError(key)
+
+
+def operator_values(view: ExpectView) -> list[dict[str, Any]]:
+    """Each stateful operator the last batch's progress lists, in its order: its name, rows in state
+    after the last batch, rows updated and dropped by the batches since the previous expect (as
+    `judge` reads them)."""
+    obs = view.observed
+    last = obs.history[-1].operators if obs.history else []
+    out = []
+    for i, op in enumerate(last):
+        window = [b.operators[i] for b in obs.since_expect if i < len(b.operators)]
+        out.append({"name": str(op.get("operatorName")), "state_rows": int(op.get("numRowsTotal") or 0),
+                    "updated": sum(int(o.get("numRowsUpdated") or 0) for o in window),
+                    "dropped": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window)})
+    return out
+
+
+def operator_fields(view: ExpectView) -> list[dict[str, str]]:
+    """`operator_values` as the format writes them."""
+    return [{k: text_scalar(v) if isinstance(v, str) else str(v) for k, v in e.items()} for e in operator_values(view)]
+
+
+def _state_table(view: ExpectView) -> Any:
+    """The state the step's `state` check read with every field (`stateread.StateTable`), or None with
+    the reason noted."""
+    table = getattr(view.observed, "state", None)
+    if isinstance(table, str):
+        view.notes.append(f"state: cannot read the state: {table}; nothing written for it")
+        return None
+    if table is None:
+        view.notes.append("state: the state was not read (its check agreed, or Spark cannot read state here); "
+                          "nothing written for it")
+    return table
+
+
+def state_rows(view: ExpectView, fields: Sequence[str] | None) -> tuple[list[ColumnType], list[tuple]] | None:
+    """The types of `fields` (None: every field the state reader gives) and the state's rows in them,
+    in their canonical form; None where the state was not read or lacks a field (noted)."""
+    from .coltypes import parse_type
+
+    table = _state_table(view)
+    if table is None:
+        return None
+    names = list(table.paths) if fields is None else list(fields)
+    absent = [f for f in names if f not in table.paths]
+    if absent:
+        view.notes.append(f"state: the state of {table.operator} has no field {absent[0]!r} (fields: "
+                          f"{', '.join(table.paths)}); nothing written for it")
+        return None
+    at = [table.paths.index(f) for f in names]
+    types = [parse_type(table.fields[f]) for f in names]
+    return types, [tuple(t.canonical(row[i]) if row[i] is not None else None for t, i in zip(types, at))
+                   for row in table.rows]
+
+
+def state_row_text(fields: Sequence[str], types: Sequence[ColumnType], row: Sequence[Any], scenario: m.Scenario) -> str:
+    return "{" + ", ".join(f"{text_scalar(f)}: {value_text(v, t, scenario)}" for f, t, v in zip(fields, types, row)) + "}"
+
+
+def state_row_texts(view: ExpectView, fields: Sequence[str] | None) -> list[str] | None:
+    """The state's rows as `state` rows of `fields` (None: every field), sorted (a multiset)."""
+    read = state_rows(view, fields)
+    if read is None:
+        return None
+    types, rows = read
+    names = list(fields) if fields is not None else list(view.observed.state.paths)
+    return sorted(state_row_text(names, types, r, view.scenario) for r in rows)
+
+
+def state_parts(view: ExpectView) -> tuple[list[str], list[str]] | None:
+    """A whole `state` check: the step's `operator`, `side` and `variable` as `key: value` texts, and
+    the rows on the fields it names (every field where it names none)."""
+    check = view.step.state
+    rows = state_row_texts(view, check.columns if check is not None and check.columns else None)
+    if rows is None:
+        return None
+    parts = [f"{k}: {text_scalar(v) if isinstance(v, str) else v}" for k, v in (
+        ("operator", check.operator if check else None), ("side", check.side if check else None),
+        ("variable", check.variable if check else None)) if v is not None]
+    return parts, rows
+
+
+def state_text(view: ExpectView) -> str | None:
+    found = state_parts(view)
+    return None if found is None else "{" + ", ".join(found[0] + ["rows: [" + ", ".join(found[1]) + "]"]) + "}"
 
 
 def _stats(view: ExpectView) -> dict[str, str] | None:
@@ -375,21 +509,27 @@ def _stats(view: ExpectView) -> dict[str, str] | None:
     if "avg" in keys and _several_partitions(view.scenario):
         keys.remove("avg")
         view.notes.append("event_time.avg left out: " + LEFT_OUT["event_time.avg"])
-    return {k: time_text(stats[k] * 1000, view.scenario) for k in keys}
+    return {k: watermark_text(stats[k], view.scenario) if k == "watermark" else time_text(stats[k] * 1000, view.scenario)
+            for k in keys}
 
 
 def batch_fields(view: ExpectView, b: Any) -> dict[str, str]:
+    from .judge import _updated
+
     sc = view.scenario
     types, pick = _compared(view)
     rows = [tuple(t.canonical(v) for t, v in zip(types, pick(r))) for r in b.rows]
     return {"data": "true" if b.has_data else "false",
             "watermark_before": watermark_text(b.watermark_before_ms, sc),
             "watermark_after": watermark_text(b.watermark_after_ms, sc), "dropped": str(b.dropped),
-            "state_rows": str(b.state_rows), "rows": "[" + ", ".join(rows_texts(view, rows, False)) + "]"}
+            "state_rows": str(b.state_rows), "rows": "[" + ", ".join(rows_texts(view, rows, False)) + "]",
+            "updated": str(_updated(b))}
 
 
 def batch_text(view: ExpectView, b: Any) -> str:
-    return "{" + ", ".join(f"{k}: {v}" for k, v in batch_fields(view, b).items()) + "}"
+    """A whole batch: every field but `updated` (asked for by name: most queries' batches update
+    nothing worth stating)."""
+    return "{" + ", ".join(f"{k}: {v}" for k, v in batch_fields(view, b).items() if k != "updated") + "}"
 
 
 def default_checks(view: ExpectView) -> list[str]:
@@ -421,9 +561,13 @@ def disagrees(view: ExpectView, key: str) -> bool:
         only = replace(only, rows=tuple(c for c in step.rows if c.scope == scope))
     elif key == "watermark":
         only = replace(only, watermark_us=step.watermark_us)
-    elif key in ("dropped", "state_rows", "batches", "event_time", "schema"):
+    elif key in ("dropped", "state_rows", "batches", "event_time", "schema", "updated", "operators"):
         field_name = "batch_count" if key == "batches" and step.batches is None else key
         only = replace(only, **{field_name: getattr(step, field_name)})
+    elif key == "batch_watermark":
+        only = replace(only, batch_watermark_us=step.batch_watermark_us)
+    elif key == "state":  # read by the runner, not the judge: its verdict is the step's
+        return "state" in view.failed
     else:
         return False
     return bool(judge(only, view.observed, view.scenario))
@@ -503,13 +647,17 @@ def bare_edit(text: str, body: yaml.Node, expect_key: yaml.Node, view: ExpectVie
 
 
 def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual: Sequence[tuple],
-                   types: Sequence[ColumnType], ordered: bool, tolerance: float | None, view: ExpectView
-                   ) -> tuple[list[Edit], list[str], list[str]]:
+                   types: Sequence[ColumnType], ordered: bool, tolerance: float | None, view: ExpectView,
+                   render: Callable[[tuple], str] | None = None) -> tuple[list[Edit], list[str], list[str]]:
     """Edits that make a list of rows say `actual`, keeping each row that is right as it is written:
-    (edits, rows removed, rows added) as texts. A row of `expected` is the item at the same position."""
+    (edits, rows removed, rows added) as texts. A row of `expected` is the item at the same position;
+    a row is written by `render` (default: as an output row, `[a, "00:00:00", 1]`)."""
     from .judge import REL_TOL
 
     tol = REL_TOL if tolerance is None else tolerance
+
+    def row_text(row: tuple, types: Sequence[ColumnType], scenario: m.Scenario) -> str:
+        return render(row) if render is not None else output_row_text(row, types, scenario)
 
     def same(a: tuple, b: tuple) -> bool:
         return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(types, a, b))
@@ -611,9 +759,10 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
         out.changes.append(f"line {line}: expect: + {', '.join(written)}")
         return out
     for rel, k, v, flow in _walk_holes(body):
-        if rel[-1] in view.unjudged:
-            view.notes.append(f"{rel[-1]} left out: the implementation is not judged on it")
-        value = None if rel[-1] in view.unjudged else _hole_value(view, rel)
+        unjudged = next((r for r in (rel[0], rel[-1]) if r in view.unjudged), None)
+        if unjudged is not None:
+            view.notes.append(f"{unjudged} left out: the implementation is not judged on it")
+        value = None if unjudged is not None else _hole_value(view, rel)
         if value is None:
             parent = _parent_mapping(body, k)
             if parent is not None and len(parent.value) > 1:
@@ -622,10 +771,49 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
                                    "(the run cannot say it; see the notes)")
             continue
         hole = Hole(rel, v.start_mark.index, v.end_mark.index, k.value)
-        out.edits.append(hole_edit(text, hole, k, value, flow))
+        if rel == ("state",):
+            out.edits += _state_edit(text, hole, k, view)
+        else:
+            out.edits.append(hole_edit(text, hole, k, value, flow))
         shown = "[" + ", ".join(value) + "]" if isinstance(value, list) else value
         out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: + {shown}")
+    template = state_template(body)
+    if template is not None and "state" not in view.unjudged:
+        k, node, fields = template
+        rows = state_row_texts(view, fields)
+        if rows is not None:
+            state = next(v for key, v in body.value if key.value == "state")
+            out.edits.append(replace_list(text, k, node, rows, bool(state.flow_style)))
+            out.changes.append(f"line {line_of(text, k.start_mark.index)}: state.rows: + [{', '.join(rows)}]")
     return out
+
+
+def replace_list(text: str, key: yaml.Node, node: yaml.Node, items: Sequence[str], in_flow: bool) -> Edit:
+    """`items` in place of the list `node` (the value of `key`): one flow list where it fits on the key's
+    line (or inside a flow mapping), else one item per line below the key, two deeper."""
+    flow = "[" + ", ".join(items) + "]"
+    line = text[_line_start(text, key.start_mark.index):key.end_mark.index]
+    if in_flow or not items or len(line) + 2 + len(flow) <= WIDTH:
+        if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:  # a block list: on the key's line
+            return Edit(text.index(":", key.end_mark.index) + 1, _end(node), " " + flow)
+        return Edit(node.start_mark.index, _end(node), flow)
+    pad = " " * (key.start_mark.column + 2)
+    return Edit(key.end_mark.index, _end(node), ":" + "".join(f"\n{pad}- {item}" for item in items))
+
+
+def _state_edit(text: str, hole: Hole, key: yaml.Node, view: ExpectView) -> list[Edit]:
+    """A whole `state:` filled: `{rows: [...]}` on its line where it fits, else a block below it."""
+    found = state_parts(view)
+    assert found is not None
+    parts, rows = found
+    flow = "{" + ", ".join(parts + ["rows: [" + ", ".join(rows) + "]"]) + "}"
+    line = text[_line_start(text, key.start_mark.index):hole.start]
+    if len(line) + 1 + len(flow) <= WIDTH:
+        return [hole_edit(text, hole, key, flow, False)]
+    pad = " " * (key.start_mark.column + 2)
+    block = "".join(f"\n{pad}{part}" for part in parts) + f"\n{pad}rows:" + "".join(f"\n{pad}  - {r}" for r in rows)
+    at = _eol(text, hole.start)
+    return [Edit(hole.start, hole.end, ""), Edit(at, at, block)]
 
 
 def _hole_value(view: ExpectView, rel: tuple) -> Any:
@@ -634,6 +822,14 @@ def _hole_value(view: ExpectView, rel: tuple) -> Any:
     if rel[0] == "event_time":
         stats = _stats(view)
         return None if stats is None else stats.get(rel[1])
+    if rel[0] == "state":
+        return state_row_texts(view, None)
+    if rel[0] == "operators":
+        entries = operator_fields(view)
+        if rel[1] >= len(entries):
+            view.notes.append(f"operators[{rel[1]}]: the query's progress lists {len(entries)} stateful operator(s)")
+            return None
+        return entries[rel[1]][rel[2]]
     if rel[0] == "batches":
         batches = view.observed.since_expect
         if rel[1] >= len(batches):
@@ -668,19 +864,12 @@ def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
         elif key == "batches" and isinstance(v, yaml.SequenceNode) and step.batches is not None \
                 and len(v.value) == len(view.observed.since_expect):
             out.edits += _batch_edits(text, v, view, out.changes)
-        elif key == "event_time" and isinstance(v, yaml.MappingNode):
-            stats = _stats(view)
-            if stats is None:
-                out.changes.append(f"line {line}: event_time: no batch since the previous expect read rows; "
-                                   "left as written")
-                continue
-            for fk, fv in v.value:
-                new = stats.get(fk.value)
-                if new is not None and not _is_null(fv) and getattr(step.event_time, f"{fk.value}_us", None) != \
-                        parse_time(json.loads(new), date=view.scenario.date, zone=view.scenario.timezone):
-                    out.edits.append(Edit(fv.start_mark.index, _end(fv), new))
-                    out.changes.append(f"line {line_of(text, fk.start_mark.index)}: event_time.{fk.value}: "
-                                       f"{text[fv.start_mark.index:_end(fv)]} -> {new}")
+        elif key == "event_time":
+            out.edits += _event_time_edits(text, k, v, view, out.changes)
+        elif key == "operators" and isinstance(v, yaml.SequenceNode):
+            out.edits += _operator_edits(text, k, v, view, out.changes)
+        elif key == "state" and isinstance(v, yaml.MappingNode):
+            out.edits += _state_fix_edits(text, v, view, out.changes)
         else:
             value = check_value(view, key)
             if value is None:
@@ -700,9 +889,79 @@ def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
     return out
 
 
+def _event_time_edits(text: str, key: yaml.Node, node: yaml.Node, view: ExpectView, changes: list[str]) -> list[Edit]:
+    """`event_time` set to what the run's statistics say: `none` where no batch reported any, the
+    statistics where `none` is stated, else each statistic stated set to the observed one."""
+    stats, step, line = _stats(view), view.step, line_of(text, key.start_mark.index)
+    if stats is None or not isinstance(node, yaml.MappingNode):
+        new = "none" if stats is None else "{" + ", ".join(f"{k}: {v}" for k, v in stats.items()) + "}"
+        changes.append(f"line {line}: event_time: {' '.join(text[node.start_mark.index:_end(node)].split())} -> {new}")
+        return [Edit(node.start_mark.index, _end(node), new)]
+    raw = next(b.event_time for b in reversed(view.observed.since_expect) if b.event_time)
+    edits = []
+    for fk, fv in node.value:
+        stat = stats.get(fk.value)
+        got = (raw.get(fk.value) or 0) * 1000  # the watermark: 0 is `initial`
+        if stat is not None and not _is_null(fv) and getattr(step.event_time, f"{fk.value}_us", None) != got:
+            edits.append(Edit(fv.start_mark.index, _end(fv), stat))
+            changes.append(f"line {line_of(text, fk.start_mark.index)}: event_time.{fk.value}: "
+                           f"{text[fv.start_mark.index:_end(fv)]} -> {stat}")
+    return edits
+
+
+def _operator_edits(text: str, key: yaml.Node, seq: yaml.SequenceNode, view: ExpectView,
+                    changes: list[str]) -> list[Edit]:
+    """Each field an `operators` entry states set to its operator's; a list of another length is written
+    again with every field of every operator."""
+    values, fields = operator_values(view), operator_fields(view)
+    line = line_of(text, key.start_mark.index)
+    if len(seq.value) != len(values) or not all(isinstance(item, yaml.MappingNode) for item in seq.value):
+        items = ["{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in fields]
+        changes.append(f"line {line}: operators: {len(seq.value)} entries -> {len(items)}: [{', '.join(items)}]")
+        return [replace_list(text, key, seq, items, False)]
+    assert view.step.operators is not None
+    edits = []
+    for item, want, got, shown in zip(seq.value, view.step.operators, values, fields):
+        for fk, fv in item.value:
+            if fk.value in got and not _is_null(fv) and getattr(want, fk.value) != got[fk.value]:
+                edits.append(Edit(fv.start_mark.index, _end(fv), shown[fk.value]))
+                changes.append(f"line {line_of(text, fk.start_mark.index)}: operators.{fk.value}: "
+                               f"{text[fv.start_mark.index:_end(fv)]} -> {shown[fk.value]}")
+    return edits
+
+
+def _state_fix_edits(text: str, node: yaml.MappingNode, view: ExpectView, changes: list[str]) -> list[Edit]:
+    """A `state` check's rows set to the state's, on the fields it names (every field where it names
+    none, `rows: []`), keeping each row that is right as written."""
+    from .statecheck import _read_row
+
+    check = view.step.state
+    rows_key, rows_node = next(((k, v) for k, v in node.value if k.value == "rows"), (None, None))
+    if check is None or rows_key is None or rows_node is None:
+        return []
+    fields = list(check.columns) or None
+    read = state_rows(view, fields)
+    if read is None:
+        return []
+    types, actual = read
+    names = fields if fields is not None else list(view.observed.state.paths)
+    expected = []
+    for raw in check.rows:
+        row, bad = _read_row(raw, names, types, view.scenario)
+        if bad:
+            view.notes.append(f"state: {bad}; nothing written for it")
+            return []
+        expected.append(row)
+    edits, removed, added = row_list_edits(text, rows_node, expected, actual, types, False, view.step.tolerance, view,
+                                           render=lambda r: state_row_text(names, types, r, view.scenario))
+    line = line_of(text, rows_key.start_mark.index)
+    changes += [f"line {line}: state.rows: - {r}" for r in removed] + [f"line {line}: state.rows: + {r}" for r in added]
+    return edits
+
+
 def _batch_edits(text: str, seq: yaml.SequenceNode, view: ExpectView, changes: list[str]) -> list[Edit]:
     """Each field a `batches` entry states set to its batch's, the fields the author left out left out."""
-    from .judge import match_rows
+    from .judge import _updated, match_rows
 
     edits = []
     types, pick = _compared(view)
@@ -718,6 +977,7 @@ def _batch_edits(text: str, seq: yaml.SequenceNode, view: ExpectView, changes: l
              and (b.watermark_after_ms or 0) * 1000 != want.watermark_after_us),
             ("dropped", want.dropped is not None and want.dropped != b.dropped),
             ("state_rows", want.state_rows is not None and want.state_rows != b.state_rows),
+            ("updated", want.updated is not None and want.updated != _updated(b)),
             ("rows", want.rows is not None and any(match_rows(want.rows, [pick(r) for r in b.rows], types=types,
                                                               rel_tol=view.step.tolerance)))) if differs}
         fields = batch_fields(view, b)
@@ -737,7 +997,9 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
     for k, v in body.value:
         if k.value == "on_spark" or k.value in view.unjudged:
             continue
-        if k.value in CHECK_KEYS + ("no_output",):
+        if k.value == "state" and "state" not in view.failed and view.step.state is not None:
+            parts.append("state: " + _state_as_written(view.step.state))  # it agreed: as stated (not read again)
+        elif k.value in CHECK_KEYS + ("no_output",):
             key = "rows" if k.value == "no_output" else k.value
             value = check_value(view, key)
             if value is None:
@@ -760,6 +1022,13 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
     pad = " " * body.value[0][0].start_mark.column
     at = _eol(text, _end(body))
     return Edit(at, at, f"\n{pad}on_spark:\n{pad}  {entry}")
+
+
+def _state_as_written(check: m.StateCheck) -> str:
+    """A `state` check as its file states it, in flow style (its values as YAML read them)."""
+    head = {k: v for k, v in (("operator", check.operator), ("side", check.side), ("variable", check.variable))
+            if v is not None}
+    return _flow({**head, "rows": [dict(zip(check.columns, row)) for row in check.rows]})
 
 
 def _parent_mapping(body: yaml.MappingNode, key: yaml.Node) -> yaml.MappingNode | None:

@@ -30,6 +30,7 @@ class StateTable:
     operator: str  # e.g. "dedupe (operator 0)"
     fields: dict[str, str]
     rows: list[tuple]
+    paths: tuple[str, ...] = ()  # the fields `rows` hold, in order
 
 
 def _leaves(dt: Any, prefix: str) -> list[tuple[str, Any]]:
@@ -40,10 +41,11 @@ def _leaves(dt: Any, prefix: str) -> list[tuple[str, Any]]:
     return [(prefix, dt)]
 
 
-def read_state(spark: Any, checkpoint: str, paths: Sequence[str], *, operator: str | int | None = None,
+def read_state(spark: Any, checkpoint: str, paths: Sequence[str] | None, *, operator: str | int | None = None,
                side: str | None = None, variable: str | None = None) -> StateTable:
     """The values at `paths` of every row in the state of `operator` (its name or operatorId; None:
-    the query's only stateful operator)."""
+    the query's only stateful operator). `paths` None: every leaf field that can hold a value (a
+    snapshot writes them all; a `NullType` placeholder field holds none)."""
     from .sparkvalues import _micros, from_spark_python
 
     metadata = spark.read.format("state-metadata").load(checkpoint).collect()
@@ -79,6 +81,8 @@ def read_state(spark: Any, checkpoint: str, paths: Sequence[str], *, operator: s
     df = reader.load(checkpoint)
     leaves = dict(_leaves(df.schema["key"].dataType, "key") + _leaves(df.schema["value"].dataType, "value"))
     fields = {p: dt.simpleString() for p, dt in leaves.items()}
+    if paths is None:
+        paths = [p for p, dt in leaves.items() if dt.simpleString() != "void"]
     label = f"{name} (operator {op_id}{', ' + side + ' side' if side else ''}"
     label += f", variable {variable!r})" if variable else ")"
     missing = [p for p in paths if p not in leaves]
@@ -87,4 +91,4 @@ def read_state(spark: Any, checkpoint: str, paths: Sequence[str], *, operator: s
     exprs = [_micros("`" + "`.`".join(p.split(".")) + "`", leaves[p]) + f" AS `_{i}`" for i, p in enumerate(paths)]
     rows = [tuple(from_spark_python(r[i], leaves[p]) for i, p in enumerate(paths))
             for r in df.selectExpr(*exprs).collect()] if paths else [() for _ in range(df.count())]
-    return StateTable(label, fields, rows)
+    return StateTable(label, fields, rows, tuple(paths))

@@ -5,8 +5,10 @@
 
 
 Each check of each `expect` step (rows, output, last_batch, watermark, dropped, state_rows, batches,
-event_time, schema, records) keeps its key and loses its value (`watermark:`); a `batches` list keeps its
-entries and their field names (`- {data: , rows: }`), an `event_time` mapping its statistics' names;
+event_time, schema, records, updated, batch_watermark, operators, state) keeps its key and loses its
+value (`watermark:`); a `batches` or `operators` list keeps its entries and their field names
+(`- {data: , rows: }`), an `event_time` mapping its statistics' names, a `state` check its operator,
+side and variable and the fields its rows name (`rows: [{key.id: , key.ts: }]`);
 `no_output: true` becomes `rows:`. Everything else stays as written: inputs, comments, `failure`
 checks (a snapshot never writes those), and `on_spark` variants unless `--variants` is given (a run on
 one Spark line fills only the variant of that line). Files are changed in place, or written under
@@ -28,7 +30,8 @@ import yaml
 
 from eventtime import spec as m
 from eventtime.semantics.fill import _end
-from eventtime.snapshotedit import BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, Edit, apply_edits, compose, expect_bodies
+from eventtime.snapshotedit import (BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, OPERATOR_KEYS, Edit, apply_edits, compose,
+                                    expect_bodies)
 
 __all__ = ["strip_text", "differences", "main"]
 
@@ -55,16 +58,34 @@ def _strip_body(text: str, body: yaml.Node, variants: bool) -> list[Edit]:
                 edits += _strip_body(text, variant, variants)
         elif k.value == "no_output":
             edits.append(Edit(k.start_mark.index, _end(v), "rows: " if body.flow_style else "rows:"))
-        elif k.value == "batches" and isinstance(v, yaml.SequenceNode):
+        elif k.value in ("batches", "operators") and isinstance(v, yaml.SequenceNode):
+            fields = BATCH_KEYS if k.value == "batches" else OPERATOR_KEYS
             for item in v.value:
                 if isinstance(item, yaml.MappingNode):
                     edits += [Edit(*_value_span(text, fk, fv, bool(item.flow_style)), "")
-                              for fk, fv in item.value if fk.value in BATCH_KEYS]
+                              for fk, fv in item.value if fk.value in fields]
+        elif k.value == "state" and isinstance(v, yaml.MappingNode):
+            edits += _strip_state(text, v)
         elif k.value == "event_time" and isinstance(v, yaml.MappingNode):
             edits += [Edit(*_value_span(text, fk, fv, bool(v.flow_style)), "")
                       for fk, fv in v.value if fk.value in EVENT_TIME_KEYS]
         elif k.value in CHECK_KEYS:
             edits.append(Edit(*_value_span(text, k, v, bool(body.flow_style)), ""))
+    return edits
+
+
+def _strip_state(text: str, state: yaml.MappingNode) -> list[Edit]:
+    """A `state` check's rows become one row naming their fields without values (`[{key.id: , key.ts: }]`,
+    what `create` fills with every row on those fields); rows naming no field (`[]`), a `rows:` hole."""
+    edits = []
+    for k, v in state.value:
+        if k.value != "rows" or not isinstance(v, yaml.SequenceNode):
+            continue
+        fields = list(dict.fromkeys(str(fk.value) for item in v.value if isinstance(item, yaml.MappingNode)
+                                    for fk, _ in item.value))
+        template = " [{" + ", ".join(f"{f}: " for f in fields) + "}]" if fields else ""
+        start, end = _value_span(text, k, v, bool(state.flow_style))
+        edits.append(Edit(start, end, template.lstrip(" ") if state.flow_style and fields else template))
     return edits
 
 
@@ -98,7 +119,16 @@ def _checks(step: m.ExpectStep) -> dict[str, Any]:
         out["batches"] = [(b.data, None if b.rows is None else sorted(map(repr, b.rows)), b.watermark_before_us,
                            b.watermark_after_us, b.dropped, b.state_rows) for b in step.batches]
     if step.event_time is not None:
-        out["event_time"] = (step.event_time.min_us, step.event_time.max_us, step.event_time.avg_us)
+        out["event_time"] = "none" if step.event_time.none else (
+            step.event_time.min_us, step.event_time.max_us, step.event_time.avg_us, step.event_time.watermark_us)
+    if step.batches is not None:
+        out["batches.updated"] = [b.updated for b in step.batches]
+    out.update(updated=step.updated, batch_watermark=step.batch_watermark_us)
+    if step.operators is not None:
+        out["operators"] = [(o.name, o.state_rows, o.updated, o.dropped) for o in step.operators]
+    if step.state is not None:  # values as written (their types are Spark's, known on Spark only)
+        out["state"] = (step.state.operator, step.state.side, step.state.variable, step.state.columns,
+                        sorted(map(repr, step.state.rows)))
     if step.schema is not None:
         out["schema"] = [(n, t) for n, t, _ in step.schema.columns]  # nullability: not written (see snapshotedit)
     if step.topic is not None:

@@ -396,8 +396,7 @@ def test_the_pytest_options_collect_holes_and_refuse_what_they_cannot_do(pyteste
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with*"])
     workers = pytester.runpytest_subprocess(binding, "--eventtime-snapshot=fix", "-n", "2", "--collect-only")
-    assert workers.ret == pytest.ExitCode.USAGE_ERROR
-    workers.stderr.fnmatch_lines(["*--eventtime-snapshot runs in one process*"])
+    assert workers.ret == pytest.ExitCode.OK, workers.stdout.str()  # xdist: the controller writes (below)
 
 
 def test_an_expect_with_a_check_the_snapshot_does_not_write_is_not_bare(tmp_path):
@@ -416,3 +415,260 @@ def test_an_expect_with_a_check_the_snapshot_does_not_write_is_not_bare(tmp_path
     assert snap.plan_file(path, path.name, [result], "create").new == HEAD + (
         '  - expect: {ordered: true, rows: [[a, "00:00:00", "00:00:10", 1]], watermark: "00:00:11", dropped: 0, '
         'state_rows: 1}\n')
+
+
+# -- the checks of what operators did and keep (updated, batch_watermark, operators, event_time: none, state) --
+def _ops(*ops: tuple[str, int, int, int]) -> list[dict]:
+    return [{"operatorName": n, "numRowsTotal": total, "numRowsUpdated": upd, "numRowsDroppedByWatermark": drop}
+            for n, total, upd, drop in ops]
+
+
+OP_BATCHES = [
+    BatchObservation(batch_id=0, input_rows=2, timestamp_ms=None, watermark_before_ms=0, watermark_after_ms=T0 + 11_000,
+                     rows=[], state_rows=3, operators=_ops(("stateStoreSave", 1, 1, 0), ("symmetricHashJoin", 2, 2, 1)),
+                     event_time={"max": T0 + 16_000, "watermark": 0}),
+    BatchObservation(batch_id=1, input_rows=0, timestamp_ms=None, watermark_before_ms=T0 + 11_000,
+                     watermark_after_ms=T0 + 11_000, rows=[_row("a", "00:00:00", "00:00:10", 1)], state_rows=2,
+                     operators=_ops(("stateStoreSave", 0, 0, 0), ("symmetricHashJoin", 2, 0, 0)))]
+
+
+def test_create_fills_what_the_operators_did(tmp_path):
+    text = HEAD + """  - expect:
+      updated:                 # both batches
+      batch_watermark:         # the no-data batch's
+      event_time: {max: , watermark: }
+      batches:
+        - {updated: }
+        - {data: , updated: }
+      operators:
+        - {name: , dropped: }  # nearest the sink
+        - {name: , state_rows: , updated: , dropped: }
+  - expect: {operators: , event_time: , updated: }
+"""
+    plan = _plan(tmp_path, text, "create", batches=OP_BATCHES)
+    assert plan.refused is None
+    assert plan.new == HEAD + """  - expect:
+      updated: 3                 # both batches
+      batch_watermark: "00:00:11"         # the no-data batch's
+      event_time: {max: "00:00:16", watermark: initial}
+      batches:
+        - {updated: 3}
+        - {data: false, updated: 0}
+      operators:
+        - {name: stateStoreSave, dropped: 0}  # nearest the sink
+        - {name: symmetricHashJoin, state_rows: 2, updated: 2, dropped: 1}
+  - expect: {operators: [{name: stateStoreSave, state_rows: 0, updated: 0, dropped: 0}, {name: symmetricHashJoin, state_rows: 2, updated: 0, dropped: 0}], event_time: none, updated: 0}
+"""
+    sc = load_scenario_text(plan.new, "x")  # valid, and what was written is what the judge reads
+    from eventtime.judge import judge
+
+    assert judge(sc.steps[-2], Observed(OP_BATCHES, OP_BATCHES, "append", []), sc) == []
+    assert judge(sc.steps[-1], Observed([], OP_BATCHES, "append", []), sc) == []
+    # the control: an implementation not judged on its state writes none of what its operators keep
+    path = tmp_path / "snap.scenario.yaml"
+    result = _run(path, OP_BATCHES)
+    for sr in result.steps:
+        if sr.observed is not None:
+            sr.observed.unjudged = frozenset({"state_rows"})
+    unjudged = snap.plan_file(path, path.name, [result], "create")
+    assert "updated: 3" not in unjudged.new and "symmetricHashJoin" not in unjudged.new
+    assert "batch_watermark: \"00:00:11\"" in unjudged.new
+    assert any("operators left out: the implementation is not judged on it" in n for n in unjudged.notes)
+
+
+def test_fix_sets_what_the_operators_did_and_leaves_what_agrees(tmp_path):
+    right = HEAD + """  - expect:
+      updated: 3
+      batch_watermark: "00:00:11"   # ran with
+      event_time: {max: "00:00:16", watermark: initial}
+      batches: [{updated: 3}, {updated: 0}]
+      operators:
+        - {name: stateStoreSave, dropped: 0}
+        - {name: symmetricHashJoin, state_rows: 2, dropped: 1}   # the join
+"""
+    assert _plan(tmp_path, right, "fix", batches=OP_BATCHES).new == right  # the control: all agree
+    wrong = (right.replace("updated: 3\n", "updated: 4\n").replace('"00:00:11"   #', '"00:00:12"   #')
+             .replace("watermark: initial}", 'watermark: "00:00:01"}').replace("{updated: 0}", "{updated: 9}")
+             .replace("state_rows: 2, dropped: 1}", "state_rows: 5, dropped: 1}"))
+    plan = _plan(tmp_path, wrong, "fix", batches=OP_BATCHES)
+    assert plan.new == right
+    assert plan.changes == ["line 10: updated: 4 -> 3", 'line 11: batch_watermark: "00:00:12" -> "00:00:11"',
+                            'line 12: event_time.watermark: "00:00:01" -> initial', "line 13: batches.updated: 9 -> 0",
+                            "line 16: operators.state_rows: 5 -> 2"]
+    # another number of operators: the list is written again, every field of each
+    one = right.replace("        - {name: stateStoreSave, dropped: 0}\n", "")
+    assert _plan(tmp_path, one, "fix", batches=OP_BATCHES).new == right.replace(
+        "        - {name: stateStoreSave, dropped: 0}\n        - {name: symmetricHashJoin, state_rows: 2, dropped: 1}"
+        "   # the join", "        - {name: stateStoreSave, state_rows: 0, updated: 1, dropped: 0}\n"
+        "        - {name: symmetricHashJoin, state_rows: 2, updated: 2, dropped: 1}   # the join")
+    # `event_time: none` where a batch reported statistics, and the statistics where none did
+    none = HEAD + "  - expect:\n      event_time: none\n  - expect:\n      event_time: {max: \"00:00:16\"}\n"
+    assert _plan(tmp_path, none, "fix", batches=OP_BATCHES).new == HEAD + (
+        '  - expect:\n      event_time: {max: "00:00:16", watermark: initial}\n  - expect:\n      event_time: none\n')
+
+
+def _state_run(path: Path, table: object, failed: bool = True) -> ScenarioResult:
+    """A run whose last expect's `state` check read `table` (a StateTable, or why it could not)."""
+    from eventtime.results import CheckFailure
+
+    result = _run(path)
+    sr = result.steps[-1]
+    sr.observed.state = table
+    if failed:
+        sr.failures = [CheckFailure("state", sr.where, "the state of dedupe: 1 missing, 1 unexpected")]
+    return result
+
+
+def _state_table(rows: list[tuple]) -> object:
+    from eventtime.harness.stateread import StateTable
+
+    return StateTable("dedupe (operator 0)", {"key.id": "string", "key.ts": "timestamp", "value.__dummy__": "void"},
+                      rows, ("key.id", "key.ts"))
+
+
+STATE = [("b", _us("00:00:12")), ("c", _us("00:00:16"))]
+
+
+def test_create_fills_a_state_check_on_the_fields_its_rows_name_or_every_field(tmp_path):
+    path = tmp_path / "snap.scenario.yaml"
+    for asked, filled in (
+            ("      state: {operator: dedupe, rows: [{key.id: }]}   # ids only\n",
+             "      state: {operator: dedupe, rows: [{key.id: b}, {key.id: c}]}   # ids only\n"),
+            ("      state:\n        rows:\n          - {key.id: , key.ts: }\n",
+             '      state:\n        rows: [{key.id: b, key.ts: "00:00:12"}, {key.id: c, key.ts: "00:00:16"}]\n'),
+            ("      state:\n", '      state: {rows: [{key.id: b, key.ts: "00:00:12"}, {key.id: c, key.ts: "00:00:16"}]}\n'),
+            ("      state: {rows: }\n", '      state: {rows: [{key.id: b, key.ts: "00:00:12"}, {key.id: c, key.ts: "00:00:16"}]}\n')):
+        path.write_text(HEAD + "  - expect:\n" + asked)
+        plan = snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE))], "create")
+        assert plan.new == HEAD + "  - expect:\n" + filled, asked
+    # a state that could not be read: nothing written for it, and the note says why
+    path.write_text(HEAD + "  - expect:\n      rows:\n      state: {rows: [{key.id: }]}\n")
+    plan = snap.plan_file(path, path.name, [_state_run(path, "the query has 2 stateful operators")], "create")
+    assert "state: {rows: [{key.id: }]}" in plan.new
+    assert any("cannot read the state: the query has 2 stateful operators" in n for n in plan.notes)
+
+
+def test_fix_names_exactly_the_state_rows_that_changed(tmp_path):
+    text = HEAD + """  - expect:
+      state:
+        operator: dedupe
+        rows:
+          - {key.id: b, key.ts: "00:00:12"}   # kept
+          - {key.id: c, key.ts: "00:00:17"}   # wrong
+"""
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(text)
+    plan = snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE))], "fix")
+    assert plan.new == text.replace('"00:00:17"}   # wrong', '"00:00:16"}   # wrong')
+    assert plan.changes == ['line 12: state.rows: - {key.id: c, key.ts: "00:00:17"}',
+                            'line 12: state.rows: + {key.id: c, key.ts: "00:00:16"}']
+    # the control: a check the judge passed is not changed, whatever was read
+    assert snap.plan_file(path, path.name, [_state_run(path, _state_table([]), failed=False)], "fix").new == text
+    # `rows: []` that was wrong: every field the state holds (a NullType placeholder field holds none)
+    path.write_text(HEAD + "  - expect:\n      state: {rows: []}\n")
+    assert snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE[:1]))], "fix").new == HEAD + (
+        '  - expect:\n      state: {rows: [{key.id: b, key.ts: "00:00:12"}]}\n')
+
+
+def test_strip_keeps_the_fields_a_state_names_and_the_operators_entries():
+    text = HEAD + """  - expect:
+      state:
+        operator: dedupe
+        rows:
+          - {key.id: b, key.ts: "00:00:12"}   # kept
+      operators: [{name: dedupe, state_rows: 1}]
+      updated: 1
+      batch_watermark: initial
+      event_time: none
+  - expect: {state: {side: left, rows: []}}
+"""
+    stripped = strip_text(text)
+    assert stripped == HEAD + """  - expect:
+      state:
+        operator: dedupe
+        rows: [{key.id: , key.ts: }]   # kept
+      operators: [{name: , state_rows: }]
+      updated:
+      batch_watermark:
+      event_time:
+  - expect: {state: {side: left, rows: }}
+"""
+    original = load_scenario_text(text, "x")
+    assert differences(original, load_scenario_text(text, "x")) == []
+    other = load_scenario_text(text.replace("state_rows: 1}", "state_rows: 2}").replace('"00:00:12"}   #', '"00:00:13"}   #'), "x")
+    assert [d.split(": ", 2)[1] for d in differences(original, other)] == ["operators", "state"]  # the control
+
+
+# -- pytest-xdist: workers observe, the controller plans and writes once (on Spark: tests/spark/test_snapshot.py)
+def _xdist_session(tmp_path: Path, worker_outputs: list[list[snap.Observation]], ran: int, monkeypatch) -> tuple:
+    """The controller's plugin after workers sent `worker_outputs` and `ran` items of the file ran."""
+    from types import SimpleNamespace
+
+    from eventtime.snapshot_pytest import SnapshotPlugin
+
+    monkeypatch.delenv("CI", raising=False)
+    options = {"eventtime_snapshot": "create", "eventtime_snapshot_yes": True, "eventtime_snapshot_on_spark": False}
+    lines: list[str] = []
+    config = SimpleNamespace(getoption=options.get, pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+    plugin = SnapshotPlugin(config, SimpleNamespace(contracts=None))
+    for i, sent in enumerate(worker_outputs):  # each worker's session end, then its node going down
+        worker = SnapshotPlugin(SimpleNamespace(getoption=options.get, workerinput={"workerid": f"gw{i}"},
+                                                workeroutput={}), None)
+        worker.observations = sent
+        worker.pytest_sessionfinish(SimpleNamespace(), 0)
+        plugin.pytest_testnodedown(SimpleNamespace(workeroutput=worker.config.workeroutput), None)
+    for _ in range(ran):
+        plugin.pytest_runtest_logreport(SimpleNamespace(when="call", nodeid="snap.scenario.yaml::snap[x]", failed=False))
+    session = SimpleNamespace(exitstatus=0)
+    import builtins
+
+    monkeypatch.setattr(builtins, "print", lambda *a, **k: lines.append(" ".join(map(str, a))))
+    plugin.pytest_sessionfinish(session, 0)
+    return session.exitstatus, lines
+
+
+def _observation(path: Path, implementation: str, batches: list[BatchObservation] = BATCHES) -> snap.Observation:
+    result = _run(path, batches, status="failed")  # a hole's placeholder fails, as on Spark
+    result.implementation = implementation
+    obs = snap.observe(path, path.name, result, "create")
+    obs.path = "snap.scenario.yaml\0" + obs.path  # as the worker's plugin keys it by the item's file
+    return obs
+
+
+def test_under_xdist_the_controller_writes_each_file_once_from_every_worker(tmp_path, monkeypatch):
+    path = tmp_path / "snap.scenario.yaml"
+    text = HEAD + "  - expect:\n      rows:\n"
+    path.write_text(text)
+    status, said = _xdist_session(tmp_path, [[_observation(path, "a")], [_observation(path, "b")]], 2, monkeypatch)
+    assert status == 0 and path.read_text() == HEAD + '  - expect:\n      rows: [[a, "00:00:00", "00:00:10", 1]]\n'
+    assert sum("wrote 1 file" in line for line in said) == 1
+    # the controls: the workers' implementations observed different things; a third run of the file
+    # ended without an observation (its worker crashed): nothing written either way
+    other = [_batch(0, [_row("z", "00:00:00", "00:00:10", 1)], 0, T0 + 11_000)]
+    for second, ran, why in ((other, 2, "observed different things (a; b)"), (BATCHES, 3, "1 of its runs ended")):
+        path.write_text(text)
+        outputs = [[_observation(path, "a")], [_observation(path, "b", second)]]
+        status, said = _xdist_session(tmp_path, outputs, ran, monkeypatch)
+        assert status == 1 and path.read_text() == text
+        assert any(why in line for line in said), said
+
+
+def test_a_variant_keeps_a_state_check_that_agreed_as_stated(tmp_path):
+    text = HEAD + """  - expect:
+      rows: []
+      state:
+        operator: dedupe
+        rows:
+          - {key.id: b, key.ts: "00:00:12"}
+"""
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(text)
+    plan = snap.plan_file(path, path.name, [_state_run(path, None, failed=False)], "fix", on_spark=True)
+    assert plan.new == text + ('      on_spark:\n        ">=4.3,<4.4": {rows: [[a, "00:00:00", "00:00:10", 1]], '
+                               'state: {operator: dedupe, rows: [{key.id: b, key.ts: "00:00:12"}]}}\n')
+    variant = m.for_spark_version(load_scenario_text(plan.new, "x"), "4.3.0").steps[-1].state
+    common = load_scenario_text(text, "x").steps[-1].state
+    assert (variant.operator, variant.columns, variant.rows) == (common.operator, common.columns, common.rows)
+    # the control: a state that disagreed goes into the variant as it was read
+    disagreed = snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE))], "fix", on_spark=True)
+    assert '{key.id: c, key.ts: "00:00:16"}' in disagreed.new.split("on_spark:")[1]

@@ -229,3 +229,38 @@ def test_in_a_terminal_the_snapshot_is_written_after_a_yes(tmp_path):
     code, said = _in_a_terminal(args, tmp_path, "y")
     assert code == 0 and "wrote 1 file" in said, said
     _restored(ROOT / "scenarios" / "tumbling" / "complete-mode.scenario.yaml", path)
+
+
+@pytest.mark.any_line  # how the controller gathers the workers' observations is the kit's own
+def test_under_xdist_the_files_are_written_once_by_the_controller(tmp_path):
+    """`pytest -n 2 --eventtime-snapshot`: a file's two implementations run on different workers (xdist
+    deals fewer than four items round robin); the controller writes the file once, restored to the
+    original values, and (the control) leaves a file whose implementations observed different things
+    on the two workers untouched, naming both."""
+    contract = (ROOT / "scenarios" / "tumbling_count.contract.yaml").read_text().split("implementations:")[0]
+    (tmp_path / "changed.py").write_text(CHANGED)
+    for name, second in (("agree", "eventtime.pipelines.sql:tumbling_count"), ("differ", "changed:tumbling_count")):
+        suite = tmp_path / name
+        suite.mkdir()
+        (suite / f"{name}.contract.yaml").write_text(
+            contract.replace("contract: tumbling_count", f"contract: {name}")
+            + f"implementations: [eventtime.pipelines.reference:tumbling_count, {second}]\n")
+        original = tmp_path / f"{name}.scenario.yaml"
+        original.write_text(SCENARIO.replace("contract: tumbling_count", f"contract: {name}"))
+        _strip_into({original: suite / original.name})
+        stripped = (suite / original.name).read_text()
+        proc = subprocess.run([sys.executable, "-m", "pytest", name, "-n", "2", "-v", "-p", "no:cacheprovider",
+                               "--eventtime-snapshot", "create", "--eventtime-snapshot-yes"],
+                              cwd=tmp_path, env=_env(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)])),
+                              capture_output=True, text=True, timeout=900)
+        said = proc.stdout + proc.stderr
+        workers = {m.group(1) for m in re.finditer(rf"\[(gw\d)\] .*{name}\.scenario\.yaml::", said)}
+        assert workers == {"gw0", "gw1"}, said  # the two runs of the file: on two workers
+        assert proc.returncode == 1, said  # the items ran with holes: they fail, as in one process
+        if name == "agree":
+            assert said.count("wrote 1 file: agree/agree.scenario.yaml") == 1, said
+            _restored(original, suite / original.name, [suite])
+        else:  # the control: nothing written
+            assert ("differ/differ.scenario.yaml: not touched: its implementations observed different things "
+                    "(changed:tumbling_count; eventtime.pipelines.reference:tumbling_count)") in said, said
+            assert (suite / original.name).read_text() == stripped
