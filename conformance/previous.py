@@ -212,6 +212,10 @@ def add_options(parser: Any) -> None:
     group.add_argument("--previous-ref", metavar="REF", default=None,
                        help="the previous version is each scenario's own binding as the git ref REF has it "
                             "(e.g. origin/main in a pull request's CI; docs/upgrade.md)")
+    group.add_argument("--previous-python", metavar="PATH", default=None,
+                       help="a new Spark: run each scenario up to its first start/restart on the Spark of another "
+                            "environment (its python, e.g. .venv-spark35/bin/python), then restart from its "
+                            "checkpoint on this one (docs/upgrade.md)")
 
 
 def from_options(previous: Sequence[str], ref: str | None, option: str = "--previous") -> Previous | None:
@@ -223,14 +227,17 @@ def from_options(previous: Sequence[str], ref: str | None, option: str = "--prev
     return Previous(bindings) if bindings else None
 
 
-def previous_of_run(args: Any) -> tuple[bool, Previous | None]:
-    """(whether the options are usable, `eventtime run`'s Previous from them: None for no run across a
-    change); a usage error is printed."""
+def previous_of_run(args: Any, contract_dirs: Sequence[str] = ()) -> tuple[bool, Any]:
+    """(whether the options are usable, `eventtime run`'s Previous from them, or its `crossline.EarlierSpark`
+    for --previous-python: None for no run across a change); a usage error is printed."""
+    from .crossline import CrossLineError, EarlierSpark
     from .projectconfig import SettingsError
     from .userpipeline import PipelineError
 
     try:
+        if getattr(args, "previous_python", None):
+            return True, EarlierSpark(args.previous_python, contract_dirs=contract_dirs)
         return True, from_options(getattr(args, "previous", None) or [], getattr(args, "previous_ref", None))
-    except (SettingsError, PipelineError) as exc:
+    except (SettingsError, PipelineError, CrossLineError) as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return False, None

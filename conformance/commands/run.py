@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE_ERROR
     from ..previous import previous_of_run
 
-    usable, previous = previous_of_run(args)  # --previous, --previous-ref: a run across a change (docs/upgrade.md)
+    # --previous, --previous-ref, --previous-python: a run across a change (docs/upgrade.md)
+    usable, previous = previous_of_run(args, [str(d) for d in project.contract_dirs])
     if not usable:
         return ExitCode.USAGE_ERROR
     try:
