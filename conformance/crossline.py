@@ -217,7 +217,7 @@ class EarlierSpark:
         if implementation is not None and target is None:
             return _said(scenario, name, ERROR, f"{self.option}: the earlier side imports the pipeline by its name; "
                                                 f"{implementation!r} is a callable bound in code (bind MODULE:FUNCTION)",
-                         kwargs)
+                         kwargs, self, restart)
         if kwargs.get("rerun"):
             kwargs["rerun"] += f" {self.option} {shlex.quote(self.python)}"
         folder, started = Path(tempfile.mkdtemp(prefix="eventtime-crossline-")), time.monotonic()
@@ -226,10 +226,11 @@ class EarlierSpark:
                 handover = self._before(scenario, previous or target or scenario.contract.reference, restart.index,
                                         folder, kwargs)
             except CrossLineError as exc:
-                return _said(scenario, name, ERROR, str(exc), kwargs)
+                return _said(scenario, name, ERROR, str(exc), kwargs, self, restart)
             if handover["status"] == NOT_APPLICABLE or not handover["steps"]:
                 status = NOT_APPLICABLE if handover["status"] == NOT_APPLICABLE else ERROR
-                return _said(scenario, name, status, f"on the earlier side ({self.label}): {handover['reason']}", kwargs)
+                return _said(scenario, name, status, f"on the earlier side ({self.label}): {handover['reason']}", kwargs,
+                             self, restart)
             result = (run or run_scenario)(scenario, implementation, line=_Resume(self, handover, restart,
                                                                                     str(folder / "run")), **kwargs)
             result.seconds = time.monotonic() - started  # both sides
@@ -269,15 +270,30 @@ class EarlierSpark:
 
 
 def _environment() -> dict[str, str]:
-    """The other environment's process environment: this one's, without what names this one's Spark."""
+    """The other environment's process environment: this one's, without what names this one's Spark, with
+    this process's own folders of code on PYTHONPATH (the project's, pytest's rootdir: where a binding is
+    imported from), not its installed packages."""
     from eventtime.harness.cluster import child_environment
 
-    return {k: v for k, v in child_environment().items() if k not in _THIS_SPARK}
+    env = {k: v for k, v in child_environment().items() if k not in _THIS_SPARK}
+    installed = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    own = [p for p in dict.fromkeys(os.path.realpath(p or os.getcwd()) for p in sys.path)
+           if os.path.isdir(p) and not any(p == i or p.startswith(i + os.sep) for i in installed)
+           and not {"site-packages", "dist-packages"} & set(Path(p).parts)]
+    env["PYTHONPATH"] = os.pathsep.join(own + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 
-def _said(scenario: m.Scenario, name: str, status: str, reason: str, kwargs: Mapping[str, Any]) -> ScenarioResult:
+def _said(scenario: m.Scenario, name: str, status: str, reason: str, kwargs: Mapping[str, Any],
+          earlier: EarlierSpark | None = None, restart: m.StartStep | None = None) -> ScenarioResult:
+    """A result that says why the run did not happen; an error of a run across Spark lines says so in its
+    `upgrade` record (no outcome), for the report."""
     result = ScenarioResult(scenario, name, status, rerun=kwargs.get("rerun"))
     result.reason = reason
+    if status == ERROR and earlier is not None and restart is not None:
+        result.upgrade = {"previous": earlier.label, "restart_step": restart.index, "restart_where": str(restart.where),
+                          "outcome": None, "across": "spark", "previous_spark": earlier.spark,
+                          "previous_python": earlier.python}
     return result
 
 
@@ -302,13 +318,7 @@ class _Resume:
         self.earlier, self.handover, self.restart, self.workdir = earlier, handover, restart, workdir
 
     def refuses(self, job: bool, compat: Any) -> str | None:
-        """Why this run cannot cross Spark lines (None: it can)."""
-        if compat.connect:
-            return "a run across Spark lines hands the checkpoint over on this machine, which Spark Connect does not"
-        if job:
-            return ("a job is not run across Spark lines: its tables are in the earlier side's catalog "
-                    "(docs/upgrade.md, *A new Spark*)")
-        return None
+        return _refusal(job, compat)
 
     def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
         earlier: dict[int, StepResult] = {s.index: s for s in self.handover["steps"]}
@@ -331,6 +341,16 @@ class _Resume:
                                                              "so the run says nothing of the new Spark", 1)
         result.upgrade.update({"across": "spark", "previous_spark": self.earlier.spark,
                                "previous_python": self.earlier.python})
+
+
+def _refusal(job: bool, compat: Any) -> str | None:
+    """Why a run cannot cross Spark lines (None: it can)."""
+    if compat.connect:
+        return "a run across Spark lines hands the checkpoint over on this machine, which Spark Connect does not"
+    if job:
+        return ("a job is not run across Spark lines: its tables are in the earlier side's catalog "
+                "(docs/upgrade.md, *A new Spark*)")
+    return None
 
 
 class _Replay:
@@ -419,7 +439,7 @@ class _Keep:
         self.run: Any = None
 
     def refuses(self, job: bool, compat: Any) -> str | None:
-        return None  # this side refuses nothing the parent has not refused
+        return _refusal(job, compat)  # said before anything runs, on either side
 
     def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
         self.run = run
@@ -451,13 +471,13 @@ def _serve_one(request_file: str) -> None:
         answer = {"status": result.status, "reason": result.reason, "steps": result.steps, "notes": result.notes,
                   "history": list(run.history.values()) if run is not None else [],
                   "runs": run.runs if run is not None else 0, "spark": result.spark_version}
+        data = pickle.dumps(answer, protocol=4)
     except Exception as exc:  # noqa: BLE001 - said to the parent, which names the scenario
         import traceback
 
         traceback.print_exc()
-        answer = {"crashed": f"{type(exc).__name__}: {exc}"}
-    with open(request["answer"], "wb") as fh:
-        pickle.dump(answer, fh, protocol=4)
+        data = pickle.dumps({"crashed": f"{type(exc).__name__}: {exc}"}, protocol=4)
+    Path(request["answer"]).write_bytes(data)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import spec as m
 from .results import ERROR, ScenarioResult
 
-__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run"]
+__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run", "run_across"]
 
 
 def parse_previous(values: Sequence[str], option: str) -> dict[str, str]:
@@ -241,3 +241,20 @@ def previous_of_run(args: Any, contract_dirs: Sequence[str] = ()) -> tuple[bool,
     except (SettingsError, PipelineError, CrossLineError) as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return False, None
+
+
+def run_across(args: Any, contract_dirs: Sequence[str], targets: Sequence[Any],
+               go: Callable[[Callable[..., ScenarioResult] | None], int]) -> int:
+    """`go(runner)` with the runner of the options' run across a change (`--previous`, `--previous-ref`,
+    `--previous-python`; None when none is asked), its checkout or earlier side closed afterwards; a usage
+    error is printed and is exit 2 (what `eventtime run` and `certify` share)."""
+    from .exitcodes import ExitCode
+
+    usable, previous = previous_of_run(args, contract_dirs)
+    if not usable:
+        return ExitCode.USAGE_ERROR
+    try:
+        return go(previous.runner(list(targets)) if previous is not None else None)
+    finally:
+        if previous is not None:
+            previous.close()

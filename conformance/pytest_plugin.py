@@ -222,7 +222,7 @@ class _Settings:
         self._resolved: dict[str, Any] = {}
         self.config = config
         self.previous = _previous(config)
-        self.earlier = _earlier(config, self.previous)  # --eventtime-previous-python: the earlier side
+        self.earlier = _earlier(config)  # --eventtime-previous-python: the earlier side
 
     def take_pending_bindings(self) -> None:
         """Move what bind() recorded since the last call into this session's bindings."""
@@ -564,6 +564,9 @@ class _ResultsCollector:
 
 def _previous(config: pytest.Config) -> Any:
     """The run's previous version (`eventtime.previous.Previous`), None without --eventtime-previous(-ref)."""
+    if config.getoption("eventtime_previous_python") is not None and (
+            config.getoption("eventtime_previous") or config.getoption("eventtime_previous_ref") is not None):
+        raise pytest.UsageError("--eventtime-previous-python and --eventtime-previous(-ref): give one")
     if not config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref") is None:
         return None
     from eventtime.userpipeline import PipelineError
@@ -578,14 +581,12 @@ def _previous(config: pytest.Config) -> Any:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _earlier(config: pytest.Config, previous: Any) -> Any:
+def _earlier(config: pytest.Config) -> Any:
     """The earlier side of a run across Spark lines (`eventtime.crossline.EarlierSpark`), None without
     --eventtime-previous-python."""
     python = config.getoption("eventtime_previous_python")
     if python is None:
         return None
-    if previous is not None:
-        raise pytest.UsageError("--eventtime-previous-python and --eventtime-previous(-ref): give one")
     from eventtime.crossline import CrossLineError, EarlierSpark
 
     dirs = [str(d) for d in config.getini("eventtime_contracts")] + list(config.getoption("eventtime_contracts") or [])

@@ -129,6 +129,10 @@ def upgrade(matrix: Matrix, source: str, target: str, across: Sequence[ResultsFi
     return Upgrade(before, after, tuple(entries), tuple(only_before), tuple(only_after), tuple(chosen))
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" + ("" if n == 1 else "s")
+
+
 def _across_counts(up: Upgrade) -> str:
     counts: dict[str, int] = {}
     for r in up.restarts:
@@ -160,7 +164,7 @@ def upgrade_text(up: Upgrade) -> str:
             lines.append(f"  {label}: " + ", ".join(f"{r.scenario} [{r.short_impl}]" for r in rows))
     if up.restarts:
         lines.append(f"Restarted on Spark {up.target.spark_version} from checkpoints of {up.source.spark_version}: "
-                     f"{len(up.restarts)} runs, {_across_counts(up)}")
+                     f"{_runs(len(up.restarts))}, {_across_counts(up)}")
         for run in up.restarts:
             if run.outcome != "restarts":
                 lines.append(f"  {run.scenario} [{short_name(run.implementation)}] (restart at {run.where}): "
@@ -194,7 +198,7 @@ def upgrade_markdown(up: Upgrade, title: str | None = None) -> str:
             out += ["", f"{label}: " + ", ".join(f"`{_md(r.scenario)}` [{_md(r.short_impl)}]" for r in rows)]
     if up.restarts:
         out += ["", f"### Restarted on Spark {up.target.spark_version} from checkpoints of {up.source.spark_version}", "",
-                f"{len(up.restarts)} runs with a restart: {_across_counts(up)}.", "",
+                f"{_runs(len(up.restarts))} with a restart: {_across_counts(up)}.", "",
                 "| scenario | implementation | restart at | outcome | Spark says |", "|---|---|---|---|---|"]
         out += [f"| {_md(r.scenario)} | {_md(short_name(r.implementation))} | `{_md(r.where)}` | {r.words} | "
                 f"{_md(r.what)} |" for r in up.restarts]

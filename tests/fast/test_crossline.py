@@ -196,12 +196,13 @@ def test_an_error_on_the_earlier_side_ends_the_run_and_a_skipped_expect_is_not_j
     assert steps.current.status == SKIPPED
 
 
-def test_the_command_refuses_a_missing_environment_before_spark_starts(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "eventtime.cli", "run", str(RESTARTING), "--previous-python",
+@pytest.mark.parametrize("command", [["run", str(RESTARTING)], ["certify", "--contract", "tumbling_count"]])
+def test_the_command_refuses_a_missing_environment_before_spark_starts(tmp_path, command):
+    done = subprocess.run([sys.executable, "-m", "eventtime.cli", *command, "--previous-python",
                            str(tmp_path / "python")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert f"eventtime: error: --previous-python {tmp_path / 'python'}: no such file" in done.stderr
     assert "SparkSession" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "eventtime.cli", "run", str(RESTARTING), "--previous-python",
+    done = subprocess.run([sys.executable, "-m", "eventtime.cli", *command, "--previous-python",
                            "p", "--previous-ref", "HEAD"], capture_output=True, text=True, timeout=120)
     assert "not allowed with argument" in done.stderr
