@@ -38,7 +38,7 @@ from eventtime.harness.errors import EventtimeError
 from . import spec as m
 from .results import ERROR, NOT_APPLICABLE, SKIPPED, ScenarioResult, StepResult
 
-__all__ = ["EarlierSpark", "CrossLineError", "main"]
+__all__ = ["EarlierSpark", "CrossLineError", "crossings", "main"]
 
 # The earlier side answers on its own line; anything else the child prints goes to its log.
 _DONE = "eventtime-crossline-done "
@@ -198,11 +198,12 @@ class EarlierSpark:
 
     # -- one scenario -----------------------------------------------------------------------------
     def run(self, scenario: m.Scenario, pipeline: Any, run: Callable[..., ScenarioResult] | None = None, *,
-            previous: str | None = None, **kwargs: Any) -> ScenarioResult:
+            previous: str | None = None, at: int | None = None, **kwargs: Any) -> ScenarioResult:
         """`scenario` run with its steps before the restart on the earlier side, the rest here, against
         `pipeline` (a binding MODULE:FUNCTION, imported by its name on both sides; None: the contract's
         reference). `previous`: a previous version of the job, which the earlier side runs instead (a new
-        job and a new Spark at once). `kwargs`: `run_scenario`'s."""
+        job and a new Spark at once). `at`: the step where this side takes over, one of `crossings`
+        (default: the first `start`/`restart` of the whole query). `kwargs`: `run_scenario`'s."""
         implementation = pipeline
         from .runner import run_scenario
         from .upgrade import NO_RESTART, restart_step
@@ -210,7 +211,10 @@ class EarlierSpark:
         target = implementation if isinstance(implementation, str) or implementation is None else None
         name = str(implementation if isinstance(implementation, str) else getattr(
             implementation, "__qualname__", implementation)) if implementation is not None else scenario.contract.reference
-        restart = restart_step(scenario)
+        restart = restart_step(scenario) if at is None else next((s for s in crossings(scenario) if s.index == at), None)
+        if at is not None and restart is None:
+            return _said(scenario, name, ERROR, f"step {at} is not a start, restart or scheduled run of the whole query "
+                                                f"(those are steps {[s.index for s in crossings(scenario)]})", kwargs)
         if restart is None:
             return _said(scenario, name, NOT_APPLICABLE, f"not a run across Spark lines: the scenario {NO_RESTART}",
                          kwargs)
@@ -269,6 +273,12 @@ class EarlierSpark:
         return handover
 
 
+def crossings(scenario: m.Scenario) -> list[Any]:
+    """The steps where a run across Spark lines can hand over: each `start`/`restart` of the whole query
+    and each scheduled `run` (a start from the checkpoint too)."""
+    return [s for s in scenario.steps if (isinstance(s, m.StartStep) and s.query is None) or isinstance(s, m.RunStep)]
+
+
 def _environment() -> dict[str, str]:
     """The other environment's process environment: this one's, without what names this one's Spark, with
     this process's own folders of code on PYTHONPATH (the project's, pytest's rootdir: where a binding is
@@ -314,7 +324,7 @@ class _Resume:
 
     keep = False
 
-    def __init__(self, earlier: EarlierSpark, handover: dict[str, Any], restart: m.StartStep, workdir: str):
+    def __init__(self, earlier: EarlierSpark, handover: dict[str, Any], restart: Any, workdir: str):
         self.earlier, self.handover, self.restart, self.workdir = earlier, handover, restart, workdir
 
     def refuses(self, job: bool, compat: Any) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import spec as m
-from eventtime.crossline import CrossLineError, EarlierSpark, _kit_version, _Replay, _Taken
+from eventtime.crossline import CrossLineError, EarlierSpark, _kit_version, _Replay, _Taken, crossings
 from eventtime.loader import load_scenario
 from eventtime.results import ERROR, FAILED, NOT_APPLICABLE, SKIPPED, StepResult
 from eventtime.scenarios import SUITE_DIR
@@ -206,3 +206,18 @@ def test_the_command_refuses_a_missing_environment_before_spark_starts(tmp_path,
     done = subprocess.run([sys.executable, "-m", "eventtime.cli", *command, "--previous-python",
                            "p", "--previous-ref", "HEAD"], capture_output=True, text=True, timeout=120)
     assert "not allowed with argument" in done.stderr
+
+
+def test_the_hand_over_can_be_at_any_start_restart_or_scheduled_run_and_only_there(tmp_path):
+    scheduled = load_scenario(SUITE_DIR / "tumbling" / "available-now-runs.scenario.yaml")
+    assert [(s.index, s.kind) for s in crossings(scheduled)] == [(2, "run"), (6, "run"), (8, "run"), (11, "run")]
+    assert [s.index for s in crossings(load_scenario(RESTARTING))] == [4, 8]
+    earlier = EarlierSpark(_whole(tmp_path, serve="exit 3"))
+    result = earlier.run(load_scenario(RESTARTING), "eventtime.pipelines.reference:tumbling_count", at=5)
+    assert result.status == ERROR
+    assert result.reason == "step 5 is not a start, restart or scheduled run of the whole query (those are steps [4, 8])"
+    # the control: step 8 is one, and the earlier side is asked for the steps before it
+    result = earlier.run(load_scenario(RESTARTING), "eventtime.pipelines.reference:tumbling_count", at=8, timeout=5)
+    assert result.status == ERROR and "ended with exit code 3" in result.reason
+    assert result.upgrade["restart_step"] == 8
+    earlier.close()
