@@ -203,12 +203,15 @@ class GitCheckout:
                                 "there") from None
 
 
-def add_options(parser: Any) -> None:
-    """`eventtime run`'s options of a run across a change."""
+def add_options(parser: Any, *, binding_only: bool = False) -> None:
+    """`eventtime run`'s (and certify's) options of a run across a change; `binding_only`: `--previous`
+    alone (watch: a git ref's or another environment's version would not follow the edits it re-runs)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--previous", action="append", default=[], metavar="CONTRACT=MODULE:FUNCTION",
                        help="run each scenario of CONTRACT up to its first start/restart with this previous version, "
                             "then restart from its checkpoint with the current one (repeatable; docs/upgrade.md)")
+    if binding_only:
+        return
     group.add_argument("--previous-ref", metavar="REF", default=None,
                        help="the previous version is each scenario's own binding as the git ref REF has it "
                             "(e.g. origin/main in a pull request's CI; docs/upgrade.md)")
