@@ -127,6 +127,8 @@ class EarlierSpark:
     def _start_child(self) -> subprocess.Popen[str]:
         if self._child is not None and self._child.poll() is None:
             return self._child
+        if self._log is not None:  # the log of a child that ended: its last lines were said with its error
+            self._log.unlink(missing_ok=True)
         fd, log = tempfile.mkstemp(prefix="eventtime-crossline-", suffix=".log")
         self._log = Path(log)
         with os.fdopen(fd, "w") as err:
@@ -170,7 +172,13 @@ class EarlierSpark:
                     return
 
     def _ended(self, child: subprocess.Popen[str]) -> CrossLineError:
-        code = child.wait(timeout=30)
+        """The error of a child that closed its end of the pipes (it ended, or is ending: bounded)."""
+        try:
+            code: int | str = child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait(timeout=30)
+            code = "none (it closed its output and was stopped)"
         self._child = None
         return CrossLineError(f"the earlier side's process ({self.label}, {self.python}) ended with exit code {code} "
                               f"while it ran the steps before the restart{self._log_tail()}")
@@ -218,6 +226,12 @@ class EarlierSpark:
         if restart is None:
             return _said(scenario, name, NOT_APPLICABLE, f"not a run across Spark lines: the scenario {NO_RESTART}",
                          kwargs)
+        if kwargs.get("session") is not None:  # over Spark Connect: said before the earlier side runs anything
+            from eventtime.harness.compat import compat_for
+
+            refused = _refusal(False, compat_for(kwargs["session"]))
+            if refused:
+                return _said(scenario, name, NOT_APPLICABLE, refused, kwargs)
         if implementation is not None and target is None:
             return _said(scenario, name, ERROR, f"{self.option}: the earlier side imports the pipeline by its name; "
                                                 f"{implementation!r} is a callable bound in code (bind MODULE:FUNCTION)",
