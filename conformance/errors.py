@@ -30,13 +30,15 @@ _EXPORTS: dict[str, str] = {
     "HarnessError": "harness.stream", "HarnessTimeout": "harness.stream", "QueryFailed": "harness.stream",
     "ConnectLimit": "harness.connect", "ClockWaitTimeout": "harness.clock", "MasterURLError": "harness.cluster",
     "ClusterError": "harness.cluster", "ConnectServerError": "harness.connect_server",
+    # a run across Spark lines
+    "CrossLineError": "crossline",
 }
 
 __all__ = ["EventtimeError", "FileInvalid", "ScenarioInvalid", "ContractInvalid", "YamlSyntaxError", "SettingsError",
            "ContractConflict", "TimeFormatError", "TypeSyntaxError", "ValueProblem", "RowProblem", "ResultsFileError",
            "UpgradeError", "PipelineError", "SignatureError", "OutputMismatch", "PipelineRaised", "SubstitutionError",
            "PathOutside", "NotCovered", "ModelError", "WriteError", "HarnessError", "HarnessTimeout", "QueryFailed",
-           "ConnectLimit", "ClockWaitTimeout", "MasterURLError", "ClusterError", "ConnectServerError"]
+           "ConnectLimit", "ClockWaitTimeout", "MasterURLError", "ClusterError", "ConnectServerError", "CrossLineError"]
 if sorted(__all__) != sorted(["EventtimeError", *_EXPORTS]):  # pragma: no cover - guards refactors
     raise ImportError(f"eventtime.errors.__all__ and its export table differ: {sorted(set(__all__) ^ set(_EXPORTS))}")
 
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 
     from .coltypes import TypeSyntaxError, ValueProblem
     from .contractfile import ContractInvalid
+    from .crossline import CrossLineError
     from .problems import FileInvalid, ScenarioInvalid
     from .projectconfig import SettingsError
     from .registry import ContractConflict

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Sequence
 from . import spec as m
 from .results import ERROR, ScenarioResult
 
-__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run"]
+__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run", "run_across"]
 
 
 def parse_previous(values: Sequence[str], option: str) -> dict[str, str]:
@@ -203,15 +203,22 @@ class GitCheckout:
                                 "there") from None
 
 
-def add_options(parser: Any) -> None:
-    """`eventtime run`'s options of a run across a change."""
+def add_options(parser: Any, *, binding_only: bool = False) -> None:
+    """`eventtime run`'s (and certify's) options of a run across a change; `binding_only`: `--previous`
+    alone (watch: a git ref's or another environment's version would not follow the edits it re-runs)."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--previous", action="append", default=[], metavar="CONTRACT=MODULE:FUNCTION",
                        help="run each scenario of CONTRACT up to its first start/restart with this previous version, "
                             "then restart from its checkpoint with the current one (repeatable; docs/upgrade.md)")
+    if binding_only:
+        return
     group.add_argument("--previous-ref", metavar="REF", default=None,
                        help="the previous version is each scenario's own binding as the git ref REF has it "
                             "(e.g. origin/main in a pull request's CI; docs/upgrade.md)")
+    group.add_argument("--previous-python", metavar="PATH", default=None,
+                       help="a new Spark: run each scenario up to its first start/restart on the Spark of another "
+                            "environment (its python, e.g. .venv-spark35/bin/python), then restart from its "
+                            "checkpoint on this one (docs/upgrade.md)")
 
 
 def from_options(previous: Sequence[str], ref: str | None, option: str = "--previous") -> Previous | None:
@@ -223,14 +230,34 @@ def from_options(previous: Sequence[str], ref: str | None, option: str = "--prev
     return Previous(bindings) if bindings else None
 
 
-def previous_of_run(args: Any) -> tuple[bool, Previous | None]:
-    """(whether the options are usable, `eventtime run`'s Previous from them: None for no run across a
-    change); a usage error is printed."""
+def previous_of_run(args: Any, contract_dirs: Sequence[str] = ()) -> tuple[bool, Any]:
+    """(whether the options are usable, `eventtime run`'s Previous from them, or its `crossline.EarlierSpark`
+    for --previous-python: None for no run across a change); a usage error is printed."""
+    from .crossline import CrossLineError, EarlierSpark
     from .projectconfig import SettingsError
     from .userpipeline import PipelineError
 
     try:
+        if getattr(args, "previous_python", None):
+            return True, EarlierSpark(args.previous_python, contract_dirs=contract_dirs)
         return True, from_options(getattr(args, "previous", None) or [], getattr(args, "previous_ref", None))
-    except (SettingsError, PipelineError) as exc:
+    except (SettingsError, PipelineError, CrossLineError) as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return False, None
+
+
+def run_across(args: Any, contract_dirs: Sequence[str], targets: Sequence[Any],
+               go: Callable[[Callable[..., ScenarioResult] | None], int]) -> int:
+    """`go(runner)` with the runner of the options' run across a change (`--previous`, `--previous-ref`,
+    `--previous-python`; None when none is asked), its checkout or earlier side closed afterwards; a usage
+    error is printed and is exit 2 (what `eventtime run` and `certify` share)."""
+    from .exitcodes import ExitCode
+
+    usable, previous = previous_of_run(args, contract_dirs)
+    if not usable:
+        return ExitCode.USAGE_ERROR
+    try:
+        return go(previous.runner(list(targets)) if previous is not None else None)
+    finally:
+        if previous is not None:
+            previous.close()

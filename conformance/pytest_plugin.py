@@ -174,6 +174,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "then from its checkpoint with the bound one (repeatable; docs/upgrade.md)")
     group.addoption("--eventtime-previous-ref", metavar="REF", default=None,
                     help="the previous version is each contract's binding as the git ref REF has it (docs/upgrade.md)")
+    group.addoption("--eventtime-previous-python", metavar="PATH", default=None,
+                    help="a new Spark: each scenario's steps before its first start/restart run on the Spark of the "
+                         "environment of this python, the rest on this one from its checkpoint (docs/upgrade.md)")
 
 
 def pytest_addhooks(pluginmanager: Any) -> None:
@@ -219,6 +222,7 @@ class _Settings:
         self._resolved: dict[str, Any] = {}
         self.config = config
         self.previous = _previous(config)
+        self.earlier = _earlier(config)  # --eventtime-previous-python: the earlier side
 
     def take_pending_bindings(self) -> None:
         """Move what bind() recorded since the last call into this session's bindings."""
@@ -479,9 +483,14 @@ class ScenarioItem(pytest.Item):
         log = driver_log()
         mark = log.mark() if log is not None else 0
         previous, previous_name = _previous_of(settings, self.scenario, self.target)
-        self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
-                                   implementation=impl, rerun=self.rerun_command(), previous=previous,
-                                   previous_name=previous_name)
+        if settings.earlier is not None:  # a new Spark: the steps before the restart on the earlier side
+            self.result = settings.earlier.run(self.scenario, self.target if isinstance(self.target, str) else fn,
+                                               session=spark, timeout=settings.timeout, implementation=impl,
+                                               rerun=self.rerun_command())
+        else:
+            self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
+                                       implementation=impl, rerun=self.rerun_command(), previous=previous,
+                                       previous_name=previous_name)
         if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
@@ -555,6 +564,9 @@ class _ResultsCollector:
 
 def _previous(config: pytest.Config) -> Any:
     """The run's previous version (`eventtime.previous.Previous`), None without --eventtime-previous(-ref)."""
+    if config.getoption("eventtime_previous_python") is not None and (
+            config.getoption("eventtime_previous") or config.getoption("eventtime_previous_ref") is not None):
+        raise pytest.UsageError("--eventtime-previous-python and --eventtime-previous(-ref): give one")
     if not config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref") is None:
         return None
     from eventtime.userpipeline import PipelineError
@@ -566,6 +578,21 @@ def _previous(config: pytest.Config) -> Any:
         return from_options(config.getoption("eventtime_previous"), config.getoption("eventtime_previous_ref"),
                             "--eventtime-previous")
     except (SettingsError, PipelineError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _earlier(config: pytest.Config) -> Any:
+    """The earlier side of a run across Spark lines (`eventtime.crossline.EarlierSpark`), None without
+    --eventtime-previous-python."""
+    python = config.getoption("eventtime_previous_python")
+    if python is None:
+        return None
+    from eventtime.crossline import CrossLineError, EarlierSpark
+
+    dirs = [str(d) for d in config.getini("eventtime_contracts")] + list(config.getoption("eventtime_contracts") or [])
+    try:
+        return EarlierSpark(python, option="--eventtime-previous-python", contract_dirs=dirs)
+    except CrossLineError as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
@@ -585,6 +612,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     settings = config.stash.get(_SETTINGS, None)
     if settings is not None and settings.previous is not None:
         settings.previous.close()
+    if settings is not None and settings.earlier is not None:
+        settings.earlier.close()
     collector = config.stash.get(_COLLECTOR, None)
     if collector is not None:
         config.pluginmanager.unregister(collector)

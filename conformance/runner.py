@@ -123,7 +123,8 @@ def _device_full(path: str) -> bool:
 def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *, session: Any = None,
                  timeout: float = DEFAULT_TIMEOUT, implementation: str | None = None,
                  rerun: str | None = None, conf: Mapping[str, str] | None = None,
-                 previous: Pipeline | str | None = None, previous_name: str | None = None) -> ScenarioResult:
+                 previous: Pipeline | str | None = None, previous_name: str | None = None,
+                 line: Any = None) -> ScenarioResult:
     """Run `scenario` against `pipeline` (default: the contract's reference implementation).
 
     `previous`: the previous version of the implementation, which runs the steps before the scenario's
@@ -141,6 +142,9 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     A fault of the run's surroundings (an unwritable checkpoint, a full temporary directory, py4j's
     callback server gone; `eventtime.faults`) is an `error` with that cause and the step saying it;
     a stopped callback server is started again before the next scenario.
+
+    `line`: a run across Spark lines (`eventtime.crossline`): the run folder the two sides share, the
+    steps before the restart taken from the earlier side, the outcome.
     """
     from eventtime.harness.session import driver_death, get_session
 
@@ -152,7 +156,7 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
     died: list[Any] = []  # (DriverDeath, step) once the driver JVM is found dead
     try:
         return _run_scenario(scenario, pipeline, spark, impl_name, started, timeout, rerun, conf, died,
-                             (previous, previous_name))
+                             (previous, previous_name), line)
     except Exception as exc:
         # outside a step (the sources, the runtime info): a dead driver is said as such, anything
         # else is the kit's own bug and keeps its traceback
@@ -171,8 +175,8 @@ def run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None = None, *
 
 def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: Any, impl_name: str,
                   started: float, timeout: float, rerun: str | None, conf: Mapping[str, str] | None,
-                  died: list[Any], previous: tuple[Pipeline | str | None, str | None] = (None, None)
-                  ) -> ScenarioResult:
+                  died: list[Any], previous: tuple[Pipeline | str | None, str | None] = (None, None),
+                  line: Any = None) -> ScenarioResult:
     from eventtime.harness.backend import backend_for
     from eventtime.harness.compat import compat_for
 
@@ -184,6 +188,10 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     if prepared is None:
         return result
     call, info, job = prepared
+    refused = line.refuses(job, compat) if line is not None else None
+    if refused:
+        result.status, result.reason = NOT_APPLICABLE, refused
+        return result
     unjudged = frozenset(info.unjudged)
     change = None
     if previous[0] is not None:
@@ -198,7 +206,7 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     if mended:
         result.notes.append(mended)
     try:
-        workdir = tempfile.mkdtemp(prefix="eventtime-")
+        workdir = line.workdir if line is not None else tempfile.mkdtemp(prefix="eventtime-")
     except OSError as exc:  # a temporary directory that takes no new files: the run's, not the pipeline's
         fault = classify_os_error(exc, directory=tempfile.gettempdir())
         if fault is None:
@@ -226,9 +234,12 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     try:
         if database is not None:
             database.enter()
-        drive(scenario, QueryDriver(run, sources, _statics(scenario, spark, workdir),
-                                    on_new_session=database.follow if database is not None else None),
-              query_conf, steps)
+        driver: Any = QueryDriver(run, sources, _statics(scenario, spark, workdir),
+                                  on_new_session=database.follow if database is not None else None)
+        handler: Any = steps
+        if line is not None:
+            driver, handler = line.around(driver, steps, run)
+        drive(scenario, driver, query_conf, handler)
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
@@ -247,10 +258,13 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
 
             for session, before in build.session_before.items():
                 restore_session(session, before)
-        shutil.rmtree(workdir, ignore_errors=True)
+        if line is None or not line.keep:  # the earlier side of a run across Spark lines leaves it to the other
+            shutil.rmtree(workdir, ignore_errors=True)
         forget_paths(workdir)
     result.notes.extend(build.notes)
     _conclude(result, steps, died)
+    if line is not None:
+        line.finish(result, steps)
     if change is not None:
         from .upgrade import upgrade_verdict
 

@@ -133,4 +133,6 @@ def outcome_words(result: ScenarioResult) -> str:
         what = record.get("error_class") or record.get("exception")
         named = f": {what}" if what else ""
         return f"cannot restart from the checkpoint of {previous}{named}"
+    if record.get("across") == "spark":
+        return f"its steps before the restart do not hold on the earlier side, {previous}"
     return f"the scenario does not describe the previous version {previous}"

@@ -42,10 +42,7 @@ class QueryDriver:
               ) -> list[BatchObservation]:
         if query is not None:
             return list(self.run.start(conf, **self._only(query)))
-        if not self._started:  # the static inputs are there before the job first reads them
-            for static, rows in self.statics.values():
-                static.replace(rows)
-            self._started = True
+        self.write_statics()
         if new_session:
             from .session import other_session
 
@@ -56,6 +53,14 @@ class QueryDriver:
                 self.sources[name] = self.sources[name].replayed_in(spark)
             self.run.move_to(spark)
         return list(self.run.start(conf))
+
+    def write_statics(self) -> None:
+        """The static inputs written with their first rows, once: they are there before the job first
+        reads them (at the first start)."""
+        if not self._started:
+            for static, rows in self.statics.values():
+                static.replace(rows)
+            self._started = True
 
     def add(self, source: str, rows: Sequence[Sequence[Any]], partitions: Sequence[Sequence[Sequence[Any]]] | None
             ) -> None:

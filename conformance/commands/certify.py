@@ -27,6 +27,9 @@ def add_parser(sub: Any) -> None:
                    help="also run these scenario files or directories (those of the contract)")
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
+    from ..previous import add_options
+
+    add_options(c)  # --previous, --previous-ref, --previous-python: certified across a change (docs/upgrade.md)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,5 +90,8 @@ def run(args: argparse.Namespace) -> int:
     # asked for: without --pipeline, certify runs each contract's own implementations
     plan = [(sc, file, impl) for file, sc in chosen
             for impl in ([args.pipeline] if args.pipeline else sc.contract.implementations)]
-    return execute(plan, args, conf, invalid, certify=True)
+    from ..previous import run_across
+
+    return run_across(args, [str(d) for d in args.contracts or []], [impl for _, _, impl in plan],
+                      lambda runner: execute(plan, args, conf, invalid, certify=True, runner=runner))
 

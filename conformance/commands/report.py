@@ -21,7 +21,8 @@ def add_parser(sub: Any) -> None:
     rp.add_argument("--title", default=None, help="report title")
     rp.add_argument("--upgrade", nargs=2, metavar=("FROM", "TO"), default=None,
                     help="what changes between two Spark versions of the results: verdicts and, per step, rows, "
-                         "watermarks, dropped rows and state (printed; --markdown writes it for a pull request)")
+                         "watermarks, dropped rows and state, and the outcomes of runs across them (results of "
+                         "run --previous-python) (printed; --markdown writes it for a pull request)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,8 +35,15 @@ def run(args: argparse.Namespace) -> int:
     upgrading = getattr(args, "upgrade", None)
     if not (html or markdown or junit or upgrading):
         html, markdown, junit = DEFAULT_HTML, DEFAULT_MARKDOWN, DEFAULT_JUNIT
+    results, across = list(args.results), []
     try:
-        report = build_report(args.results, baseline=args.baseline, title=args.title or DEFAULT_TITLE)
+        if upgrading:  # runs across Spark lines (--previous-python) are listed beside the differences, not merged
+            from ..report.upgrade import is_across
+            from ..resultsfile import read_results
+
+            across = [f for f in map(read_results, results) if is_across(f)]
+            results = [p for p in results if p not in {f.path for f in across}]
+        report = build_report(results, baseline=args.baseline, title=args.title or DEFAULT_TITLE)
     except ResultsFileError as exc:
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
@@ -45,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         from ..report.upgrade import UpgradeError, upgrade, upgrade_markdown, upgrade_text
 
         try:
-            summary = upgrade(report.matrix, *upgrading)
+            summary = upgrade(report.matrix, upgrading[0], upgrading[1], across)
         except UpgradeError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR

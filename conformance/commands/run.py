@@ -71,14 +71,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
     if unimportable(list(dict.fromkeys(target for _, _, target in plan))):
         return ExitCode.USAGE_ERROR
-    from ..previous import previous_of_run
+    from ..previous import run_across
 
-    usable, previous = previous_of_run(args)  # --previous, --previous-ref: a run across a change (docs/upgrade.md)
-    if not usable:
-        return ExitCode.USAGE_ERROR
-    try:
-        return execute(plan, args, conf, invalid, unbound=sum(map(len, unbound.values())),
-                       runner=previous.runner([t for _, _, t in plan]) if previous is not None else None)
-    finally:
-        if previous is not None:
-            previous.close()
+    # --previous, --previous-ref, --previous-python: a run across a change (docs/upgrade.md)
+    return run_across(args, [str(d) for d in project.contract_dirs], [t for _, _, t in plan], lambda runner: execute(
+        plan, args, conf, invalid, unbound=sum(map(len, unbound.values())), runner=runner))

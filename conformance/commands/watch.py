@@ -23,9 +23,13 @@ def add_parser(sub: Any) -> None:
     w.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories to watch")
     w.add_argument("--poll", type=float, default=0.2, metavar="SECONDS",
                    help="how often the files are looked at (default 0.2)")
+    from ..previous import add_options
+
+    add_options(w, binding_only=True)  # --previous: the edited version restarted from the previous one's checkpoint
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..previous import previous_of_run
     from ..runner import run_scenario
     from ..watch import Watcher
     from .files import read_project, rerun_command, scenario_files
@@ -41,13 +45,17 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE_ERROR
     args.timeout = project.timeout
     conf = conf_pairs(args.spark_conf)
+    usable, previous = previous_of_run(args)  # --previous: a run across a change (docs/upgrade.md)
+    if not usable:
+        return ExitCode.USAGE_ERROR
     session, code = open_session(args)  # as run opens it: --remote, SPARK_REMOTE or a local Spark
     if session is None:
         return code
+    go = previous.runner() if previous is not None else run_scenario
 
     def run_one(scenario: Any, target: Any) -> Any:
         rerun = rerun_command(scenario, None, target if isinstance(target, str) else str(project.pipeline), args)
-        return run_scenario(scenario, target, session=session, timeout=args.timeout, conf=conf, rerun=rerun)
+        return go(scenario, target, session=session, timeout=args.timeout, conf=conf, rerun=rerun)
 
     watcher = Watcher(args.paths, pipeline=project.pipeline, contract_dirs=project.contract_dirs, run=run_one,
                       say=lambda text: print(text, flush=True), root=Path(os.getcwd()),

@@ -82,7 +82,7 @@ SHOP_SCENARIOS = {  # the scenario files and the Python fixture test
     "window-emitted-when-watermark-passes", "out-of-order-click-is-counted", "late-click-is-dropped",
     "bad-payload-is-dropped", "bridging-click-merges-two-sessions", "python-user-sessions",
     "click-below-state-watermark", "updated-window-replaces-its-partition", "table-survives-restarts",
-    "orders-flow-through-every-layer", "batch-runs-again-after-a-crash"}
+    "orders-flow-through-every-layer", "batch-runs-again-after-a-crash", "open-window-survives-a-restart"}
 # the shop's third job, a `main(spark)` whose Kafka reader and foreachBatch the kit substitutes: its
 # scenarios check the parquet table it writes; over Spark Connect they are not applicable (docs/jobs.md)
 JOB_SCENARIOS = {"updated-window-replaces-its-partition", "table-survives-restarts",
@@ -101,7 +101,7 @@ def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upg
     rc, out = _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "tox>=4.11"], cwd=project,
                    timeout=INSTALL_TIMEOUT, env=env)
     assert rc == 0, out
-    rc, out = _run([str(py), "-m", "tox", "-e", "spark35,spark43,report"], cwd=project,
+    rc, out = _run([str(py), "-m", "tox", "-e", "spark35,spark43,upgrade-restart,report"], cwd=project,
                    env={**env, "EVENTTIME_KIT": str(wheel)}, timeout=2 * INSTALL_TIMEOUT + 2 * RUN_TIMEOUT)
     assert rc == 0, out[-6000:]
     for line, version in (("spark35", "3.5.3"), ("spark43", "4.3.0")):
@@ -113,10 +113,23 @@ def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upg
     for name in ("report.html", "report.md", "junit.xml"):
         assert (project / "reports" / name).stat().st_size > 0
     upgrade = (project / "reports" / "upgrade.md").read_text()
-    assert "11 scenario runs on both versions; **1 changed**, 10 unchanged." in upgrade, upgrade
+    assert "12 scenario runs on both versions; **1 changed**, 11 unchanged." in upgrade, upgrade
     (row,) = [line for line in upgrade.splitlines() if line.startswith("| click-below-state-watermark ")]
     assert f"`{CHANGED}:1`" in row and "| PASS | PASS |" in row, row
     assert re.search(r"rows written at step 5 \(line 26\): none on 3\.5\.3, .*tile.* on 4\.3\.0", row), row
+    # upgrade-restart: the one pipeline scenario with a restart, its steps before it on 3.5.3 (the spark35
+    # environment's JVM), restarted on 4.3.0 from that checkpoint; jobs and scenarios without a restart skipped
+    across = json.loads((project / "reports" / "results-upgrade-restart.json").read_text())["results"]
+    ran = {r["scenario"]: r for r in across if r["status"] != "not_applicable"}
+    assert set(ran) == {"open-window-survives-a-restart"}, [(r["scenario"], r["status"], r["reason"]) for r in across]
+    record = ran["open-window-survives-a-restart"]
+    assert record["status"] == "passed", record["reason"]
+    assert {k: record["upgrade"][k] for k in ("across", "previous_spark", "outcome")} == {
+        "across": "spark", "previous_spark": "3.5.3", "outcome": "restarts"}
+    assert record["spark_version"] == "4.3.0"
+    assert [s["batches"][0]["batch_id"] for s in record["steps"] if s["index"] == 2] == [0]  # run by 3.5.3
+    assert ("### Restarted on Spark 4.3.0 from checkpoints of 3.5.3\n\n1 run with a restart: 1 restarts." in upgrade
+            and "| open-window-survives-a-restart | clicks:transform | " in upgrade), upgrade
 
 
 WRONG_JOBS = """\
@@ -302,7 +315,7 @@ def test_the_shops_suite_passes_over_spark_connect_from_a_client_with_no_jvm(con
                         "tests"], cwd=project, env=client, timeout=RUN_TIMEOUT)
     finally:
         bad.unlink()
-    assert rc == 1 and "1 failed, 7 passed, 4 skipped" in out, out
+    assert rc == 1 and "1 failed, 8 passed, 4 skipped" in out, out
     assert "1 missing, 1 unexpected" in out and "revenue: 10.01}" in out
     data = json.loads((project / "results-connect.json").read_text())
     statuses = {r["scenario"]: r["status"] for r in data["results"]}

@@ -49,6 +49,9 @@ def test_markers_are_registered(pytester):
      "*unknown contract 'tumbling_cont'; did you mean 'tumbling_count'?*accepted: *tumbling_count*"),
     (["--eventtime-suite", "nope"], "*unknown contract 'nope'*"),
     (["--eventtime-timeout", "-3"], "*'-3' is not a positive number of seconds*"),
+    (["--eventtime-previous-python", "nowhere/python"], "*--eventtime-previous-python nowhere/python: no such file*"),
+    (["--eventtime-previous-python", "nowhere/python", "--eventtime-previous-ref", "HEAD"],
+     "*--eventtime-previous-python and --eventtime-previous(-ref): give one*"),
 ])
 def test_bad_values_are_usage_errors(pytester, args, message):
     result = pytester.runpytest(*args)

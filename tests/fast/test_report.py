@@ -446,6 +446,50 @@ def test_upgrade_names_each_changed_scenario_with_its_file_step_and_values(tmp_p
     assert rc == 0 and f"no change in any of the {total}" in capsys.readouterr().out
 
 
+def _across(doc: dict, outcomes: dict[str, dict], source: str = "3.5.3") -> dict:
+    """`doc`'s results as runs across Spark lines from a checkpoint of `source` (run --previous-python):
+    the scenarios in `outcomes` with that upgrade record, the others not applicable (no restart)."""
+    doc = copy.deepcopy(doc)
+    for r in doc["results"]:
+        record = outcomes.get(r["scenario"])
+        if record is None:
+            r.update(status="not_applicable", reason="not a run across Spark lines: the scenario has no `start`")
+            continue
+        r["upgrade"] = {"previous": f"Spark {source}", "restart_step": 4, "restart_where": f"{r['file']}:22:5",
+                        "across": "spark", "previous_spark": source, **record}
+        if record["outcome"] != "restarts":
+            r.update(status="error", reason="cannot restart from the previous version's checkpoint (Spark 3.5.3)")
+    return doc
+
+
+def test_upgrade_lists_the_runs_across_the_two_versions_beside_the_differences(tmp_path, capsys):
+    new = _load("bundled-4.3.0.json")
+    first, second = sorted({r["scenario"] for r in new["results"]})[:2]
+    across = _across(new, {first: {"outcome": "restarts"},
+                           second: {"outcome": "cannot_restart", "error_class": "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"}})
+    paths = [str(_write(tmp_path / "old.json", _as_version(new, "3.5.3"))), str(_write(tmp_path / "new.json", new)),
+             str(_write(tmp_path / "across.json", across))]
+    rc = main(["report", *paths, "--upgrade", "3.5.3", "4.3.0", "--markdown", str(tmp_path / "up.md")])
+    out = capsys.readouterr().out
+    runs = sum(1 for r in across["results"] if "upgrade" in r)
+    total = len(new["results"])
+    # the runs across are not a third column: the differences are those of the two versions' results
+    assert rc == 0 and f"{total} scenario runs on both, 0 changed" in out, out
+    assert f"Restarted on Spark 4.3.0 from checkpoints of 3.5.3: {runs} runs, " in out, out
+    assert "cannot restart: STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE" in out and f"  {second} [" in out
+    assert f"  {first} [" not in out.split("Restarted on")[1]  # a restart that works is counted, not listed
+    md = (tmp_path / "up.md").read_text()
+    assert "### Restarted on Spark 4.3.0 from checkpoints of 3.5.3" in md and "| cannot restart |" in md
+    # control: without the runs across, no such section
+    rc = main(["report", *paths[:2], "--upgrade", "3.5.3", "4.3.0"])
+    assert rc == 0 and "Restarted on" not in capsys.readouterr().out
+    # runs across other versions than FROM and TO are said, not shown as theirs
+    other = str(_write(tmp_path / "other.json", _across(new, {first: {"outcome": "restarts"}}, source="3.4.4")))
+    rc = main(["report", *paths[:2], other, "--upgrade", "3.5.3", "4.3.0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "the runs across Spark lines given restart 3.4.4 -> 4.3.0, none from a checkpoint of 3.5.3" in err
+
+
 def test_upgrade_to_a_version_the_files_do_not_hold_is_a_usage_error(capsys):
     rc = main(["report", *map(str, FILES), "--upgrade", "3.5.9", "4.2.0"])
     err = capsys.readouterr().err

@@ -110,3 +110,26 @@ def test_a_pipeline_that_does_not_import_is_said_and_nothing_runs_until_it_does(
     w.first_round()
     assert ran == [] and "cannot import module 'jobs_missing_here'" in said[0]
     assert said[-1].startswith("jobs_missing_here:echo does not import (see above)") and "watching" in said[-1]
+
+
+def test_watch_takes_a_previous_binding_only_and_refuses_a_bad_one_before_spark_starts():
+    import subprocess
+
+    from eventtime.scenarios import SUITE_DIR
+
+    restart = str(SUITE_DIR / "restart" / "restart-keeps-window-exactly-once.scenario.yaml")
+
+    def watch(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "eventtime.cli", "watch", restart, *args], capture_output=True,
+                              text=True, timeout=120)
+
+    done = watch("--previous", "tumbling_count")
+    assert done.returncode == 2 and "'tumbling_count' is not CONTRACT=MODULE:FUNCTION" in done.stderr, done.stderr
+    # a git ref's or another environment's version would not follow the edits watch re-runs
+    for option in ("--previous-ref", "--previous-python"):
+        done = watch(option, "x")
+        assert done.returncode == 2 and f"unrecognized arguments: {option}" in done.stderr, done.stderr
+    # the control: the option is there
+    help_text = subprocess.run([sys.executable, "-m", "eventtime.cli", "watch", "--help"], capture_output=True,
+                               text=True, timeout=120).stdout
+    assert "--previous CONTRACT=MODULE:FUNCTION" in help_text
