@@ -764,11 +764,7 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
             view.notes.append(f"{unjudged} left out: the implementation is not judged on it")
         value = None if unjudged is not None else _hole_value(view, rel)
         if value is None:
-            parent = _parent_mapping(body, k)
-            if parent is not None and len(parent.value) > 1:
-                out.edits.append(remove_key(text, parent, k))
-                out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: left out "
-                                   "(the run cannot say it; see the notes)")
+            _leave_out(text, _parent_mapping(body, k), k, ".".join(map(str, rel)), out)
             continue
         hole = Hole(rel, v.start_mark.index, v.end_mark.index, k.value)
         if rel == ("state",):
@@ -778,7 +774,10 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
         shown = "[" + ", ".join(value) + "]" if isinstance(value, list) else value
         out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: + {shown}")
     template = state_template(body)
-    if template is not None and "state" not in view.unjudged:
+    if template is not None and "state" in view.unjudged:  # a template is the check's hole: left out the same
+        view.notes.append("state left out: the implementation is not judged on it")
+        _leave_out(text, body, next(k for k, _ in body.value if k.value == "state"), "state", out)
+    elif template is not None:
         k, node, fields = template
         rows = state_row_texts(view, fields)
         if rows is not None:
@@ -786,6 +785,15 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
             out.edits.append(replace_list(text, k, node, rows, bool(state.flow_style)))
             out.changes.append(f"line {line_of(text, k.start_mark.index)}: state.rows: + [{', '.join(rows)}]")
     return out
+
+
+def _leave_out(text: str, parent: yaml.MappingNode | None, key: yaml.Node, shown: str, out: StepEdits) -> None:
+    """A check the run cannot say is taken out of its mapping; where it is the mapping's only key it stays
+    (an empty expect would be a bare one, filled with other checks), and the notes name it."""
+    if parent is not None and len(parent.value) > 1:
+        out.edits.append(remove_key(text, parent, key))
+        out.changes.append(f"line {line_of(text, key.start_mark.index)}: {shown}: left out "
+                           "(the run cannot say it; see the notes)")
 
 
 def replace_list(text: str, key: yaml.Node, node: yaml.Node, items: Sequence[str], in_flow: bool) -> Edit:

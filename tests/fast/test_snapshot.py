@@ -548,6 +548,33 @@ def test_create_fills_a_state_check_on_the_fields_its_rows_name_or_every_field(t
     assert any("cannot read the state: the query has 2 stateful operators" in n for n in plan.notes)
 
 
+def test_a_state_template_an_implementation_is_not_judged_on_is_left_out(tmp_path):
+    """An implementation not judged on its state (the applyInPandasWithState tumbling count) reads none: a
+    state whose rows name fields (what strip_expectations leaves) is left out as a `state:` hole is, not
+    kept as a template that loads as a row of nulls."""
+    path = tmp_path / "snap.scenario.yaml"
+
+    def plan(text: str, unjudged: frozenset) -> snap.Planned:
+        path.write_text(HEAD + "  - expect:\n" + text)
+        result = _state_run(path, _state_table(STATE), failed=False)
+        for sr in result.steps:
+            if sr.observed is not None:
+                sr.observed.unjudged = unjudged
+        return snap.plan_file(path, path.name, [result], "create")
+
+    asked = "      watermark:\n      state:\n        rows: [{key.id: , key.ts: }]   # ids and times\n"
+    left = plan(asked, frozenset({"state_rows"}))
+    assert left.new == HEAD + '  - expect:\n      watermark: "00:00:11"\n'
+    assert any("state left out: the implementation is not judged on it" in n for n in left.notes)
+    # the only check of its expect: it stays (an empty expect would be a bare one), and the note names it
+    alone = plan("      state: {rows: [{key.id: }]}\n", frozenset({"state_rows"}))
+    assert "state: {rows: [{key.id: }]}" in alone.new
+    assert any("state left out: the implementation is not judged on it" in n for n in alone.notes)
+    # the control: judged on its state, the same template is filled
+    assert plan(asked, frozenset()).new == HEAD + '  - expect:\n      watermark: "00:00:11"\n      state:\n' + (
+        '        rows: [{key.id: b, key.ts: "00:00:12"}, {key.id: c, key.ts: "00:00:16"}]   # ids and times\n')
+
+
 def test_fix_names_exactly_the_state_rows_that_changed(tmp_path):
     text = HEAD + """  - expect:
       state:
