@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from .processes import alive
+
 __all__ = ["ENV_WARM", "ENV_IDLE", "DEFAULT_IDLE_S", "WarmUnavailable", "warm_dir", "daemon_key", "attach",
            "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES"]
 
@@ -164,26 +166,12 @@ def _read_state(path: Path) -> dict | None:
         return None
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, ended but not yet reaped by its parent, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _is_daemon(pid: int) -> bool:
     """Whether `pid` still runs a daemon of ours (a pid may have been reused since the state was written)."""
     try:
         return b"eventtime.harness.warmd" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return _alive(pid)  # no /proc: trust the pid
+        return alive(pid)  # no /proc: trust the pid
 
 
 def _kill(state: Mapping[str, Any]) -> None:
@@ -275,7 +263,7 @@ def _daemon_for(paths: _Paths, master: str, conf: Mapping[str, str], idle: float
                 if not reply.get("ok"):
                     _kill(state)
             except (OSError, ValueError) as exc:
-                if isinstance(exc, ConnectionRefusedError) or not _alive(int(state.get("pid", 0))):
+                if isinstance(exc, ConnectionRefusedError) or not alive(int(state.get("pid", 0))):
                     note = f"the warm Spark (pid {state.get('pid')}) had ended"
                 else:
                     note = f"the warm Spark (pid {state.get('pid')}) did not answer within {PING_TIMEOUT_S:.0f} s " \

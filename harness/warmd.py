@@ -51,6 +51,8 @@ class WarmDaemon:
         self.retiring = ""
         self.last_release = time.monotonic()
         self.baseline = self._baseline()
+        self.jvm_pid = int(self.jvm.java.lang.ProcessHandle.current().pid())
+        self.heap_mb = 0.0  # heap in use after the full garbage collection of the last reset
 
     # -- what the JVM is like when new -------------------------------------------------------------
     def _baseline(self) -> dict:
@@ -113,7 +115,8 @@ class WarmDaemon:
             self.retiring = self.retiring or "its SparkContext was stopped"
         with self.lock:
             return {"ok": True, "pid": os.getpid(), "clients": len(self.clients), "served": self.served,
-                    "spark": self.spark.version, "retiring": self.retiring,
+                    "spark": self.spark.version, "retiring": self.retiring, "jvm_pid": self.jvm_pid,
+                    "heap_mb_after_gc": self.heap_mb, "resetting": self.resetting,
                     "idle_s": 0 if self.clients else round(time.monotonic() - self.last_release, 1)}
 
     def _attach(self, conn: socket.socket, pid: int) -> None:
@@ -206,7 +209,9 @@ class WarmDaemon:
         self._clean_temp_dirs()
         runtime = self.jvm.java.lang.Runtime.getRuntime()
         self.jvm.java.lang.System.gc()
-        used = (int(runtime.totalMemory()) - int(runtime.freeMemory())) / int(runtime.maxMemory())
+        in_use = int(runtime.totalMemory()) - int(runtime.freeMemory())
+        self.heap_mb = round(in_use / 2**20, 1)
+        used = in_use / int(runtime.maxMemory())
         if used > MAX_HEAP_FRACTION:
             self.retiring = self.retiring or f"{used:.0%} of its heap in use after a full garbage collection"
         if self.served >= MAX_RUNS:

@@ -90,6 +90,18 @@ def test_kill_the_daemon(eventtime_spark):
 """
 
 
+# a run killed in the middle: a query of its own still running in the daemon's JVM, its process gone
+KILLED_RUN = """\
+import os, signal
+
+
+def test_killed_with_a_query_running(eventtime_spark):
+    query = eventtime_spark.readStream.format("rate").load().writeStream.format("noop").start()
+    assert query.isActive
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 def _project(root: Path, factor: int, count: int) -> None:
     (root / "pyproject.toml").write_text(PROJECT)
     (root / "jobs.py").write_text(JOB.format(factor=factor))
@@ -178,6 +190,17 @@ def test_a_killed_daemon_costs_the_next_run_a_cold_start(project):
     assert "Traceback" not in after.stdout + after.stderr, _said(after)
     replaced = _daemon(cache)
     assert replaced["pid"] != killed["pid"]
+
+    # a run killed with a query running leaves the daemon usable: the query is stopped before the next run
+    (root / "test_killed_run.py").write_text(KILLED_RUN)
+    killed_run = _pytest(root, cache, "-q", "--eventtime-warm", "test_killed_run.py")
+    assert killed_run.returncode == -signal.SIGKILL, _said(killed_run)
+    (root / "test_killed_run.py").unlink()
+    next_run = _pytest(root, cache, "-q", "--eventtime-warm", "scaled.scenario.yaml")
+    assert next_run.returncode == 0, _said(next_run)
+    assert f"eventtime: ran on the warm Spark (pid {replaced['pid']})" in next_run.stdout, _said(next_run)
+    log = (cache / "warm" / f"{replaced['key']}.log").read_text()
+    assert "stopping 1 queries left running" in log, log[-3000:]
 
     # during a run: its scenarios after the death run on a new daemon
     (root / "test_kill.py").write_text(KILL)
