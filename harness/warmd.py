@@ -22,12 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .processes import alive
 from .warm import MARKER_ENV, SPEC_ENV
 
 MAX_RUNS = 500  # runs one daemon serves before it retires (bounds what a run leaves in the JVM)
 MAX_HEAP_FRACTION = 0.6  # used heap after a full GC, between runs, above which the daemon retires
 STOP_QUERIES_S = 15.0  # how long a query left running by a run gets to stop between runs
-_QUERY_THREAD = "QueryExecutionThread"  # the class of a streaming query's thread (StreamExecution)
+# A streaming query's thread, as StreamExecution names it on every supported line (its class is an
+# anonymous subclass, whose name differs between lines)
+_QUERY_THREAD = "stream execution thread for "
 
 
 def _log(text: str) -> None:
@@ -76,6 +79,8 @@ class WarmDaemon:
     def serve(self) -> None:
         self.server.settimeout(1.0)  # to look at the idle time between connections
         while True:
+            if not alive(self.jvm_pid):  # killed under the daemon (out of memory): the next run starts a new one
+                self.exit("its JVM ended")
             with self.lock:
                 if not self.clients and not self.resetting:
                     if self.retiring:
@@ -221,7 +226,7 @@ class WarmDaemon:
         """Interrupt the streaming queries a run left running (its process ended under them): a query's
         thread takes an interrupt as its stop. One that does not end in time retires the daemon."""
         threads = [t for t in self.jvm.java.lang.Thread.getAllStackTraces().keySet().toArray()
-                   if _QUERY_THREAD in str(t.getClass().getName()) and t.isAlive()]
+                   if str(t.getName()).startswith(_QUERY_THREAD) and t.isAlive()]
         if not threads:
             return
         _log(f"stopping {len(threads)} queries left running")
