@@ -327,6 +327,8 @@ def attach(master: str, conf: Mapping[str, str], settings: Mapping[str, str], *,
             continue
         if "refused" in reply:
             sock.close()
+            note = "; ".join(x for x in (note, f"the warm Spark (pid {state.get('pid')}) did not take this run: "
+                                                f"{reply['refused']}") if x)
             if attempt:
                 raise WarmUnavailable(f"the warm Spark (pid {state.get('pid')}) did not take this run: {reply['refused']}")
             continue

@@ -178,6 +178,17 @@ class WarmDaemon:
                 self.last_release = time.monotonic()
                 self.lock.notify_all()
         _log(f"run {client} released; {self.served} served" + (f"; retiring: {self.retiring}" if self.retiring else ""))
+        if self.retiring:
+            self._withdraw()  # the next run starts a new daemon at once, and says why
+
+    def _withdraw(self) -> None:
+        """Take the state file away (a run that comes now starts a new daemon) and leave the reason."""
+        state = _read_json(self.state_path)
+        if state is not None and state.get("pid") == os.getpid():
+            with contextlib.suppress(OSError):
+                self.state_path.with_suffix(".retired").write_text(self.retiring)
+            with contextlib.suppress(OSError):
+                self.state_path.unlink()
 
     # -- between runs -------------------------------------------------------------------------------
     def _reset(self) -> None:
@@ -230,8 +241,13 @@ class WarmDaemon:
         if not threads:
             return
         _log(f"stopping {len(threads)} queries left running")
+        reflect = self.jvm.java.lang.Class
+        stop = reflect.forName("org.apache.spark.sql.streaming.StreamingQuery").getMethod("stop", None)
         for thread in threads:
-            thread.interrupt()
+            try:  # the query's own stop (an interrupt alone is taken as one only once the query is stopping)
+                stop.invoke(_field(thread.getClass(), "$outer").get(thread), None)
+            except Exception:  # noqa: BLE001 - a thread of another shape: the interrupt below is all there is
+                thread.interrupt()
         deadline = time.monotonic() + STOP_QUERIES_S
         for thread in threads:
             thread.join(max(1, int((deadline - time.monotonic()) * 1000)))
@@ -289,13 +305,12 @@ class WarmDaemon:
     # -- ending --------------------------------------------------------------------------------------
     def exit(self, why: str) -> None:
         _log(f"exiting: {why}")
+        if self.retiring:
+            self._withdraw()
         state = _read_json(self.state_path)
         if state is not None and state.get("pid") == os.getpid():
             with contextlib.suppress(OSError):
                 self.state_path.unlink()
-        if why.startswith("retired"):
-            with contextlib.suppress(OSError):
-                self.state_path.with_suffix(".retired").write_text(why.removeprefix("retired: "))
         with contextlib.suppress(Exception):
             self.spark.stop()
         os._exit(0)
