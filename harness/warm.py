@@ -63,7 +63,10 @@ LOCK_TIMEOUT_S = START_TIMEOUT_S + 30.0  # another process of this run may be st
 # what of the environment the daemon's JVM (and its Python workers) read at launch
 _ENV_PREFIXES = ("SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "EVENTTIME_", "_JAVA_")
 _ENV_NAMES = ("TZ", "LANG", "LC_ALL")
-_ENV_IGNORED = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", ENV_WARM, ENV_IDLE, SPEC_ENV)
+# ... but not what PySpark sets in the process once it has a context (a second session of the same run,
+# after a driver death, must find the same daemon), nor the kit's switches and pointers to its logs
+_ENV_IGNORED = ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET", "SPARK_AUTH_SOCKET_TIMEOUT", "SPARK_BUFFER_SIZE",
+                ENV_WARM, ENV_IDLE, SPEC_ENV, "EVENTTIME_DRIVER_LOG")
 # per run, not per daemon: each run's Python workers get its own import path (`worker_conf`)
 _PER_RUN_SETTINGS = ("spark.executorEnv.PYTHONPATH", "spark.sql.warehouse.dir")
 

@@ -57,6 +57,9 @@ def test_one_daemon_per_folder_settings_and_environment():
     # per run, not per daemon: each run's workers get its own import path; the switch itself is no setting
     assert key == warm.daemon_key("local[2]", {**SETTINGS, "spark.executorEnv.PYTHONPATH": "/b"}, {}, cwd="/p")
     assert key == warm.daemon_key("local[2]", SETTINGS, {"EVENTTIME_WARM": "1", "HOME": "/h"}, cwd="/p")
+    # what PySpark sets in the process once it has a context: the same run's next session finds the same daemon
+    assert key == warm.daemon_key("local[2]", SETTINGS, {"SPARK_BUFFER_SIZE": "65536",
+                                                         "SPARK_AUTH_SOCKET_TIMEOUT": "15"}, cwd="/p")
 
 
 def test_a_cluster_master_runs_cold():
