@@ -157,7 +157,7 @@ def _read_line(sock: socket.socket) -> str:
     while not data.endswith(b"\n"):
         chunk = sock.recv(4096)
         if not chunk:
-            raise ConnectionError("the daemon closed the connection")
+            raise ConnectionError("the other side closed the connection")
         data += chunk
     return data.decode()
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .processes import alive
-from .warm import MARKER_ENV, SPEC_ENV
+from .warm import MARKER_ENV, SPEC_ENV, _read_line, _read_state
 
 MAX_RUNS = 500  # runs one daemon serves before it retires (bounds what a run leaves in the JVM)
 MAX_HEAP_FRACTION = 0.6  # used heap after a full GC, between runs, above which the daemon retires
@@ -31,6 +31,7 @@ STOP_QUERIES_S = 15.0  # how long a query left running by a run gets to stop bet
 # A streaming query's thread, as StreamExecution names it on every supported line (its class is an
 # anonymous subclass, whose name differs between lines)
 _QUERY_THREAD = "stream execution thread for "
+_WORKER_MONITOR = "Idle Worker Monitor for "  # a Python worker pool's thread (PythonWorkerFactory.MonitorThread)
 
 
 def _log(text: str) -> None:
@@ -156,6 +157,8 @@ class WarmDaemon:
         finally:
             if server is not None:
                 with contextlib.suppress(Exception):
+                    self._close_accumulators(server)
+                with contextlib.suppress(Exception):
                     server.shutdown()
             self._release(client)
 
@@ -183,7 +186,7 @@ class WarmDaemon:
 
     def _withdraw(self) -> None:
         """Take the state file away (a run that comes now starts a new daemon) and leave the reason."""
-        state = _read_json(self.state_path)
+        state = _read_state(self.state_path)
         if state is not None and state.get("pid") == os.getpid():
             with contextlib.suppress(OSError):
                 self.state_path.with_suffix(".retired").write_text(self.retiring)
@@ -277,10 +280,39 @@ class WarmDaemon:
             if marker.isDefined() and str(marker.get()) == client:
                 mine.append(entry)
         stop = reflect.forName("org.apache.spark.api.python.PythonWorkerFactory").getMethod("stop", None)
+        identity = self.jvm.java.lang.System.identityHashCode
+        stopped = set()
         for entry in mine:
             stop.invoke(entry._2(), None)
+            stopped.add(identity(entry._2()))
             if forget:
                 pools.remove(entry._1())
+        # A pool's idle-worker monitor sleeps and looks forever, `stop` or not, and keeps the pool (and the
+        # sockets of its workers) from being collected: one thread and one socket per run, for good. It
+        # ends on an interrupt (its sleep throws).
+        for thread in self.jvm.java.lang.Thread.getAllStackTraces().keySet().toArray():
+            if stopped and str(thread.getName()).startswith(_WORKER_MONITOR):
+                with contextlib.suppress(Exception):
+                    if identity(_field(thread.getClass(), "$outer").get(thread)) in stopped:
+                        thread.interrupt()
+
+    def _close_accumulators(self, server: Any) -> None:
+        """A run's PySpark registers an accumulator whose updates the JVM sends to that run's process over
+        a socket it keeps open: the run gone, the socket would stay half-closed for as long as the JVM
+        lives (one per run; nothing closes it once the accumulator is collected). Closed when the run
+        lets go, found among the objects its py4j server holds for it."""
+        reflect = self.jvm.java.lang.Class
+        python_accumulator = reflect.forName("org.apache.spark.api.python.PythonAccumulatorV2")
+        socket_field = _field(python_accumulator, "socket")
+        close = reflect.forName("java.io.Closeable").getMethod("close", None)
+        py4j = server.server()
+        gateway = (py4j.getJavaServer() if hasattr(py4j, "getJavaServer") else py4j).getGateway()
+        for held in list(gateway.getBindings().values()):
+            if python_accumulator.isInstance(held):
+                channel = socket_field.get(held)
+                if channel is not None:
+                    with contextlib.suppress(Exception):
+                        close.invoke(channel, None)
 
     def _restore_hadoop_conf(self) -> None:
         now = self._hadoop_conf()
@@ -307,7 +339,7 @@ class WarmDaemon:
         _log(f"exiting: {why}")
         if self.retiring:
             self._withdraw()
-        state = _read_json(self.state_path)
+        state = _read_state(self.state_path)
         if state is not None and state.get("pid") == os.getpid():
             with contextlib.suppress(OSError):
                 self.state_path.unlink()
@@ -322,25 +354,8 @@ def _field(cls: Any, name: str) -> Any:
     return found
 
 
-def _read_line(conn: socket.socket) -> str:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = conn.recv(4096)
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data.decode()
-
-
 def _send(conn: socket.socket, message: dict) -> None:
     conn.sendall((json.dumps(message) + "\n").encode())
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _write_state(path: Path, state: dict) -> None:
