@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import NoReturn, Sequence
 
 from .commands import (certify, check_model, cluster, connect_server, expect, listing, report, run, validate,
-                       watch)
+                       warm, watch)
 from .commands.options import Parser
 from .commands.spark import guarded
 from .exitcodes import ExitCode
@@ -25,6 +25,7 @@ __all__ = ["console_main", "main", "COMMANDS"]
 COMMANDS: dict[str, ModuleType] = {
     "validate": validate, "run": run, "watch": watch, "certify": certify, "report": report, "list": listing,
     "check-model": check_model, "expect": expect, "cluster": cluster, "connect-server": connect_server,
+    "warm": warm,
 }
 
 

@@ -13,6 +13,7 @@ it that has one). The keys both faces read:
     eventtime_timeout     bound on each wait for Spark, seconds
     eventtime_master      (pytest) the Spark master; `eventtime` takes --master
     eventtime_remote      (pytest) a Spark Connect URL; `eventtime` takes --remote
+    eventtime_warm        true: runs attach to a warm Spark kept between runs (`warm_wanted`)
     pythonpath            folders put on the import path (pytest's own key; relative to the file's folder)
 
 On the command line, `--pipeline CONTRACT=MODULE:FUNCTION` (`eventtime`) and `--eventtime-pipeline
@@ -41,7 +42,7 @@ from eventtime.harness.errors import EventtimeError
 
 __all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
-           "contract_folders", "DEFAULT_TIMEOUT"]
+           "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY"]
 
 DEFAULT_TIMEOUT = 60.0
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
@@ -49,6 +50,36 @@ _TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # m
 
 # (contract, folder or None) -> (pipeline: 'module:function' or a callable, where it was given)
 Bindings = dict[tuple[str, str | None], tuple[Any, str]]
+
+
+WARM_KEY = "eventtime_warm"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def warm_wanted(option: bool | None, ini_value: str | None, ini_where: str,
+                environ: Mapping[str, str] | None = None) -> bool:
+    """Whether a run attaches to a warm Spark (eventtime.harness.warm): the command line's --warm /
+    --cold (`eventtime`) or --eventtime-warm / --eventtime-cold (pytest), else the EVENTTIME_WARM
+    environment variable, else the ini key eventtime_warm; off by default. Off in CI (CI set) unless the
+    command line asks: a CI job runs once, and a daemon would outlive it on the runner."""
+    import os
+
+    env = os.environ if environ is None else environ
+    if option is not None:
+        return option
+    if env.get("CI"):
+        return False
+    for raw, where in ((env.get("EVENTTIME_WARM"), "EVENTTIME_WARM"), (ini_value, ini_where)):
+        if raw is None:
+            continue
+        text = str(raw).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise SettingsError(f"{where}: {raw!r} is not a yes/no value (true or false)")
+    return False
 
 
 class SettingsError(EventtimeError, ValueError):

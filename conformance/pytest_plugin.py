@@ -161,6 +161,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_report_json", default="", help="path of the JSON results file")
     parser.addini("eventtime_timeout", default="60", help="bound on each wait for Spark, seconds")
     parser.addini("eventtime_master", default="", help="Spark master URL")
+    group.addoption("--eventtime-warm", dest="eventtime_warm", action="store_true", default=None,
+                    help="attach to a warm Spark kept between runs (started if none runs; local masters; docs/warm.md)")
+    group.addoption("--eventtime-cold", dest="eventtime_warm", action="store_false",
+                    help="start a Spark of this run's own (over EVENTTIME_WARM and the ini key eventtime_warm)")
+    parser.addini(projectconfig.WARM_KEY, default="", help="true: attach to a warm Spark kept between runs")
     group.addoption("--eventtime-contracts", action="append", default=[], metavar="DIR",
                     help="a folder of *.contract.yaml files, besides those beside or above each scenario (repeatable)")
     parser.addini("eventtime_contracts", type="paths", default=[],
@@ -216,6 +221,12 @@ class _Settings:
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
+        try:
+            self.warm = projectconfig.warm_wanted(config.getoption("eventtime_warm"),
+                                                  config.getini(projectconfig.WARM_KEY) or None,
+                                                  f"ini {projectconfig.WARM_KEY}")
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self._hook_bindings: dict[tuple[str, str | None], tuple[Any, str]] | None = None
         # bind() calls of this session's conftest files: (contract, folder) -> (pipeline, where)
         self.conftest_bindings: dict[tuple[str, str | None], tuple[Any, str]] = {}
@@ -429,7 +440,7 @@ def _spark(config: pytest.Config) -> Any:
     if _SPARK not in config.stash:
         from eventtime.harness.session import get_session
 
-        config.stash[_SPARK] = get_session(master=settings.master)
+        config.stash[_SPARK] = get_session(master=settings.master, warm=settings.warm)
     config.stash[_SPARK] = _live(config.stash[_SPARK], config)
     return config.stash[_SPARK]
 
@@ -606,6 +617,31 @@ def _previous_of(settings: Any, scenario: Any, target: Any) -> tuple[Any, str | 
         return settings.previous.of(scenario, target)
     except PipelineError as exc:
         raise InvalidScenario(f"{scenario.path}: {exc}") from None
+
+
+# -- the warm Spark: what the run's sessions said of it, once, in the summary ---------------------------
+_WARM_NOTES = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: its notes go to the controller
+        from eventtime.harness.warm import NOTES
+
+        session.config.workeroutput["eventtime_warm"] = list(NOTES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    notes = (getattr(node, "workeroutput", None) or {}).get("eventtime_warm") or []
+    node.config.stash.setdefault(_WARM_NOTES, []).extend(notes)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    from eventtime.harness.warm import NOTES
+
+    for note in dict.fromkeys([*config.stash.get(_WARM_NOTES, []), *NOTES]):
+        terminalreporter.write_line(f"eventtime: {note}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -17,6 +17,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .processes import alive
+
 __all__ = ["DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "on_discard",
            "SESSION_LOCK"]
 
@@ -85,13 +87,8 @@ def _exit_status(driver: _Driver) -> int | None:
     """The JVM's exit status (negative: killed by that signal) once it has ended; None while it runs."""
     if driver.proc is not None:
         return driver.proc.poll()
-    if driver.pid is not None:
-        try:
-            os.kill(driver.pid, 0)
-        except ProcessLookupError:
-            return 0  # gone, status unknown: it is not our child
-        except PermissionError:
-            return None
+    if driver.pid is not None and not alive(driver.pid):
+        return 0  # gone, status unknown: it is not our child
     return None
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from .processes import alive
+
 __all__ = ["ENV_OFF", "ENV_CACHE", "ArchivePlan", "plan_archive", "cache_dir", "archive_key", "java_release",
            "refused", "enabled", "complete", "discard", "after_launch", "launch_failed"]
 
@@ -276,9 +278,9 @@ def _recording_state(part: Path) -> str:
     except (OSError, ValueError):
         jvm = None
     if jvm is not None:
-        return "running" if _alive(jvm) else "dead"
+        return "running" if alive(jvm) else "dead"
     launcher = part.name.rsplit(".", 3)[-3] if part.name.count(".") >= 3 else ""
-    return "running" if launcher.isdigit() and _alive(int(launcher)) else "dead"
+    return "running" if launcher.isdigit() and alive(int(launcher)) else "dead"
 
 
 def _seal(part: Path, path: Path) -> None:
@@ -292,16 +294,6 @@ def _seal(part: Path, path: Path) -> None:
         os.replace(temp, seal)
     except OSError:  # another start sealed it first, or the folder went away: the next start sees
         pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _seal_of(path: Path) -> Path:

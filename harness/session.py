@@ -47,7 +47,7 @@ TEST_CONF: dict[str, str] = {
 
 
 def get_session(master: str | None = None, conf: Mapping[str, str] | None = None,
-                app_name: str = "eventtime") -> Any:
+                app_name: str = "eventtime", warm: bool | None = None) -> Any:
     """The process's SparkSession, created on first use with TEST_CONF (plus `conf`).
 
     `master` is any Spark master URL: `local[N]`, `local-cluster[W,C,M]`, `spark://host:port`
@@ -56,6 +56,10 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     (`eventtime.harness.cluster.cluster_conf`), and the session is returned once its
     executors have registered (bounded wait). An already running session is reused as it is (its
     master cannot change in-process).
+
+    `warm`: the session is a new one on a warm daemon's JVM (`warm`), started if none answers; when
+    none can be had, the run starts cold, saying why. None: as the last call of this process asked
+    (a session made again after a driver death is warm when the first was asked to be).
     """
     from pyspark.sql import SparkSession
 
@@ -70,6 +74,12 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         master = check_master(master or DEFAULT_MASTER)
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
+        if warm is not None:
+            _WARM[0] = warm
+        if _WARM[0]:
+            spark = _warm_session(master, conf or {}, settings)
+            if spark is not None:
+                return spark
         if "spark.sql.warehouse.dir" not in settings:
             settings["spark.sql.warehouse.dir"] = _warehouse()
         archive = _archive_plan(settings)
@@ -104,6 +114,29 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         spark = prepare_session(spark)
         _prepare_queries_meanwhile(spark)
         return spark
+
+
+_WARM = [False]  # whether this process's sessions are asked to be warm (the last get_session that said)
+
+
+def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, str]) -> Any:
+    """A new session on a warm daemon's JVM (`warm`), or None (said on stderr) to start cold."""
+    from .warm import WarmUnavailable, attach
+
+    from .warm import NOTES, attached_pid
+
+    try:
+        spark, note = attach(master, conf, settings)
+    except WarmUnavailable as exc:
+        NOTES.append(f"warm Spark not used, this run started its own: {exc}")
+        print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+        return None
+    NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
+    if note:
+        print(f"eventtime: {note}", file=sys.stderr, flush=True)
+    spark = prepare_session(spark)
+    _prepare_queries_meanwhile(spark)
+    return spark
 
 
 def _warehouse() -> str:
@@ -305,6 +338,9 @@ def _forget_sessions() -> None:
     """Forget what this module keeps per session (the spares, the runtime info): their SparkContext is gone."""
     _SPARES.clear()
     _RUNTIME.clear()
+    from .warm import forget
+
+    forget()  # a warm daemon's JVM that died: its connection goes with it
 
 
 on_discard(_forget_sessions)

@@ -103,6 +103,11 @@ def spark_parent(timeout_help: str = "bound on each wait for Spark, seconds (def
                         "SPARK_REMOTE environment variable when no --master is given)")
     p.add_argument("--timeout", type=float, default=None, help=timeout_help)
     p.add_argument("--spark-conf", action="append", metavar="KEY=VALUE", help="extra Spark SQL conf for the queries")
+    warm = p.add_mutually_exclusive_group()
+    warm.add_argument("--warm", dest="warm", action="store_true", default=None,
+                      help="attach to a warm Spark kept between runs (started if none runs; local masters; "
+                           "default: EVENTTIME_WARM, else the ini key eventtime_warm, else off; docs/warm.md)")
+    warm.add_argument("--cold", dest="warm", action="store_false", help="start a Spark of this run's own")
     return p
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
 from ..exitcodes import ExitCode
@@ -120,7 +121,7 @@ def open_session(args: Any) -> tuple[Any, int]:
             # the client has no driver JVM to lose; a local driver is started (and restarted after a death)
             spark = connect_session(remote, timeout=args.timeout)
         else:
-            spark = start_session(args.master)
+            spark = start_session(args.master, warm=warm_of(args))
     except ValueError as exc:  # projectconfig.SettingsError among them
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return None, ExitCode.USAGE_ERROR
@@ -134,7 +135,18 @@ class NoDriver(Exception):
     """No driver JVM could be started: each died while its session was created."""
 
 
-def start_session(master: str | None, fresh: bool = False) -> Any:
+def warm_of(args: Any) -> bool:
+    """Whether the run attaches to a warm Spark: --warm/--cold, EVENTTIME_WARM, the ini key
+    (`projectconfig.warm_wanted`; the settings file found from the working directory). A bad value
+    is a usage error (ValueError)."""
+    from ..projectconfig import WARM_KEY, find_ini, warm_wanted
+
+    ini = find_ini(Path.cwd())
+    return warm_wanted(getattr(args, "warm", None), ini.text(WARM_KEY) if ini else None,
+                       ini.where(WARM_KEY) if ini else WARM_KEY)
+
+
+def start_session(master: str | None, fresh: bool = False, warm: bool | None = None) -> Any:
     """The run's session (`fresh`: on a new JVM, the last one died); a JVM that dies while the
     session is created is said as any death is and another is started, up to MAX_DEATHS in a row.
     None when none could be started (the deaths have been printed)."""
@@ -145,7 +157,7 @@ def start_session(master: str | None, fresh: bool = False) -> Any:
         try:
             if fresh:
                 discard_dead_session()
-            return own_sigint(get_session(master=master))
+            return own_sigint(get_session(master=master, warm=warm))
         except Exception as exc:
             death = launch_death(after=exc)
             if death is None:

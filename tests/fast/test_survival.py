@@ -268,7 +268,7 @@ def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the
 
     tries = []
 
-    def get_session(master=None):
+    def get_session(master=None, warm=None):
         tries.append(master)
         if len(tries) < 3:
             raise ConnectionResetError(104, "Connection reset by peer")
@@ -292,7 +292,7 @@ def test_a_driver_that_dies_while_starting_is_said_and_another_started_up_to_the
 def test_an_error_while_starting_that_is_no_death_is_not_hidden(monkeypatch):
     from eventtime.commands import spark as cli
 
-    def get_session(master=None):
+    def get_session(master=None, warm=None):
         raise ValueError("a bad master URL")
 
     monkeypatch.setattr(hs, "get_session", get_session)
