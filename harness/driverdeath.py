@@ -54,6 +54,7 @@ class _Driver:
     proc: Any  # the Popen of the JVM when this process launched it (pyspark keeps it on the gateway)
     memory: dict[str, str] = field(default_factory=dict)
     dirs: list[str] = field(default_factory=list)  # where the JVM writes hs_err_pid*.log
+    shared: bool = False  # a warm daemon's JVM: it outlives this process's connections to it
 
 
 def _gateway_of(spark: Any) -> Any:
@@ -79,8 +80,19 @@ def _remember_driver(spark: Any) -> None:
         memory["driver Java options"] = " ".join(heap_flags)
     dirs = [str(system.getProperty("user.dir")), str(system.getProperty("java.io.tmpdir")), tempfile.gettempdir()]
     _DRIVERS[id(gateway)] = _Driver(gateway, int(jvm.java.lang.ProcessHandle.current().pid()),
-                                    getattr(gateway, "proc", None), memory, list(dict.fromkeys(dirs)))
+                                    getattr(gateway, "proc", None), memory, list(dict.fromkeys(dirs)),
+                                    shared=bool(gateway.__dict__.get("eventtime_shared")))
     _quiet_py4j_after_death(spark)
+
+
+_SHARED_DEATH_WAIT = 1.0  # a warm daemon's JVM is killed with its daemon, not left to exit by itself
+
+
+def _death_wait(drivers: list[_Driver]) -> float:
+    """How long a lost connection waits for these JVMs' exits: a JVM this process launched exits once
+    its connection is gone (its stdin closes) and takes a moment to; a warm daemon's JVM lives on
+    after a lost connection (an interrupted call), and one that died was killed, at once."""
+    return _SHARED_DEATH_WAIT if drivers and all(d.shared for d in drivers) else _DEATH_WAIT
 
 
 def _exit_status(driver: _Driver) -> int | None:
@@ -164,7 +176,7 @@ def driver_death(spark: Any, after: BaseException | None = None) -> DriverDeath 
     driver = _DRIVERS.get(id(gateway)) if gateway is not None else None
     if driver is None:
         return None
-    deadline = time.monotonic() + (_DEATH_WAIT if connection_lost(after) else 0.0)
+    deadline = time.monotonic() + (_death_wait([driver]) if connection_lost(after) else 0.0)
     status = _exit_status(driver)
     while status is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -230,7 +242,7 @@ def _any_dead(within: float = 0.0) -> bool:
     reported (a lost connection is seen a moment before the process can be reaped), polling.
     A gateway discarded during the wait counts: the run saw the death first, forgot that driver
     and may have launched a live one, and then no driver left is dead."""
-    deadline = time.monotonic() + within
+    deadline = time.monotonic() + min(within, _death_wait(list(_DRIVERS.values())))
     discarded = len(_DISCARDED_GATEWAYS)
     while True:
         if len(_DISCARDED_GATEWAYS) > discarded:

@@ -132,8 +132,7 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
         print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
         return None
     NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
-    if note:
-        print(f"eventtime: {note}", file=sys.stderr, flush=True)
+    print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
     spark = prepare_session(spark)
     _prepare_queries_meanwhile(spark)
     return spark

@@ -344,6 +344,11 @@ def attach(master: str, conf: Mapping[str, str], settings: Mapping[str, str], *,
             sock.close()
             raise WarmUnavailable(f"attaching to the warm Spark (pid {state.get('pid')}) failed: {exc}") from exc
         _ATTACHED.append(attachment)
+        if reply.get("driver_log"):  # the JVM's output (a failing UDF's traceback) is in the daemon's log
+            from . import driverlog
+
+            driverlog._CURRENT = driverlog.DriverLog(str(reply["driver_log"]))
+            driverlog.python_loggers_to_log(driverlog._CURRENT)
         return spark, note
     raise WarmUnavailable("no warm Spark took this run")  # pragma: no cover - the loop returns or raises
 
@@ -396,6 +401,7 @@ def _session(port: int, secret: str, attachment: _Attachment, run_conf: Mapping[
     conf = SparkConf(loadDefaults=False)
     for key, value in run_conf.items():
         conf.set(key, value)
+    gateway.eventtime_shared = True  # its JVM is the daemon's: a lost connection is no death of it (driverdeath)
     sc = SparkContext(conf=conf, gateway=gateway, jsc=shared())
     attachment.temp_dir = getattr(sc, "_temp_dir", None)
     base = _session_class(jvm).getDefaultSession()

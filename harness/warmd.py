@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .driverlog import driver_log
 from .processes import alive
 from .warm import MARKER_ENV, SPEC_ENV, _read_line, _read_state
 
@@ -123,7 +124,8 @@ class WarmDaemon:
             return {"ok": True, "pid": os.getpid(), "clients": len(self.clients), "served": self.served,
                     "spark": self.spark.version, "retiring": self.retiring, "jvm_pid": self.jvm_pid,
                     "heap_mb_after_gc": self.heap_mb, "resetting": self.resetting,
-                    "idle_s": 0 if self.clients else round(time.monotonic() - self.last_release, 1)}
+                    "idle_s": 0 if self.clients or self.resetting else round(time.monotonic() - self.last_release, 1),
+                    "idle_limit_s": self.idle}
 
     def _attach(self, conn: socket.socket, pid: int) -> None:
         with self.lock:
@@ -140,7 +142,9 @@ class WarmDaemon:
         try:
             server = self.jvm.org.apache.spark.api.python.Py4JServer(self.spark.sparkContext._jsc.sc().conf())
             server.start()
-            _send(conn, {"port": int(server.getListeningPort()), "secret": str(server.secret()), "client": client})
+            log = driver_log()
+            _send(conn, {"port": int(server.getListeningPort()), "secret": str(server.secret()), "client": client,
+                         "driver_log": log.path if log is not None else None})
             _log(f"run {client} (pid {pid}) attached")
             conn.settimeout(None)
             while True:  # until the run releases it or its process ends (the connection closes either way)
@@ -169,6 +173,7 @@ class WarmDaemon:
             self.clients.discard(client)
             self.released.append(client)
             if self.clients:
+                _log(f"run {client} released; {len(self.clients)} still attached")
                 return
             self.resetting = True
         try:
@@ -243,7 +248,7 @@ class WarmDaemon:
                    if str(t.getName()).startswith(_QUERY_THREAD) and t.isAlive()]
         if not threads:
             return
-        _log(f"stopping {len(threads)} queries left running")
+        _log(f"stopping {len(threads)} {'query' if len(threads) == 1 else 'queries'} left running")
         reflect = self.jvm.java.lang.Class
         stop = reflect.forName("org.apache.spark.sql.streaming.StreamingQuery").getMethod("stop", None)
         for thread in threads:

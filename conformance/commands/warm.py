@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         elif answer.get("clients"):
             how = f"{answer['clients']} run(s) attached"
         else:
-            how = f"idle for {answer.get('idle_s', 0):.0f} s"
+            limit = answer.get("idle_limit_s")
+            how = f"idle for {answer.get('idle_s', 0):.0f} s" + (f" (ends at {limit:.0f} s)" if limit else "")
         served = answer.get("served", 0) if answer else 0
         age = time.time() - daemon.started
         print(f"{daemon.key} pid {daemon.pid} Spark {daemon.spark} up {age / 60:.0f} min, {served} run(s) served, "

@@ -200,7 +200,7 @@ def test_a_killed_daemon_costs_the_next_run_a_cold_start(project):
     assert next_run.returncode == 0, _said(next_run)
     assert f"eventtime: ran on the warm Spark (pid {replaced['pid']})" in next_run.stdout, _said(next_run)
     log = (cache / "warm" / f"{replaced['key']}.log").read_text()
-    assert "stopping 1 queries left running" in log, log[-3000:]
+    assert "stopping 1 query left running" in log, log[-3000:]
 
     # during a run: its scenarios after the death run on a new daemon
     (root / "test_kill.py").write_text(KILL)
