@@ -34,6 +34,8 @@ FACTOR = {factor}
 
 @F.udf(LongType())
 def scaled(n):
+    if FACTOR == 0:
+        raise ValueError("the factor is zero")
     return n * FACTOR
 
 
@@ -168,12 +170,19 @@ def test_runs_attach_to_one_daemon_each_as_if_cold(project):
     control = _pytest(root, cache, "-q", "--eventtime-warm", "scaled.scenario.yaml")
     assert control.returncode == 1 and "1 failed" in control.stdout, _said(control)
 
+    # a UDF that raises: its traceback (the job's file and line) is shown from the daemon's driver log
+    _project(root, factor=0, count=20)
+    raised = _pytest(root, cache, "-q", "--eventtime-warm", "scaled.scenario.yaml")
+    assert raised.returncode == 1 and "the factor is zero" in raised.stdout, _said(raised)
+    assert "Spark driver log" in raised.stdout and 'jobs.py", line' in raised.stdout, _said(raised)
+    _project(root, factor=10, count=20)
+
     # xdist workers attach beside each other, each with its sessions
     (root / "scaled.scenario.yaml").write_text(SCENARIO.format(count=20))
     parallel = _pytest(root, cache, "-q", "-n", "2", "--eventtime-warm")
     assert parallel.returncode == 0, _said(parallel)
     assert _daemon(cache)["pid"] == state["pid"]
-    assert _served(cache) == 5  # three runs, the control, two xdist workers
+    assert _served(cache) == 6  # three runs, the control, the raising UDF, two xdist workers
 
 
 def test_a_killed_daemon_costs_the_next_run_a_cold_start(project):
