@@ -434,6 +434,10 @@ def _spark(config: pytest.Config) -> Any:
     if settings.remote:  # Spark Connect: no driver JVM in this process to lose or restart
         if _SPARK not in config.stash:
             from eventtime.harness.connect import connect_session
+            from eventtime.harness.warm import NOTES, OVER_CONNECT
+
+            if settings.warm:
+                NOTES.append(OVER_CONNECT)
 
             config.stash[_SPARK] = connect_session(settings.remote, timeout=settings.timeout)
         return config.stash[_SPARK]

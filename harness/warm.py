@@ -47,7 +47,7 @@ from typing import Any, Iterator, Mapping
 from .processes import alive
 
 __all__ = ["ENV_WARM", "ENV_IDLE", "DEFAULT_IDLE_S", "WarmUnavailable", "warm_dir", "daemon_key", "attach",
-           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES"]
+           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES", "OVER_CONNECT"]
 
 ENV_WARM = "EVENTTIME_WARM"  # 1/0: the faces' switch, read by projectconfig.warm_wanted
 ENV_IDLE = "EVENTTIME_WARM_IDLE"  # seconds a daemon waits for the next run before it exits
@@ -295,6 +295,7 @@ class _Attachment:
 
 _ATTACHED: list[_Attachment] = []
 NOTES: list[str] = []  # what this process's sessions said of the warm Spark (the faces show them once)
+OVER_CONNECT = "warm Spark not used: a run over Spark Connect has no JVM of its own to keep warm"
 
 
 def attached_pid() -> int | None:

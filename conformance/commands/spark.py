@@ -113,6 +113,10 @@ def open_session(args: Any) -> tuple[Any, int]:
         remote = remote_of(args)
         if remote is not None:
             from eventtime.harness.connect import connect_session
+            from eventtime.harness.warm import OVER_CONNECT
+
+            if warm_of(args):
+                print(f"eventtime: {OVER_CONNECT}", file=sys.stderr)
 
             if getattr(args, "jobs", 1) != 1:
                 print(f"eventtime: over Spark Connect the pairs run one at a time (--jobs {args.jobs} ignored)",
