@@ -44,8 +44,15 @@ def _note(what):
         fh.write(f"{what} {time.time() - START:.3f}\\n")
 
 
+WORKER = [False]
+
+
+def pytest_configure(config):
+    WORKER[0] = hasattr(config, "workerinput")  # under xdist the controller notes each verdict once
+
+
 def pytest_runtest_logreport(report):
-    if report.when == "call":
+    if report.when == "call" and not WORKER[0]:
         _note("verdict " + report.outcome)
 '''
 
