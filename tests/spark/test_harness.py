@@ -1,6 +1,9 @@
 """The harness and runner on real Spark: verdicts for wrong expectations, broken pipelines, bounds."""
+import contextlib
 import json
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -231,7 +234,37 @@ def test_a_checkpoint_either_manager_wrote_is_continued_by_the_other(spark, tmp_
     assert any(f.endswith(".crc") and f.startswith("offsets/") for f in files_b)  # and the second part here
 
 
-def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, monkeypatch):
+@contextlib.contextmanager
+def _every_task_slot_taken(spark, tmp_path):
+    """Every task slot of the session busy until the block ends: a job started inside waits, however
+    fast it would be (a probe job that finishes before its wait begins would make the test depend on
+    timing)."""
+    sc = spark.sparkContext
+    slots = sc.defaultParallelism
+    release = str(tmp_path / "release")
+
+    def hold(_):
+        import os
+        import time
+        deadline = time.monotonic() + 120
+        while not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    holder = threading.Thread(target=lambda: sc.parallelize(range(slots), slots).foreach(hold), daemon=True)
+    holder.start()
+    tracker, deadline = sc.statusTracker(), time.monotonic() + 120
+    while sum(getattr(tracker.getStageInfo(s), "numActiveTasks", 0) for s in tracker.getActiveStageIds()) < slots:
+        assert time.monotonic() < deadline, f"the {slots} holding tasks did not all start within 120 s"
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        open(release, "w").close()
+        holder.join(120)
+        assert not holder.is_alive(), "the holding job did not end within 120 s of its release"
+
+
+def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, monkeypatch, tmp_path):
     from eventtime.harness import jvmclasses
     from eventtime.harness.compat import SparkCompat
 
@@ -240,8 +273,9 @@ def test_a_local_checkpoint_manager_that_cannot_be_made_leaves_spark_s(spark, mo
     assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
     monkeypatch.undo()
     monkeypatch.setattr(jvmclasses, "_INSTALLED", {})
-    monkeypatch.setattr(jvmclasses, "PROBE_TIMEOUT_S", 0)  # the probe job is not done at once: bounded wait
-    assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
+    monkeypatch.setattr(jvmclasses, "PROBE_TIMEOUT_S", 0)  # bounded wait for a probe that cannot start
+    with _every_task_slot_taken(spark, tmp_path):
+        assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == _fs_manager(spark)
     monkeypatch.undo()
     monkeypatch.setattr(jvmclasses, "_INSTALLED", {})
     assert SparkCompat(spark).query_conf[CHECKPOINT_KEY] == jvmclasses.MANAGER  # control
