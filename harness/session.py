@@ -76,6 +76,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
         if warm is not None:
             _WARM[0] = warm
+        _numpy_converters_ask_only_with_numpy()
         if _WARM[0]:
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
@@ -172,6 +173,32 @@ def _prepare_queries_meanwhile(spark: Any) -> threading.Thread:
     thread = threading.Thread(target=prepare, name=_PREPARING, daemon=True)
     thread.start()
     return thread
+
+
+def _numpy_converters_ask_only_with_numpy() -> None:
+    """PySpark's numpy argument converters answer "no" without importing anything while numpy is not
+    imported in this process.
+
+    PySpark 4's numpy converters import `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s)
+    on their first ask, whatever the argument, to learn whether numpy is installed. An object can only
+    be a numpy array or scalar once numpy is imported, so until then "no" is their answer without the
+    import: the same conversions, and a run on a warm daemon, which has no JVM launch to hide the
+    import behind (`_warm_argument_converters_while_launching`), does not pay for it. Once numpy is
+    imported they ask as PySpark wrote them."""
+    from py4j import protocol
+
+    for converter in list(getattr(protocol, "INPUT_CONVERTER", [])):
+        kind = type(converter)
+        if (not kind.__module__.startswith("pyspark.") or not kind.__name__.startswith("Numpy")
+                or getattr(converter, "_eventtime_numpy_guard", False)):
+            continue
+        asks = converter.can_convert
+
+        def can_convert(obj: Any, asks: Any = asks) -> bool:
+            return "numpy" in sys.modules and bool(asks(obj))
+
+        converter.can_convert = can_convert
+        converter._eventtime_numpy_guard = True
 
 
 def _warm_argument_converters_while_launching() -> threading.Thread | None:

@@ -73,3 +73,42 @@ def test_the_converters_first_imports_happen_on_the_warm_up_thread_not_on_the_fi
 
     if int(pyspark.__version__.split(".")[0]) >= 4:  # control: PySpark 4's numpy converters import pandas & co
         assert "pandas" in cold["by_first_call"] and "pandas" in warm["by_warm_up"]
+
+
+_GUARD = r'''
+import json, sys
+import pyspark.sql  # registers PySpark's converters, as any session's import does
+from py4j import protocol
+from eventtime.harness import session as hs
+
+if sys.argv[1] == "guarded":
+    hs._numpy_converters_ask_only_with_numpy()
+before = set(sys.modules)
+took_object = [c.can_convert(object()) for c in protocol.INPUT_CONVERTER]
+imported = sorted(set(sys.modules) - before)
+import numpy as np
+took_array = any(c.can_convert(np.array([1, 2])) for c in protocol.INPUT_CONVERTER)
+took_scalar = any(c.can_convert(np.int64(1)) for c in protocol.INPUT_CONVERTER)
+print(json.dumps({"imported": imported, "object": any(took_object), "array": took_array, "scalar": took_scalar}))
+'''
+
+
+def _guarded(mode):
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _GUARD, mode], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_numpy_converters_import_nothing_until_numpy_is_imported_and_then_convert_as_before():
+    guarded, unguarded = _guarded("guarded"), _guarded("unguarded")
+    assert "pandas" not in guarded["imported"] and "numpy" not in guarded["imported"]
+    assert guarded == {**unguarded, "imported": guarded["imported"]}  # the same answers for every argument
+    assert guarded["array"] and not guarded["object"]
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) >= 4:  # control: unguarded, PySpark 4's first ask imports pandas
+        assert "pandas" in unguarded["imported"]
