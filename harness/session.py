@@ -374,6 +374,12 @@ def fresh_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return get_session(master=master, conf=conf)
 
 
+def stopped(spark: Any) -> bool:
+    """Whether `spark` (a classic session) is one whose SparkContext was stopped."""
+    context = getattr(spark, "_sc", None)
+    return context is not None and getattr(context, "_jsc", None) is None
+
+
 def live_session(spark: Any, master: str | None = None, conf: Mapping[str, str] | None = None) -> Any:
     """`spark` while its driver JVM lives; once it has died, a fresh session on a new JVM (for a
     process that keeps one session, e.g. a pytest worker: the item that saw the death failed with
@@ -383,7 +389,7 @@ def live_session(spark: Any, master: str | None = None, conf: Mapping[str, str] 
     alive) is replaced by a new one on the same JVM, as PySpark's builder makes after a stop."""
     if driver_death(spark) is not None:
         return fresh_session(master=master, conf=conf)
-    if getattr(spark.sparkContext, "_jsc", None) is None:
+    if stopped(spark):
         from .warm import session_again
 
         again = session_again()  # attached to a warm daemon: on it, through this run's connection

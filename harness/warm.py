@@ -418,7 +418,9 @@ def _new_session(attachment: _Attachment) -> Any:
     if not _ORIGINAL_INIT:
         _ORIGINAL_INIT.append(SparkContext.__dict__["_initialize_context"])
     SparkContext._initialize_context = lambda self, jconf: shared()  # type: ignore[method-assign]
-    conf = SparkConf(loadDefaults=False)
+    # As PySpark's first SparkContext of a process takes them: the JVM's spark.* properties (the master,
+    # the app name), then the run's. A later one (after a stop) meets a JVM conf made at once.
+    conf = SparkConf(loadDefaults=SparkContext._jvm is not None)
     for key, value in run_conf.items():
         conf.set(key, value)
     gateway.eventtime_shared = True  # its JVM is the daemon's: a lost connection is no death of it (driverdeath)

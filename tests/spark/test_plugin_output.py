@@ -82,12 +82,20 @@ def _pytest(tmp_path, *args: str, log: str | None = None) -> subprocess.Complete
 
 # a user's tests that stop the session they were given (collected before the scenario: "a_" < "region")
 _STOPS = """\
-def test_stops_the_session(eventtime_spark):
-    eventtime_spark.stop()
+import pytest
 
 
-def test_the_next_test_gets_a_live_session(eventtime_spark):
-    assert eventtime_spark.range(3).count() == 3
+@pytest.fixture(scope="session")
+def spark(eventtime_spark):  # the user's own session fixture, made from the kit's
+    return eventtime_spark
+
+
+def test_stops_the_session(spark):
+    spark.stop()
+
+
+def test_the_next_test_gets_a_live_session(spark, eventtime_spark):
+    assert spark is eventtime_spark and spark.range(3).count() == 3
 """
 
 
