@@ -668,8 +668,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # -- fixtures ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def eventtime_spark(pytestconfig: pytest.Config) -> Any:
-    """The SparkSession the scenarios run on (one per process, or per xdist worker), tuned for tests."""
+    """The SparkSession the scenarios run on (one per process, or per xdist worker), tuned for tests.
+    After a test stopped it (`spark.stop()`) or its driver JVM died, the next test gets a live one."""
     return _spark(pytestconfig)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that stopped the session or lost its driver JVM leaves the next tests no dead
+    `eventtime_spark`: the session-scoped fixture is made again (pytest's own teardown of it, so
+    the user's fixtures made from it are made again too), on the session `_live` gives."""
+    config = item.config
+    fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("eventtime_spark", ())
+    if not fixturedefs or _SPARK not in config.stash or _settings(config).remote:
+        return
+    before = config.stash[_SPARK]
+    live = _live(before, config)
+    if live is before:
+        return
+    config.stash[_SPARK] = live
+    for fixturedef in fixturedefs:
+        fixturedef.finish(item._request)  # type: ignore[attr-defined]
 
 
 @pytest.fixture

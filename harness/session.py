@@ -77,6 +77,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         if warm is not None:
             _WARM[0] = warm
         _numpy_converters_ask_only_with_numpy()
+        _import_first_use_modules_meanwhile()
         if _WARM[0]:
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
@@ -89,7 +90,6 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
         for key, value in settings.items():
             builder = builder.config(key, value)
-        _warm_argument_converters_while_launching()
         failure: Exception | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
@@ -182,8 +182,8 @@ def _numpy_converters_ask_only_with_numpy() -> None:
     PySpark 4's numpy converters import `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s)
     on their first ask, whatever the argument, to learn whether numpy is installed. An object can only
     be a numpy array or scalar once numpy is imported, so until then "no" is their answer without the
-    import: the same conversions, and a run on a warm daemon, which has no JVM launch to hide the
-    import behind (`_warm_argument_converters_while_launching`), does not pay for it. Once numpy is
+    import: the same conversions, and the main thread's first py4j calls (a SparkConf, a warm attach)
+    do not wait on that import while `_import_first_use_modules_meanwhile` makes it. Once numpy is
     imported they ask as PySpark wrote them."""
     from py4j import protocol
 
@@ -201,31 +201,27 @@ def _numpy_converters_ask_only_with_numpy() -> None:
         converter._eventtime_numpy_guard = True
 
 
-def _warm_argument_converters_while_launching() -> threading.Thread | None:
-    """Run PySpark's py4j argument converters once, on a thread, while the driver JVM launches.
+def _import_first_use_modules_meanwhile() -> threading.Thread | None:
+    """Import, on a thread, what PySpark imports on its first use of common calls, while the driver JVM
+    launches or a warm daemon takes the run.
 
-    The first py4j call with an argument asks every registered converter whether it converts it,
-    and some converters import what they test for on that first ask (PySpark 4's numpy converters
-    import `pyspark.testing.utils`, which imports pandas, pyarrow and protobuf: 0.4-0.9 s measured).
-    Asked here with an object no converter takes, the imports happen while the main thread only
-    waits for the JVM to report its port; a converter that fails to import fails again on the main
-    thread, as it would have. Asking is side-effect free: a converter's `can_convert` is a test."""
-    from pyspark import SparkContext
+    PySpark 4 imports `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s measured) the
+    first time a process calls `F.lit`, converts a numpy value or makes a pandas UDF: in nearly every
+    user's transform. Imported here, the main thread meets it done, or part done, when it gets there,
+    instead of paying it after the launch. A module that fails to import fails again on the main
+    thread, where the user's call meets it, as it would have."""
+    if "pyspark.testing.utils" in sys.modules:
+        return None
 
-    if getattr(SparkContext, "_gateway", None) is not None:
-        return None  # no launch to wait for
+    def load() -> None:
+        import importlib
 
-    def ask() -> None:
-        from py4j import protocol
+        try:
+            importlib.import_module("pyspark.testing.utils")
+        except Exception:  # noqa: BLE001 - the main thread's import meets it again and says it
+            pass
 
-        probe = object()
-        for converter in list(getattr(protocol, "INPUT_CONVERTER", [])):
-            try:
-                converter.can_convert(probe)
-            except Exception:  # noqa: BLE001 - the main thread's first call meets it again and says it
-                pass
-
-    thread = threading.Thread(target=ask, name="eventtime-warm-converters", daemon=True)
+    thread = threading.Thread(target=load, name="eventtime-first-use-imports", daemon=True)
     thread.start()
     return thread
 
@@ -378,10 +374,24 @@ def fresh_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return get_session(master=master, conf=conf)
 
 
+def stopped(spark: Any) -> bool:
+    """Whether `spark` (a classic session) is one whose SparkContext was stopped."""
+    context = getattr(spark, "_sc", None)
+    return context is not None and getattr(context, "_jsc", None) is None
+
+
 def live_session(spark: Any, master: str | None = None, conf: Mapping[str, str] | None = None) -> Any:
     """`spark` while its driver JVM lives; once it has died, a fresh session on a new JVM (for a
     process that keeps one session, e.g. a pytest worker: the item that saw the death failed with
-    it, and the items after it run on the new session instead of failing on the dead one)."""
-    if driver_death(spark) is None:
-        return spark
-    return fresh_session(master=master, conf=conf)
+    it, and the items after it run on the new session instead of failing on the dead one).
+
+    A session whose SparkContext was stopped (a test or a job that ends with `spark.stop()`, the JVM
+    alive) is replaced by a new one on the same JVM, as PySpark's builder makes after a stop."""
+    if driver_death(spark) is not None:
+        return fresh_session(master=master, conf=conf)
+    if stopped(spark):
+        from .warm import session_again
+
+        again = session_again()  # attached to a warm daemon: on it, through this run's connection
+        return prepare_session(again) if again is not None else get_session(master=master, conf=conf)
+    return spark

@@ -40,7 +40,7 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -290,7 +290,10 @@ class _Attachment:
     sock: socket.socket
     state: dict
     client: str
-    temp_dir: str | None = None
+    temp_dirs: list[str] = field(default_factory=list)  # PySpark's, one per SparkContext made
+    gateway: Any = None  # this run's py4j connection to the daemon's JVM
+    base: Any = None  # the daemon's own session, each of this run's sessions a new one of
+    run_conf: Mapping[str, str] = field(default_factory=dict)
 
 
 _ATTACHED: list[_Attachment] = []
@@ -374,11 +377,7 @@ class _SharedContext:
 
 def _session(port: int, secret: str, attachment: _Attachment, run_conf: Mapping[str, str]) -> Any:
     """PySpark's SparkContext and a new SparkSession over the daemon's JVM, through this run's own py4j server."""
-    from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
-    from pyspark.sql import SparkSession
-
-    from .isolation import _session_class
 
     saved = {k: os.environ.get(k) for k in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
     os.environ["PYSPARK_GATEWAY_PORT"], os.environ["PYSPARK_GATEWAY_SECRET"] = str(port), secret
@@ -390,6 +389,26 @@ def _session(port: int, secret: str, attachment: _Attachment, run_conf: Mapping[
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    attachment.gateway, attachment.run_conf = gateway, dict(run_conf)
+    return _new_session(attachment)
+
+
+def session_again() -> Any | None:
+    """A new session for this process on the daemon it is attached to, or None when it is not attached:
+    after a test or a job stopped the last one (`spark.stop()` ends this process's use of the context,
+    not the daemon's JVM), the next one is made as the first was."""
+    if not _ATTACHED or _ATTACHED[-1].gateway is None:
+        return None
+    return _new_session(_ATTACHED[-1])
+
+
+def _new_session(attachment: _Attachment) -> Any:
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    from .isolation import _session_class
+
+    gateway, run_conf = attachment.gateway, attachment.run_conf
     jvm = gateway.jvm
 
     def shared(*_: Any) -> _SharedContext:
@@ -399,16 +418,26 @@ def _session(port: int, secret: str, attachment: _Attachment, run_conf: Mapping[
     if not _ORIGINAL_INIT:
         _ORIGINAL_INIT.append(SparkContext.__dict__["_initialize_context"])
     SparkContext._initialize_context = lambda self, jconf: shared()  # type: ignore[method-assign]
-    conf = SparkConf(loadDefaults=False)
+    # As PySpark's first SparkContext of a process takes them: the JVM's spark.* properties (the master,
+    # the app name), then the run's. A later one (after a stop) meets a JVM conf made at once.
+    conf = SparkConf(loadDefaults=SparkContext._jvm is not None)
     for key, value in run_conf.items():
         conf.set(key, value)
     gateway.eventtime_shared = True  # its JVM is the daemon's: a lost connection is no death of it (driverdeath)
     sc = SparkContext(conf=conf, gateway=gateway, jsc=shared())
-    attachment.temp_dir = getattr(sc, "_temp_dir", None)
-    base = _session_class(jvm).getDefaultSession()
-    if not base.isDefined():
-        raise WarmUnavailable("the warm Spark has no session to start this run's from")
-    return SparkSession(sc, base.get().newSession())
+    if getattr(sc, "_temp_dir", None):
+        attachment.temp_dirs.append(sc._temp_dir)
+    if attachment.base is None:
+        # The JVM's default session: the daemon's, set again when it took this run (PySpark makes a
+        # process's first session the default, and its `spark.stop()` clears it). Every run's
+        # sessions share the daemon's catalog and cache, which it resets between runs. This run
+        # keeps its base: after a `spark.stop()` of its own, its next session is made from it.
+        default = _session_class(jvm).getDefaultSession()
+        if not default.isDefined():
+            raise WarmUnavailable("the warm Spark has no session to start this run's from "
+                                  "(a run attached beside this one stopped its session)")
+        attachment.base = default.get()
+    return SparkSession(sc, attachment.base.newSession())
 
 
 def release() -> None:
@@ -422,8 +451,8 @@ def release() -> None:
             attachment.sock.sendall(b'{"op": "release"}\n')
         with contextlib.suppress(OSError):
             attachment.sock.close()
-        if attachment.temp_dir:
-            shutil.rmtree(attachment.temp_dir, ignore_errors=True)
+        for folder in attachment.temp_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 _ORIGINAL_INIT: list[Any] = []  # PySpark's SparkContext._initialize_context, while this process is attached

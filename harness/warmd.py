@@ -142,6 +142,11 @@ class WarmDaemon:
         try:
             server = self.jvm.org.apache.spark.api.python.Py4JServer(self.spark.sparkContext._jsc.sc().conf())
             server.start()
+            # the run starts its sessions from the default one: a run beside it may have cleared that
+            # with `spark.stop()` (PySpark's SparkSession.stop)
+            from .isolation import _session_class
+
+            _session_class(self.jvm).setDefaultSession(self.spark._jsparkSession)
             log = driver_log()
             _send(conn, {"port": int(server.getListeningPort()), "secret": str(server.secret()), "client": client,
                          "driver_log": log.path if log is not None else None})

@@ -30,49 +30,47 @@ def test_callers_get_copies(monkeypatch):
     assert tuning.QUERY_CONF["spark.sql.codegen.wholeStage"] == "false"
 
 
-# Run in a fresh interpreter (no JVM: the warm-up asks converters only, never Spark): which modules
-# PySpark's py4j argument converters import on their first ask, with and without the warm-up thread.
-_CONVERTERS = r'''
+# Run in a fresh interpreter (no JVM: the user's first `F.lit` fails for want of a SparkContext, after
+# PySpark's own imports): which modules that first call imports, with and without the import thread.
+_FIRST_USE = r'''
 import json, sys
-import pyspark.sql  # registers PySpark's converters, as any session's import does
-from py4j import protocol
+from pyspark.sql import functions as F
 from eventtime.harness import session as hs
 
-def ask():
-    for converter in list(protocol.INPUT_CONVERTER):
-        converter.can_convert(object())
-
 first = set(sys.modules)
-if sys.argv[1] == "warm":
-    thread = hs._warm_argument_converters_while_launching()
+if sys.argv[1] == "meanwhile":
+    thread = hs._import_first_use_modules_meanwhile()
     thread.join(120)
     assert not thread.is_alive()
+    assert hs._import_first_use_modules_meanwhile() is None  # once per process
 second = set(sys.modules)
-ask()  # the main thread's first py4j call with an argument
-print(json.dumps({"by_warm_up": sorted(second - first), "by_first_call": sorted(set(sys.modules) - second)}))
+try:
+    F.lit(1)  # the user's first call
+except Exception:
+    pass
+print(json.dumps({"by_thread": sorted(second - first), "by_first_call": sorted(set(sys.modules) - second)}))
 '''
 
 
-def _converter_imports(mode):
+def _first_use_imports(mode):
     import json
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _CONVERTERS, mode], capture_output=True, text=True, timeout=180)
+    done = subprocess.run([sys.executable, "-c", _FIRST_USE, mode], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_the_converters_first_imports_happen_on_the_warm_up_thread_not_on_the_first_call():
-    cold = _converter_imports("cold")
-    assert cold["by_warm_up"] == []
-    warm = _converter_imports("warm")
-    assert warm["by_first_call"] == []  # the main thread's first call imports nothing left
-    assert set(warm["by_warm_up"]) == set(cold["by_first_call"])  # the same imports, made earlier
+def test_what_pysparks_first_calls_import_is_imported_on_the_thread_not_by_the_users_call():
+    alone = _first_use_imports("alone")
+    meanwhile = _first_use_imports("meanwhile")
+    assert not [m for m in meanwhile["by_first_call"] if m.split(".")[0] in ("pandas", "pyarrow", "pyspark")]
+    assert "pyspark.testing.utils" in meanwhile["by_thread"]
     import pyspark
 
-    if int(pyspark.__version__.split(".")[0]) >= 4:  # control: PySpark 4's numpy converters import pandas & co
-        assert "pandas" in cold["by_first_call"] and "pandas" in warm["by_warm_up"]
+    if int(pyspark.__version__.split(".")[0]) >= 4:  # control: alone, PySpark 4's first lit imports pandas
+        assert "pandas" in alone["by_first_call"] and "pandas" in meanwhile["by_thread"]
 
 
 _GUARD = r'''

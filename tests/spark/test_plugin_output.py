@@ -80,10 +80,30 @@ def _pytest(tmp_path, *args: str, log: str | None = None) -> subprocess.Complete
                           env=env, capture_output=True, text=True, timeout=600)
 
 
+# a user's tests that stop the session they were given (collected before the scenario: "a_" < "region")
+_STOPS = """\
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(eventtime_spark):  # the user's own session fixture, made from the kit's
+    return eventtime_spark
+
+
+def test_stops_the_session(spark):
+    spark.stop()
+
+
+def test_the_next_test_gets_a_live_session(spark, eventtime_spark):
+    assert spark is eventtime_spark and spark.range(3).count() == 3
+"""
+
+
 def test_spark_lines_stay_out_of_the_output_and_a_failure_gets_the_driver_log(tmp_path):
     _project(tmp_path, device="eu-1")
+    (tmp_path / "a_stop_test.py").write_text(_STOPS)  # and the scenario after them runs on a live one
     ok = _pytest(tmp_path)
-    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-2000:]
+    assert ok.returncode == 0 and "3 passed" in ok.stdout, ok.stdout[-3000:] + ok.stderr[-2000:]
     assert not _SPARK_NOISE.search(ok.stdout + ok.stderr), (ok.stdout + ok.stderr)[-3000:]
     # control: with the driver's output left alone, the same run shows Spark's start-up lines
     loud = _pytest(tmp_path, log="-")

@@ -104,6 +104,25 @@ def test_killed_with_a_query_running(eventtime_spark):
 """
 
 
+# a user's tests that stop the session they were given (collected before the rest: "a_" < "scaled")
+STOPS = """\
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark(eventtime_spark):  # the user's own session fixture, made from the kit's
+    return eventtime_spark
+
+
+def test_stops_the_session(spark):
+    spark.stop()
+
+
+def test_the_next_test_gets_a_live_session(spark, eventtime_spark):
+    assert spark is eventtime_spark and spark.range(3).count() == 3
+"""
+
+
 def _project(root: Path, factor: int, count: int) -> None:
     (root / "pyproject.toml").write_text(PROJECT)
     (root / "jobs.py").write_text(JOB.format(factor=factor))
@@ -160,8 +179,10 @@ def test_runs_attach_to_one_daemon_each_as_if_cold(project):
 
     # the user changes the job: the Python workers must run the new module, not the last run's copy
     _project(root, factor=10, count=20)
+    (root / "a_stop_test.py").write_text(STOPS)  # the tests after a stop run on the daemon again
     second = _pytest(root, cache, "-q", "--eventtime-warm")
-    assert second.returncode == 0, _said(second)
+    assert second.returncode == 0 and "4 passed" in second.stdout, _said(second)
+    (root / "a_stop_test.py").unlink()
     assert f"eventtime: ran on the warm Spark (pid {state['pid']})" in second.stdout, _said(second)
     assert _daemon(cache)["pid"] == state["pid"]
 
