@@ -11,7 +11,7 @@ Per run: the first verdict (seconds from the process's start to the first test's
 plugin's timestamps), the whole run (the process's wall time, exit included) and the verdicts, which
 must be the same in both modes. Ratios are warm / cold of the same round; the medians are printed.
 
-    python benchmarks/warm_pytest.py [--rounds 5] [--python PATH] [--xdist]
+    python benchmarks/warm_pytest.py [--rounds 5] [--python PATH] [--xdist] [--folders clicks|all|A,B]
 
 `--xdist` adds a warm run with `pytest -n 2` to each round (its two workers attach to the one daemon),
 compared with the serial warm run of the same round.
@@ -57,12 +57,12 @@ def pytest_runtest_logreport(report):
 '''
 
 
-def _project(folder: Path) -> Path:
+def _project(folder: Path, kept: set[str]) -> Path:
     project = folder / "project"
     shutil.copytree(ROOT / "examples" / "consumer", project, ignore=shutil.ignore_patterns("__pycache__", ".tox"))
     scenarios = project / "tests" / "scenarios"
     for sub in scenarios.iterdir():
-        if sub.name != "clicks":
+        if sub.name not in kept:
             shutil.rmtree(sub)
     (project / "bench_timer.py").write_text(TIMER)
     return project
@@ -95,10 +95,16 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--python", default=sys.executable, help="the Python of an environment with the kit")
     parser.add_argument("--xdist", action="store_true", help="also a warm run with pytest -n 2 in each round")
+    parser.add_argument("--folders", default="clicks",
+                        help="the consumer's scenario folders the project keeps, comma-separated; 'all' for every one")
     args = parser.parse_args()
+    available = {p.name for p in (ROOT / "examples" / "consumer" / "tests" / "scenarios").iterdir() if p.is_dir()}
+    kept = available if args.folders == "all" else set(args.folders.split(","))
+    if not kept <= available:
+        raise SystemExit(f"--folders: no such folder {sorted(kept - available)}; the consumer has {sorted(available)}")
     with tempfile.TemporaryDirectory(prefix="eventtime-warm-bench-") as tmp:
         folder = Path(tmp)
-        project = _project(folder)
+        project = _project(folder, kept)
         env = {**os.environ, "EVENTTIME_CACHE_DIR": str(folder / "cache"), "PYTHONPATH": str(project),
                "EVENTTIME_DRIVER_LOG": str(folder / "driver.log")}
         env.pop("CI", None)
