@@ -352,5 +352,27 @@ def discard_dead_session() -> None:
             SQLContext._instantiatedContext = None
         except (ImportError, AttributeError):
             pass
+        _forget_java_functions()
         for forget in _ON_DISCARD:
             forget()
+
+
+def _forget_java_functions() -> None:
+    """Python UDFs and UDTFs made before the death (a job module's `@F.udf` at import) keep the JVM
+    function PySpark made on their first use (`_judf_placeholder`, `_judtf_placeholder`): a handle on
+    the dead JVM. Cleared, each makes its function again on the new JVM at its next use, as on its
+    first. Looked up by name: a PySpark without one has nothing of that kind to clear."""
+    import gc
+
+    kinds = []
+    for module, name, attr in (("pyspark.sql.udf", "UserDefinedFunction", "_judf_placeholder"),
+                               ("pyspark.sql.udtf", "UserDefinedTableFunction", "_judtf_placeholder")):
+        kind = getattr(sys.modules.get(module), name, None)
+        if isinstance(kind, type):
+            kinds.append((kind, attr))
+    if not kinds:
+        return
+    for obj in gc.get_objects():
+        for kind, attr in kinds:
+            if isinstance(obj, kind) and getattr(obj, attr, None) is not None:
+                setattr(obj, attr, None)

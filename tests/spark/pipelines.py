@@ -1,6 +1,6 @@
 """Pipelines for the harness tests: broken on purpose, each in its own way."""
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType
+from pyspark.sql.types import LongType, StringType
 
 from eventtime.pipelines.reference import tumbling_count
 
@@ -98,6 +98,11 @@ def _jvm_pid(df):
     return int(df.sparkSession.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
 
+@F.udf(StringType())  # a type, not "string": parsing DDL needs a running Spark, none at import
+def _same_key(key):  # a job module's UDF made at import: the JVM function it makes outlives a driver death
+    return key
+
+
 def kills_driver(sources, params):
     import os
     import signal
@@ -119,6 +124,7 @@ def kills_driver(sources, params):
             return key
 
         sources = {**sources, "events": sources["events"].withColumn("key", kill(F.col("key")))}
+    sources = {**sources, "events": sources["events"].withColumn("key", _same_key(F.col("key")))}
     return tumbling_count(sources, params)
 
 
