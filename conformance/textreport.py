@@ -120,8 +120,8 @@ def describe_failure(result: ScenarioResult) -> str:
         if len(queries) > 1 and named in queries:  # a job's queries: the one the check looks at
             batches, queries = [b for b in batches if b.query == named], {named}
         if batches:
-            lines.append("    batches since the previous expect" + (f" (query {named!r})" if len(queries) == 1
-                                                                     and named in queries else "") + ":")
+            lines.append("    batches since the previous expect" + (f" (query {named!r})" if named is not None
+                                                                     and queries == {named} else "") + ":")
             lines += [f"      {'' if len(queries) == 1 else f'query {b.query!r}: '}{_batch_line(b, result)}"
                       for b in batches]
         else:

@@ -124,16 +124,18 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
     """A new session on a warm daemon's JVM (`warm`), or None (said on stderr) to start cold."""
     from .warm import WarmUnavailable, attach
 
-    from .warm import NOTES, attached_pid
+    from .warm import NOTES, NOTES_ON_STDERR, attached_pid
 
     try:
         spark, note = attach(master, conf, settings)
     except WarmUnavailable as exc:
         NOTES.append(f"warm Spark not used, this run started its own: {exc}")
-        print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+        if NOTES_ON_STDERR[0]:
+            print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
         return None
     NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
-    print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+    if NOTES_ON_STDERR[0]:
+        print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
     spark = prepare_session(spark)
     _prepare_queries_meanwhile(spark)
     return spark

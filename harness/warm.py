@@ -47,7 +47,8 @@ from typing import Any, Iterator, Mapping
 from .processes import alive
 
 __all__ = ["ENV_WARM", "ENV_IDLE", "DEFAULT_IDLE_S", "WarmUnavailable", "warm_dir", "daemon_key", "attach",
-           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES", "OVER_CONNECT"]
+           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES", "NOTES_ON_STDERR",
+           "OVER_CONNECT"]
 
 ENV_WARM = "EVENTTIME_WARM"  # 1/0: the faces' switch, read by projectconfig.warm_wanted
 ENV_IDLE = "EVENTTIME_WARM_IDLE"  # seconds a daemon waits for the next run before it exits
@@ -298,6 +299,9 @@ class _Attachment:
 
 _ATTACHED: list[_Attachment] = []
 NOTES: list[str] = []  # what this process's sessions said of the warm Spark (the faces show them once)
+# whether a note is also printed on stderr as it comes (the commands); pytest shows them in its summary,
+# not in the captured output of the test that happened to make the session
+NOTES_ON_STDERR = [True]
 OVER_CONNECT = "warm Spark not used: a run over Spark Connect has no JVM of its own to keep warm"
 
 
@@ -445,6 +449,8 @@ def release() -> None:
     once no run is attached. Called at exit; the daemon does the same when the process dies."""
     import shutil
 
+    if _ATTACHED:
+        _accumulator_server_done()
     while _ATTACHED:
         attachment = _ATTACHED.pop()
         with contextlib.suppress(OSError):
@@ -453,6 +459,19 @@ def release() -> None:
             attachment.sock.close()
         for folder in attachment.temp_dirs:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _accumulator_server_done() -> None:
+    """This process's accumulator server (PySpark's: the JVM sends it the updates of the run's Python
+    tasks) takes no more updates. Letting go, the daemon closes the run's connections to it: the server
+    would read that close as an update cut short and print a traceback (EOFError) while the process
+    ends (seen under load in 2 of 10 `pytest -n 2` runs whose tests stopped their session)."""
+    from pyspark import SparkContext
+
+    server = getattr(getattr(SparkContext, "_active_spark_context", None), "_accumulatorServer", None)
+    if server is not None and hasattr(server, "server_shutdown"):
+        server.server_shutdown = True  # its handlers stop at their next poll
+        server.handle_error = lambda *_: None  # and one inside a read when the close comes says nothing
 
 
 _ORIGINAL_INIT: list[Any] = []  # PySpark's SparkContext._initialize_context, while this process is attached

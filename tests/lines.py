@@ -31,13 +31,15 @@ class Lines:
 
     def __init__(self, proc: subprocess.Popen, *, wait: float):
         self.wait = wait
-        self.queue: queue.Queue[str] = queue.Queue()
+        self.proc = proc
+        self.queue: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, args=(proc,), daemon=True).start()
 
     def _read(self, proc: subprocess.Popen) -> None:
         for line in proc.stdout:  # type: ignore[union-attr]
             self.queue.put(line.rstrip("\n"))
+        self.queue.put(None)  # the output ended: the child closed it, or ended
 
     def until(self, text: str, what: str) -> str:
         deadline = time.monotonic() + self.wait
@@ -46,6 +48,11 @@ class Lines:
                 line = self.queue.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
                 break
+            if line is None:
+                self.queue.put(None)  # a later wait meets the end at once too
+                status = self.proc.wait(timeout=60)
+                raise AssertionError(f"no line with {text!r} ({what}): the output ended, the process exited "
+                                     f"with {status}; the output:\n" + "\n".join(self.seen[-60:]))
             self.seen.append(line)
             if text in line:
                 return line
@@ -70,7 +77,9 @@ steps:
 
 @contextlib.contextmanager
 def watching(args: Sequence[str], *, cwd: Path, env: dict, wait: float) -> Iterator[tuple[subprocess.Popen, Lines]]:
-    """`eventtime watch ARGS` as the console script, its output lines; killed at the end if still running."""
+    """`eventtime watch ARGS` as the console script, its output lines; killed at the end if still running.
+    The child inherits this process's Ctrl-C disposition (ignored, in a background job of a script):
+    the command takes Ctrl-C back either way (`own_sigint`)."""
     proc = subprocess.Popen([*console_script(), "watch", *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:

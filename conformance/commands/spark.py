@@ -81,7 +81,8 @@ def own_sigint(spark: Any) -> Any:
     through py4j from inside the signal handler, on the connection the interrupted call is using
     (py4j then fails with a reentrant call, and the interrupt became an error verdict while the run
     went on). `on_sigint` notes it and raises KeyboardInterrupt, which unwinds the run; the running
-    query is stopped on the way out."""
+    query is stopped on the way out. Over Spark Connect too: Ctrl-C stops a run the same way on both,
+    also when the command was started with SIGINT ignored (a background job of a script)."""
     import signal
 
     if main_thread():
@@ -123,7 +124,7 @@ def open_session(args: Any) -> tuple[Any, int]:
                       file=sys.stderr)
                 args.jobs = 1
             # the client has no driver JVM to lose; a local driver is started (and restarted after a death)
-            spark = connect_session(remote, timeout=args.timeout)
+            spark = own_sigint(connect_session(remote, timeout=args.timeout))
         else:
             spark = start_session(args.master, warm=warm_of(args))
     except ValueError as exc:  # projectconfig.SettingsError among them

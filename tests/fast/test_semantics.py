@@ -74,6 +74,8 @@ def test_a_wrong_expectation_is_a_disagreement_at_its_line(capsys, write_scenari
     failures = [f for s in result.steps for f in s.failures]
     assert {f.check for f in failures} == {"rows", "watermark"}
     assert {f.where.line for f in failures} == {14, 15}
+    said = describe_failure(result)  # one query, not named: no "(query None)"
+    assert "    batches since the previous expect:\n" in said and "query None" not in said, said
     path = write_scenario("wrong.scenario.yaml", WRONG)
     assert main(["check-model", str(path)]) == 1
     out = capsys.readouterr().out

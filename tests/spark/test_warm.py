@@ -190,6 +190,8 @@ def test_runs_attach_to_one_daemon_each_as_if_cold(project):
     (root / "scaled.scenario.yaml").write_text(SCENARIO.format(count=2))
     control = _pytest(root, cache, "-q", "--eventtime-warm", "scaled.scenario.yaml")
     assert control.returncode == 1 and "1 failed" in control.stdout, _said(control)
+    # the note once, in the summary: not also in the failing test's captured output
+    assert control.stdout.count("eventtime: ran on the warm Spark") == 1, _said(control)
 
     # a UDF that raises: its traceback (the job's file and line) is shown from the daemon's driver log
     _project(root, factor=0, count=20)
