@@ -352,16 +352,18 @@ def discard_dead_session() -> None:
             SQLContext._instantiatedContext = None
         except (ImportError, AttributeError):
             pass
-        _forget_java_functions()
+        forget_java_functions()
         for forget in _ON_DISCARD:
             forget()
 
 
-def _forget_java_functions() -> None:
-    """Python UDFs and UDTFs made before the death (a job module's `@F.udf` at import) keep the JVM
-    function PySpark made on their first use (`_judf_placeholder`, `_judtf_placeholder`): a handle on
-    the dead JVM. Cleared, each makes its function again on the new JVM at its next use, as on its
-    first. Looked up by name: a PySpark without one has nothing of that kind to clear."""
+def forget_java_functions() -> None:
+    """Python UDFs and UDTFs made before a driver death or a stopped SparkContext (a job module's
+    `@F.udf` at import) keep the JVM function PySpark made on their first use (`_judf_placeholder`,
+    `_judtf_placeholder`): a handle on the dead JVM, or one whose tasks report to the stopped
+    context's accumulator server (an error in the driver's log for each). Cleared, each makes its
+    function again for the new context at its next use, as on its first. Looked up by name: a
+    PySpark without one has nothing of that kind to clear."""
     import gc
 
     kinds = []

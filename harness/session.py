@@ -392,7 +392,10 @@ def live_session(spark: Any, master: str | None = None, conf: Mapping[str, str] 
     if driver_death(spark) is not None:
         return fresh_session(master=master, conf=conf)
     if stopped(spark):
+        from .driverdeath import forget_java_functions
         from .warm import session_again
+
+        forget_java_functions()
 
         again = session_again()  # attached to a warm daemon: on it, through this run's connection
         return prepare_session(again) if again is not None else get_session(master=master, conf=conf)

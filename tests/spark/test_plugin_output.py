@@ -83,6 +83,7 @@ def _pytest(tmp_path, *args: str, log: str | None = None) -> subprocess.Complete
 # a user's tests that stop the session they were given (collected before the scenario: "a_" < "region")
 _STOPS = """\
 import pytest
+from pyspark.sql import functions as F
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +92,9 @@ def spark(eventtime_spark):  # the user's own session fixture, made from the kit
 
 
 def test_stops_the_session(spark):
+    from regionjob import region  # imported with a session: its UDF's type is a DDL string
+
+    assert spark.range(1).select(region(F.lit("eu-1"))).first()[0] == "eu"  # the job's UDF, before the stop
     spark.stop()
 
 
@@ -102,8 +106,10 @@ def test_the_next_test_gets_a_live_session(spark, eventtime_spark):
 def test_spark_lines_stay_out_of_the_output_and_a_failure_gets_the_driver_log(tmp_path):
     _project(tmp_path, device="eu-1")
     (tmp_path / "a_stop_test.py").write_text(_STOPS)  # and the scenario after them runs on a live one
-    ok = _pytest(tmp_path)
+    ok = _pytest(tmp_path, log=str(tmp_path / "driver.log"))
     assert ok.returncode == 0 and "3 passed" in ok.stdout, ok.stdout[-3000:] + ok.stderr[-2000:]
+    # the UDF made before the stop runs for the new context: its tasks report to a live accumulator server
+    assert "Failed to update accumulator" not in (tmp_path / "driver.log").read_text()
     assert not _SPARK_NOISE.search(ok.stdout + ok.stderr), (ok.stdout + ok.stderr)[-3000:]
     # control: with the driver's output left alone, the same run shows Spark's start-up lines
     loud = _pytest(tmp_path, log="-")
