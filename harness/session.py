@@ -4,11 +4,12 @@ detected, said and replaced in `driverdeath`."""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import socket
 import sys
 import threading
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors, worker_conf
 from .driverdeath import SESSION_LOCK, _gateway_of, _quiet_py4j_logs, _remember_driver, on_discard
@@ -77,7 +78,6 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         if warm is not None:
             _WARM[0] = warm
         _numpy_converters_ask_only_with_numpy()
-        _import_first_use_modules_meanwhile()
         if _WARM[0]:
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
@@ -94,7 +94,8 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
             try:
-                spark = builder.getOrCreate()
+                with _first_use_imports_once_launched():
+                    spark = builder.getOrCreate()
             except Exception as exc:
                 failure = exc
                 if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
@@ -203,9 +204,46 @@ def _numpy_converters_ask_only_with_numpy() -> None:
         converter._eventtime_numpy_guard = True
 
 
+_FIRST_USE: list[threading.Thread | None] = [None]  # the thread `_first_use_imports_once_launched` started
+
+
+@contextlib.contextmanager
+def _first_use_imports_once_launched() -> Iterator[None]:
+    """While PySpark launches the driver JVM: once its process is started, PySpark's first-use imports
+    begin on a thread (`_import_first_use_modules_meanwhile`), while the main thread waits for the JVM.
+
+    Not before: PySpark starts the JVM with a `preexec_fn`, and a fork with one takes the locks of the
+    import system and of `logging` first; a thread importing at that moment can hold one and wait for
+    the other (seen: setuptools' distutils hook importing, under the import lock, a module that asks
+    logging for a logger, while the fork held logging's lock and waited for the import lock: the run
+    hung for good). Found by the name PySpark launches with; a PySpark without it gets no thread."""
+    from pyspark import java_gateway
+
+    launch = getattr(java_gateway, "Popen", None)
+    if launch is None or getattr(java_gateway, "_eventtime_launching", False):
+        yield
+        return
+
+    def started(*args: Any, **kwargs: Any) -> Any:
+        earlier = _FIRST_USE[0]
+        if earlier is not None:  # a launch again (the last JVM died starting): its imports end first
+            earlier.join(120)
+        proc = launch(*args, **kwargs)
+        _FIRST_USE[0] = _import_first_use_modules_meanwhile()
+        return proc
+
+    setattr(java_gateway, "Popen", started)  # noqa: B010 - a module's name, replaced for this launch only
+    setattr(java_gateway, "_eventtime_launching", True)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(java_gateway, "Popen", launch)  # noqa: B010
+        setattr(java_gateway, "_eventtime_launching", False)  # noqa: B010
+
+
 def _import_first_use_modules_meanwhile() -> threading.Thread | None:
     """Import, on a thread, what PySpark imports on its first use of common calls, while the driver JVM
-    launches or a warm daemon takes the run.
+    starts (`_first_use_imports_once_launched`: never while a fork is to come).
 
     PySpark 4 imports `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s measured) the
     first time a process calls `F.lit`, converts a numpy value or makes a pandas UDF: in nearly every

@@ -110,3 +110,33 @@ def test_numpy_converters_import_nothing_until_numpy_is_imported_and_then_conver
 
     if int(pyspark.__version__.split(".")[0]) >= 4:  # control: unguarded, PySpark 4's first ask imports pandas
         assert "pandas" in unguarded["imported"]
+
+
+_ONCE_LAUNCHED = r'''
+import json, subprocess, sys
+from pyspark import java_gateway
+from eventtime.harness import session as hs
+
+seen = {}
+with hs._first_use_imports_once_launched():
+    seen["before_launch"] = "pyspark.testing.utils" in sys.modules or hs._FIRST_USE[0] is not None
+    proc = java_gateway.Popen([sys.executable, "-c", "pass"], preexec_fn=lambda: None)  # as PySpark launches
+    proc.wait(60)
+    thread = hs._FIRST_USE[0]
+    seen["thread_after_launch"] = thread is not None
+    thread.join(120)
+    seen["imported"] = "pyspark.testing.utils" in sys.modules
+seen["restored"] = java_gateway.Popen is subprocess.Popen
+print(json.dumps(seen))
+'''
+
+
+def test_first_use_imports_start_only_once_the_jvm_process_is_started():
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _ONCE_LAUNCHED], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "before_launch": False, "thread_after_launch": True, "imported": True, "restored": True}
