@@ -52,14 +52,19 @@ print(json.dumps({"by_thread": sorted(second - first), "by_first_call": sorted(s
 '''
 
 
-def _first_use_imports(mode):
+def _in_a_fresh_interpreter(code, *args):
+    """What `code`, run by a new Python (no JVM, nothing imported yet), prints as JSON on its last line."""
     import json
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", _FIRST_USE, mode], capture_output=True, text=True, timeout=180)
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
+
+
+def _first_use_imports(mode):
+    return _in_a_fresh_interpreter(_FIRST_USE, mode)
 
 
 def test_what_pysparks_first_calls_import_is_imported_on_the_thread_not_by_the_users_call():
@@ -92,13 +97,7 @@ print(json.dumps({"imported": imported, "object": any(took_object), "array": too
 
 
 def _guarded(mode):
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", _GUARD, mode], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.splitlines()[-1])
+    return _in_a_fresh_interpreter(_GUARD, mode)
 
 
 def test_numpy_converters_import_nothing_until_numpy_is_imported_and_then_convert_as_before():
@@ -132,11 +131,5 @@ print(json.dumps(seen))
 
 
 def test_first_use_imports_start_only_once_the_jvm_process_is_started():
-    import json
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-c", _ONCE_LAUNCHED], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == {
+    assert _in_a_fresh_interpreter(_ONCE_LAUNCHED) == {
         "before_launch": False, "thread_after_launch": True, "imported": True, "restored": True}
