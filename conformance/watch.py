@@ -149,6 +149,7 @@ class Watcher:
             if not targets:
                 unbound += 1
                 self.say(f"eventtime: error: {unbound_message(scenario.contract, scenario.path)}")
+            self._watch_bound(targets)
             for target in targets:
                 result = self.run_one(scenario, target)
                 counts[result.status] = counts.get(result.status, 0) + 1
@@ -157,6 +158,21 @@ class Watcher:
                     self.say(describe_failure(result))
         self.say(f"{totals_line(counts, invalid, unbound)} in {time.monotonic() - started:.1f}s; "
                  "watching (Ctrl-C stops)")
+
+    def _watch_bound(self, targets: Sequence[Any]) -> None:
+        """Import the modules a scenario's bindings name (the project's `eventtime_pipelines`, `--pipeline
+        CONTRACT=...`) before it runs, and watch those of the user's code from then on: they are imported
+        only here, after the first look at the files, so an edit to one would otherwise never be seen."""
+        from .userpipeline import resolve_pipeline
+
+        for target in targets:
+            if isinstance(target, str) and not target.endswith(".py"):
+                try:
+                    resolve_pipeline(target)
+                except Exception:  # noqa: BLE001 - its run says why, at its line
+                    pass
+        for name, path in self._module_files().items():
+            self.module_stamps.setdefault(name, _stamp(path))
 
     def first_round(self) -> None:
         scenarios, contracts = self._files()

@@ -133,3 +133,32 @@ def test_watch_takes_a_previous_binding_only_and_refuses_a_bad_one_before_spark_
     help_text = subprocess.run([sys.executable, "-m", "eventtime.cli", "watch", "--help"], capture_output=True,
                                text=True, timeout=120).stdout
     assert "--previous CONTRACT=MODULE:FUNCTION" in help_text
+
+
+def test_a_module_bound_per_contract_is_watched_though_it_is_imported_only_by_the_run(tmp_path):
+    """A binding (`eventtime_pipelines`, `--pipeline CONTRACT=module:function`) is imported when its
+    scenario runs, after the first look at the files: an edit to it must still run every scenario again."""
+    (tmp_path / "echo.contract.yaml").write_text(CONTRACT)
+    (tmp_path / "a.scenario.yaml").write_text(SCENARIO.replace("NAME", "a"))
+    ran: list[str] = []
+
+    def run(scenario, target):  # as run_scenario does: the binding imported by its name, when it runs
+        from eventtime.userpipeline import resolve_pipeline
+
+        ran.append(resolve_pipeline(target)(None))
+        return ScenarioResult(scenario, str(target), PASSED)
+
+    w = Watcher([str(tmp_path)], pipeline=None, contract_dirs=[], run=run, say=lambda _: None, root=tmp_path,
+                targets=lambda scenario, path: ["bound_jobs:echo"])
+    sys.modules.pop("bound_jobs", None)
+    (tmp_path / "bound_jobs.py").write_text("def echo(clicks):\n    return 'first'\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        w.first_round()
+        assert ran == ["first"]
+        assert w.one_round() is False and w.one_round() is False  # nothing changed: nothing runs
+        _touch(tmp_path / "bound_jobs.py", "def echo(clicks):\n    return 'edited'\n")
+        assert _settled(w) and ran == ["first", "edited"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bound_jobs", None)
