@@ -234,6 +234,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     try:
         if database is not None:
             database.enter()
+            if line is not None:
+                line.entered(database)
         driver: Any = QueryDriver(run, sources, _statics(scenario, spark, workdir),
                                   on_new_session=database.follow if database is not None else None)
         handler: Any = steps
@@ -252,8 +254,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     else:
         run.close()
     finally:
-        if database is not None:
-            database.leave()
+        if database is not None:  # the earlier side of a run across Spark lines leaves its tables to the other
+            database.leave(drop=line is None or not line.keep)
         if build.session_before:
             from eventtime.harness.jobsession import restore_session
 
@@ -309,11 +311,12 @@ class _JobDatabase:
         """A new session of the run (`restart: {session: new}`) works in the scenario's database too."""
         spark.catalog.setCurrentDatabase(self.name)
 
-    def leave(self) -> None:
+    def leave(self, drop: bool = True) -> None:
         try:
             if self.previous is not None:
                 self.spark.catalog.setCurrentDatabase(self.previous)
-            self.spark.sql(f"DROP DATABASE IF EXISTS `{self.name}` CASCADE")
+            if drop:
+                self.spark.sql(f"DROP DATABASE IF EXISTS `{self.name}` CASCADE")
         except Exception:  # noqa: BLE001 - a dead driver keeps nothing; the folder goes with the workdir
             pass
 
