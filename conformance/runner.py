@@ -242,7 +242,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
         if line is not None:
             driver, handler = line.around(driver, steps, run)
         drive(scenario, driver, query_conf, handler)
-        steps.settle_written()  # before the paths the job named are forgotten
+        if line is None or not line.keep:  # the earlier side of a run across lines runs only part of it
+            steps.settle_written()  # before the paths the job named are forgotten
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
