@@ -140,6 +140,8 @@ class Watcher:
         counts: dict[str, int] = {}
         invalid = unbound = 0
         for path in files:
+            for key in [k for k in self.latest if k[0] == path]:  # its results of an earlier round
+                del self.latest[key]
             try:
                 scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
             except FileInvalid as exc:
@@ -152,8 +154,6 @@ class Watcher:
                 unbound += 1
                 self.say(f"eventtime: error: {unbound_message(scenario.contract, scenario.path)}")
             self._watch_bound(targets)
-            for key in [k for k in self.latest if k[0] == path]:
-                del self.latest[key]
             for target in targets:
                 result = self.run_one(scenario, target)
                 self.latest[(path, str(target))] = result
