@@ -13,8 +13,15 @@ add as the earlier side added them, so the restarted query finds the offsets its
 reads what it had not committed, as at any restart (`stream.MemorySource.replayed_in`). From the restart
 on, it runs as usual; the outcome is `upgrade.upgrade_verdict`'s, as for a new version of the job.
 
-Limits: a job (its tables are in the earlier side's catalog) and Spark Connect are not run this way;
-the scenario's binding is imported by its name on both sides, so it must be installed in both.
+A job runs this way too: its paths are kept in the same run folder on both sides, each of its queries
+restarts from its own checkpoint with the batches the earlier side handed over, the tables it made there
+are made again on this side over the same folders (as external tables: the catalog is the earlier
+side's process's, the data is in the run folder), and the records it published to its output topics
+are handed over with them.
+
+Limits: Spark Connect is not run this way, nor a job with a query that reads a topic another of its
+queries publishes to (the reader's offsets are the earlier process's); the scenario's binding is
+imported by its name on both sides, so it must be installed in both.
 """
 from __future__ import annotations
 
@@ -207,6 +214,15 @@ class EarlierSpark:
     # -- one scenario -----------------------------------------------------------------------------
     def run(self, scenario: m.Scenario, pipeline: Any, run: Callable[..., ScenarioResult] | None = None, *,
             previous: str | None = None, at: int | None = None, **kwargs: Any) -> ScenarioResult:
+        """See `_run`; a result not applicable is marked as one of a run across the lines (`_marked`)."""
+        from .upgrade import restart_step
+
+        result = self._run(scenario, pipeline, run, previous=previous, at=at, **kwargs)
+        restart = restart_step(scenario) if at is None else next((s for s in crossings(scenario) if s.index == at), None)
+        return self._marked(result, restart, kwargs)
+
+    def _run(self, scenario: m.Scenario, pipeline: Any, run: Callable[..., ScenarioResult] | None = None, *,
+             previous: str | None = None, at: int | None = None, **kwargs: Any) -> ScenarioResult:
         """`scenario` run with its steps before the restart on the earlier side, the rest here, against
         `pipeline` (a binding MODULE:FUNCTION, imported by its name on both sides; None: the contract's
         reference). `previous`: a previous version of the job, which the earlier side runs instead (a new
@@ -245,6 +261,11 @@ class EarlierSpark:
                                         folder, kwargs)
             except CrossLineError as exc:
                 return _said(scenario, name, ERROR, str(exc), kwargs, self, restart)
+            if handover.get("reads_topics"):
+                read = ", ".join(handover["reads_topics"])
+                return _said(scenario, name, NOT_APPLICABLE, f"a job whose queries read the topics {read} it publishes "
+                             "to is not run across Spark lines: the reader's offsets are the earlier side's process's "
+                             "(docs/upgrade.md, *A new Spark*)", kwargs)
             if handover["status"] == NOT_APPLICABLE or not handover["steps"]:
                 status = NOT_APPLICABLE if handover["status"] == NOT_APPLICABLE else ERROR
                 return _said(scenario, name, status, f"on the earlier side ({self.label}): {handover['reason']}", kwargs,
@@ -255,6 +276,20 @@ class EarlierSpark:
             return result
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+
+    def _marked(self, result: ScenarioResult, restart: Any, kwargs: Mapping[str, Any]) -> ScenarioResult:
+        """A result that did not run across the lines (not applicable) still says it was of a run across
+        them, for the upgrade summary, which lists it with its reason rather than leaving it out."""
+        if result.status == NOT_APPLICABLE and result.upgrade is None:
+            result.upgrade = {"previous": self.label, "restart_step": restart.index if restart is not None else None,
+                              "restart_where": str(restart.where) if restart is not None else None, "outcome": None,
+                              "across": "spark", "previous_spark": self.spark, "previous_python": self.python}
+        if result.spark_version is None and kwargs.get("session") is not None:
+            try:
+                result.spark_version = kwargs["session"].version
+            except Exception:  # noqa: BLE001 - a dead session: the result keeps no version
+                pass
+        return result
 
     def runner(self, targets: Sequence[Any] = (), run: Callable[..., ScenarioResult] | None = None
                ) -> Callable[..., ScenarioResult]:
@@ -344,10 +379,24 @@ class _Resume:
     def refuses(self, job: bool, compat: Any) -> str | None:
         return _refusal(job, compat)
 
+    def entered(self, database: Any) -> None:
+        """The scenario's own database, current on this side: the earlier side's tables made again in it,
+        over the folders their data is in (external tables; CREATE TABLE of a managed one over a folder
+        that holds files is refused)."""
+        for ddl in self.handover.get("tables", ()):
+            database.spark.sql(ddl)
+
     def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
         earlier: dict[int, StepResult] = {s.index: s for s in self.handover["steps"]}
-        run.history.update({b.batch_id: b for b in self.handover["history"]})
-        run.runs = self.handover["runs"]
+        if self.handover.get("queries") is not None:  # a job's queries: each gets its own at the restart
+            run.handed_over = dict(self.handover["queries"])
+        else:
+            run.history.update({b.batch_id: b for b in self.handover["history"]})
+            run.runs = self.handover["runs"]
+        topics = getattr(steps.build, "topics", None)
+        if topics is not None:  # what the job published before the restart is in the topic, as in Kafka
+            for topic, records in self.handover.get("topics", {}).items():
+                topics.records.setdefault(topic, []).extend(records)
         replay = _Replay(driver, {i: list(s.batches) for i, s in earlier.items()}, self.restart.index)
         return replay, _Taken(steps, earlier, replay)
 
@@ -368,12 +417,10 @@ class _Resume:
 
 
 def _refusal(job: bool, compat: Any) -> str | None:
-    """Why a run cannot cross Spark lines (None: it can)."""
+    """Why a run cannot cross Spark lines (None: it can). A job can: its paths are in the run folder both
+    sides share, and its tables are made again on this side (`_Resume.entered`)."""
     if compat.connect:
         return "a run across Spark lines hands the checkpoint over on this machine, which Spark Connect does not"
-    if job:
-        return ("a job is not run across Spark lines: its tables are in the earlier side's catalog "
-                "(docs/upgrade.md, *A new Spark*)")
     return None
 
 
@@ -461,12 +508,17 @@ class _Keep:
     def __init__(self, workdir: str):
         self.workdir = workdir
         self.run: Any = None
+        self.steps: Any = None
+        self.database: Any = None
 
     def refuses(self, job: bool, compat: Any) -> str | None:
         return _refusal(job, compat)  # said before anything runs, on either side
 
+    def entered(self, database: Any) -> None:
+        self.database = database
+
     def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
-        self.run = run
+        self.run, self.steps = run, steps
         return driver, steps
 
     def finish(self, result: ScenarioResult, steps: Any) -> None:
@@ -492,9 +544,18 @@ def _serve_one(request_file: str) -> None:
         for step in result.steps:
             step.observed = None  # what a snapshot writes: not handed over
         run = keep.run
+        group = run is not None and isinstance(getattr(run, "runs", None), dict)  # a job's queries
         answer = {"status": result.status, "reason": result.reason, "steps": result.steps, "notes": result.notes,
-                  "history": list(run.history.values()) if run is not None else [],
-                  "runs": run.runs if run is not None else 0, "spark": result.spark_version}
+                  "history": list(run.history.values()) if run is not None and not group else [],
+                  "runs": run.runs if run is not None and not group else 0, "spark": result.spark_version,
+                  "queries": {name: (list(r.history.values()), r.runs) for name, r in run.runs.items()} if group
+                  else None}
+        topics = getattr(getattr(keep.steps, "build", None), "topics", None)
+        if topics is not None:
+            answer["topics"] = {topic: list(records) for topic, records in topics.records.items()}
+            answer["reads_topics"] = sorted(topics.listeners)
+        if keep.database is not None:
+            answer["tables"] = _tables(keep.database)
         data = pickle.dumps(answer, protocol=4)
     except Exception as exc:  # noqa: BLE001 - said to the parent, which names the scenario
         import traceback
@@ -502,6 +563,29 @@ def _serve_one(request_file: str) -> None:
         traceback.print_exc()
         data = pickle.dumps({"crashed": f"{type(exc).__name__}: {exc}"}, protocol=4)
     Path(request["answer"]).write_bytes(data)
+
+
+def _tables(database: Any) -> list[str]:
+    """The tables of the scenario's database on the earlier side, each as the DDL that makes it again on
+    this side over the same folder: its columns, format, partitioning and location."""
+    spark, out = database.spark, []
+    for table in spark.catalog.listTables(database.name):
+        if getattr(table, "isTemporary", False):
+            continue
+        full = f"`{database.name}`.`{table.name}`"
+        info = {str(r[0]).strip(): r[1] for r in spark.sql(f"DESCRIBE TABLE EXTENDED {full}").collect() if r[0]}
+        columns = spark.catalog.listColumns(f"{database.name}.{table.name}")
+        ddl = (f"CREATE TABLE IF NOT EXISTS `{table.name}` ("
+               + ", ".join(f"`{c.name}` {c.dataType}" for c in columns) + f") USING {info.get('Provider') or 'parquet'}")
+        parts = [c.name for c in columns if c.isPartition]
+        if parts:
+            ddl += " PARTITIONED BY (" + ", ".join(f"`{p}`" for p in parts) + ")"
+        if info.get("Location"):
+            ddl += " LOCATION '" + str(info["Location"]).replace("'", "\\'") + "'"
+        out.append(ddl)
+        if parts:  # the partitions the earlier side wrote, found in the folder
+            out.append(f"ALTER TABLE `{table.name}` RECOVER PARTITIONS")
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -295,7 +295,7 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
     if not path:
         raise SubstitutionError(place, f"a {fmt} sink needs a path (`.option('path', ...)` or `start(path)`)")
     try:
-        kept = kept_path(path, folder)
+        kept = kept_path(path, folder, writes=True)
     except PathOutside as exc:
         raise SubstitutionError(writer.place or place, f"the {fmt} sink's path {path!r} would leave the scenario's "
                                                        f"run folder: {exc}; a job's paths are kept inside it "
@@ -312,7 +312,7 @@ def _sink_made(spark: Any, writer: WriterCall, folder: str) -> None:
         _create_table(spark, writer, folder)
     elif writer.path and (writer.format or "parquet") in FILE_FORMATS and writer.foreach_batch is None:
         try:
-            os.makedirs(os.path.join(kept_path(writer.path, folder), "_spark_metadata"), exist_ok=True)
+            os.makedirs(os.path.join(kept_path(writer.path, folder, writes=True), "_spark_metadata"), exist_ok=True)
         except PathOutside as exc:
             raise SubstitutionError(place, f"the {writer.format} sink's path {writer.path!r} would leave the "
                                            f"scenario's run folder: {exc}; a job's paths are kept inside it "
@@ -331,7 +331,7 @@ def _create_table(spark: Any, writer: WriterCall, folder: str) -> None:
         sql += " PARTITIONED BY (" + ", ".join(f"`{c}`" for c in writer.partition_by) + ")"
     if writer.option("path"):
         try:
-            location = kept_path(str(writer.option("path")), folder)
+            location = kept_path(str(writer.option("path")), folder, writes=True)
         except PathOutside as exc:
             raise SubstitutionError(writer.place, f"table {writer.table!r}'s path {writer.option('path')!r} would "
                                                   f"leave the scenario's run folder: {exc}") from None

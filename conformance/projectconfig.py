@@ -14,6 +14,8 @@ it that has one). The keys both faces read:
     eventtime_master      (pytest) the Spark master; `eventtime` takes --master
     eventtime_remote      (pytest) a Spark Connect URL; `eventtime` takes --remote
     eventtime_warm        true: runs attach to a warm Spark kept between runs (`warm_wanted`)
+    eventtime_allow_not_applicable
+                          contracts that may have nothing judged in a run (`nothing_judged`)
     pythonpath            folders put on the import path (pytest's own key; relative to the file's folder)
 
 On the command line, `--pipeline CONTRACT=MODULE:FUNCTION` (`eventtime`) and `--eventtime-pipeline
@@ -27,6 +29,12 @@ a contract of the user's own runs the implementations its file declares (`implem
 bundled contract runs the kit's own implementations only for a scenario of the bundled suite (when
 asked for: `eventtime run` on the suite, `certify` without `--pipeline`); anything else is an error
 naming the contract and how to bind it, never a green run that tested nobody's code.
+
+What a green run means: every contract and implementation the run bound had something judged. One whose
+every scenario was not applicable (a newer Spark required, `@implementation(supports=...)` excluding
+them all, a run across Spark lines none of them can take) fails the run, naming each scenario and why
+(`nothing_judged`), unless the user said it is expected: `--allow-not-applicable CONTRACT` (`eventtime`),
+`--eventtime-allow-not-applicable CONTRACT` (pytest) or the key eventtime_allow_not_applicable.
 """
 from __future__ import annotations
 
@@ -42,7 +50,8 @@ from eventtime.harness.errors import EventtimeError
 
 __all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
-           "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY"]
+           "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY", "ALLOW_NA_KEY", "allowed_not_applicable",
+           "Unjudged", "nothing_judged"]
 
 DEFAULT_TIMEOUT = 60.0
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
@@ -80,6 +89,63 @@ def warm_wanted(option: bool | None, ini_value: str | None, ini_where: str,
             return False
         raise SettingsError(f"{where}: {raw!r} is not a yes/no value (true or false)")
     return False
+
+
+ALLOW_NA_KEY = "eventtime_allow_not_applicable"
+_CONTRACT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def allowed_not_applicable(values: Iterable[str], where: str) -> frozenset[str]:
+    """The contracts a run may leave with nothing judged (every scenario not applicable): names given on
+    the command line or in the ini key, split on commas and blanks; `*` allows every contract."""
+    out = set()
+    for value in values:
+        for name in re.split(r"[\s,]+", str(value).strip()):
+            if not name:
+                continue
+            if name != "*" and not _CONTRACT_NAME.match(name):
+                raise SettingsError(f"{where}: {name!r} is not a contract's name (or * for every contract)")
+            out.add(name)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """A contract and implementation of a run that had nothing judged: every scenario not applicable."""
+
+    contract: str
+    implementation: str
+    scenarios: tuple[tuple[str, str, str], ...]  # (scenario, its file, why it was not applicable)
+
+    def message(self, option: str, ini_where: str = ALLOW_NA_KEY) -> str:
+        """The one wording of the rule; `option` is the face's own (--allow-not-applicable, pytest's
+        --eventtime-allow-not-applicable)."""
+        n = len(self.scenarios)
+        lines = [f"contract {self.contract!r} [{self.implementation}]: nothing judged: "
+                 f"{'its one scenario was' if n == 1 else f'all {n} of its scenarios were'} not applicable, so this run "
+                 "tested none of its code:"]
+        lines += [f"  {name} ({file}): {why}" for name, file, why in self.scenarios]
+        lines.append(f"  if that is what you expect of this run, say so: {option} {self.contract} (or the key "
+                     f"{ini_where} in the project's pytest settings)")
+        return "\n".join(lines)
+
+
+def nothing_judged(records: Iterable[tuple[str, str, str, str, bool, str | None]],
+                   allowed: Iterable[str] = ()) -> list[Unjudged]:
+    """The contracts and implementations of a run with nothing judged, in the order they first came, from
+    each result's (contract, implementation, scenario, file, judged, reason), `judged` false for a result
+    not applicable; none of those `allowed` (contract names, or `*`). A contract with a scenario that
+    passed, failed or erred was judged."""
+    allow = set(allowed)
+    groups: dict[tuple[str, str], list[tuple[str, str, bool, str | None]]] = {}
+    for contract, implementation, scenario, file, judged, reason in records:
+        groups.setdefault((contract, implementation), []).append((scenario, file, judged, reason))
+    out = []
+    for (contract, implementation), rows in groups.items():
+        if "*" in allow or contract in allow or any(judged for _, _, judged, _ in rows):
+            continue
+        out.append(Unjudged(contract, implementation, tuple((s, f, r or "not applicable") for s, f, _, r in rows)))
+    return out
 
 
 class SettingsError(EventtimeError, ValueError):

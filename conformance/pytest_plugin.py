@@ -13,6 +13,8 @@ Options and ini keys share the prefix `eventtime`:
     --eventtime-master URL                          ini: eventtime_master
     --eventtime-contracts DIR                       ini: eventtime_contracts (folders of *.contract.yaml)
     --eventtime-remote sc://HOST:PORT               ini: eventtime_remote (else SPARK_REMOTE, unless a master is set)
+    --eventtime-allow-not-applicable CONTRACT       ini: eventtime_allow_not_applicable (a contract that may have
+                                                    nothing judged; without it, such a contract fails the run)
 
 The ini keys are read by `eventtime run` and `watch` too, with the same rules (eventtime.projectconfig:
 bindings, the nearest folder's first, what runs when a contract is unbound).
@@ -174,6 +176,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from eventtime.snapshot import add_pytest_options
 
     add_pytest_options(group)
+    group.addoption("--eventtime-allow-not-applicable", action="append", default=[], metavar="CONTRACT",
+                    help="a contract whose scenarios may all be not applicable in this run (repeatable; * for every "
+                         "contract); without it, a contract and pipeline with nothing judged fails the run")
+    parser.addini(projectconfig.ALLOW_NA_KEY, type="args", default=[],
+                  help="contracts whose scenarios may all be not applicable in a run (* for every contract)")
     group.addoption("--eventtime-previous", action="append", default=[], metavar="CONTRACT=MODULE:FUNCTION",
                     help="run each scenario of CONTRACT up to its first start/restart with this previous version, "
                          "then from its checkpoint with the bound one (repeatable; docs/upgrade.md)")
@@ -221,6 +228,13 @@ class _Settings:
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.report_json = config.getoption("eventtime_report_json") or config.getini("eventtime_report_json") or None
+        try:
+            self.allowed = (projectconfig.allowed_not_applicable(config.getoption("eventtime_allow_not_applicable"),
+                                                                 "--eventtime-allow-not-applicable")
+                            | projectconfig.allowed_not_applicable(config.getini(projectconfig.ALLOW_NA_KEY),
+                                                                   f"ini {projectconfig.ALLOW_NA_KEY}"))
+        except SettingsError as exc:
+            raise pytest.UsageError(str(exc)) from None
         try:
             self.warm = projectconfig.warm_wanted(config.getoption("eventtime_warm"),
                                                   config.getini(projectconfig.WARM_KEY) or None,
@@ -333,6 +347,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from eventtime.snapshot_pytest import register_pytest
 
         register_pytest(config, settings)
+    if not hasattr(config, "workerinput"):  # xdist workers send their reports to the controller, which judges
+        config.pluginmanager.register(_NothingJudged(settings.allowed), "eventtime-nothing-judged")
     if settings.report_json and not hasattr(config, "workerinput"):  # xdist workers send their reports
         collector = _ResultsCollector(settings.report_json)
         config.stash[_COLLECTOR] = collector
@@ -579,6 +595,44 @@ class _ResultsCollector:
         write_results(self.path, build_document(self.results, tool="pytest", command=command))
 
 
+class _NothingJudged:
+    """A green run must have judged the user's code: a contract and pipeline of the run whose every scenario
+    was not applicable (each item skipped) fails the run with one failure naming each scenario and why,
+    unless the user allowed it (`projectconfig.nothing_judged`). Registered on the controller only (under
+    xdist the workers' reports reach it); pytest's own skips of other tests are left as they are."""
+
+    def __init__(self, allowed: frozenset[str]):
+        self.allowed = allowed
+        self.records: list[tuple[str, str, str, str, bool, str | None]] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        from eventtime.results import NOT_APPLICABLE
+
+        for key, value in getattr(report, "user_properties", ()):
+            if key == _RESULT_KEY:
+                r = json.loads(value)
+                self.records.append((r["contract"], r["implementation"], r["scenario"], r["file"],
+                                     r["status"] != NOT_APPLICABLE, r.get("reason")))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if session.shouldstop or session.shouldfail or session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            return  # a run stopped early (-x, Ctrl-C) says nothing of what it would have judged
+        unjudged = projectconfig.nothing_judged(self.records, self.allowed)
+        for group in unjudged:
+            file, name = group.scenarios[0][1], f"nothing judged [{group.contract}] [{group.implementation}]"
+            report = pytest.TestReport(
+                nodeid=f"{file}::{name}", location=(file, 0, name),
+                keywords={}, outcome="failed", longrepr=group.message("--eventtime-allow-not-applicable"),
+                when="call")
+            session.config.hook.pytest_runtest_logreport(report=report)
+        if unjudged and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def _previous(config: pytest.Config) -> Any:
     """The run's previous version (`eventtime.previous.Previous`), None without --eventtime-previous(-ref)."""
     if config.getoption("eventtime_previous_python") is not None and (
@@ -660,6 +714,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         settings.previous.close()
     if settings is not None and settings.earlier is not None:
         settings.earlier.close()
+    judged = config.pluginmanager.get_plugin("eventtime-nothing-judged")
+    if judged is not None:
+        config.pluginmanager.unregister(judged)
     collector = config.stash.get(_COLLECTOR, None)
     if collector is not None:
         config.pluginmanager.unregister(collector)

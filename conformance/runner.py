@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
-from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths
+from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths
 
 from . import spec as m
 from .contracts import Contract
@@ -234,12 +234,16 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     try:
         if database is not None:
             database.enter()
+            if line is not None:
+                line.entered(database)
         driver: Any = QueryDriver(run, sources, _statics(scenario, spark, workdir),
                                   on_new_session=database.follow if database is not None else None)
         handler: Any = steps
         if line is not None:
             driver, handler = line.around(driver, steps, run)
         drive(scenario, driver, query_conf, handler)
+        if line is None or not line.keep:  # the earlier side of a run across lines runs only part of it
+            steps.settle_written()  # before the paths the job named are forgotten
     except BaseException:
         # Ctrl-C, SIGTERM or a bug on the way out: stop the query, but an error while stopping
         # (py4j's connection cut by the interrupt) must not replace what is unwinding
@@ -251,8 +255,8 @@ def _run_scenario(scenario: m.Scenario, pipeline: Pipeline | str | None, spark: 
     else:
         run.close()
     finally:
-        if database is not None:
-            database.leave()
+        if database is not None:  # the earlier side of a run across Spark lines leaves its tables to the other
+            database.leave(drop=line is None or not line.keep)
         if build.session_before:
             from eventtime.harness.jobsession import restore_session
 
@@ -308,11 +312,12 @@ class _JobDatabase:
         """A new session of the run (`restart: {session: new}`) works in the scenario's database too."""
         spark.catalog.setCurrentDatabase(self.name)
 
-    def leave(self) -> None:
+    def leave(self, drop: bool = True) -> None:
         try:
             if self.previous is not None:
                 self.spark.catalog.setCurrentDatabase(self.previous)
-            self.spark.sql(f"DROP DATABASE IF EXISTS `{self.name}` CASCADE")
+            if drop:
+                self.spark.sql(f"DROP DATABASE IF EXISTS `{self.name}` CASCADE")
         except Exception:  # noqa: BLE001 - a dead driver keeps nothing; the folder goes with the workdir
             pass
 
@@ -423,6 +428,7 @@ class _Build:
         self.timeout: float | None = None  # how long a job's entry point may run while it builds its queries
         self.session_before: dict[Any, dict[str, str | None]] = {}  # per session: the settings a job changed
         self.schema: list[tuple[str, str, bool]] | None = None  # the pipeline's output as last built
+        self.unwritten: list[tuple[m.WrittenCheck, str]] = []  # `written:` checks of a path not named so far
 
     def sink_of(self, query: str | None) -> Any:
         """The BatchFunctionSink of the query that failed (a pipeline has one query)."""
@@ -446,20 +452,32 @@ class _Build:
                 else kept_path(name, self.workdir, record=False))
 
     def _unnamed(self, check: m.WrittenCheck, folder: str) -> None:
-        """A note when `written: PATH` read as no rows and the job has named no such path so far (a
-        misspelt path would otherwise pass `rows: []`)."""
+        """Remember a `written: PATH` that read as no rows while the job had named no such path so far:
+        at the end of the run it is an error if the job never named it (`unwritten`), since a misspelt path
+        would otherwise pass `rows: []`."""
         if self.scenario.contract.param(str(check.path)) is not None:
             return
+        if not self._names(folder):
+            self.unwritten.append((check, folder))
+
+    def _names(self, folder: str) -> bool:
+        """Whether the job has named `folder`, a folder inside it or one that holds it (to write or read)."""
         named = named_paths(self.workdir)
-        if any(n == folder or n.startswith(folder + os.sep) or folder.startswith(n + os.sep) for n in named):
-            return
+        return any(n == folder or n.startswith(folder + os.sep) or folder.startswith(n + os.sep) for n in named)
+
+    def unwritten_error(self, check: m.WrittenCheck, folder: str) -> str | None:
+        """At the end of the run: why `written: PATH` names a path no query of the job wrote or named in the
+        whole run, naming the paths it does write (None when it did name it, or wrote something there)."""
+        if self._names(folder) or not nothing_written(folder):
+            return None
         files = os.path.join(self.workdir, FILES)
-        names = sorted(os.path.relpath(n, files) if n.startswith(files + os.sep) else n for n in named)
-        note = (f"{check.where}: `written: {check.path}` read as no rows, and the job has named no such path "
-                f"so far ({'it named ' + ', '.join(names) if names else 'it named none'}): is it spelt as "
-                "the job writes it?")
-        if note not in self.notes:
-            self.notes.append(note)
+        names = sorted(os.path.relpath(n, files) if n.startswith(files + os.sep) else n
+                       for n in written_paths(self.workdir))
+        writes = ("it writes " + ", ".join(names)) if names else "it writes no path (its sinks are tables, topics " \
+            "or a batch function that writes none)"
+        return (f"{check.where}: `written: {check.path}` names a path no query of the job writes ({writes}): is it "
+                "spelt as the job writes it? A check of a path nothing writes would pass `rows: []` whatever the job "
+                "did (docs/jobs.md, *Where the job writes*)")
 
     def __call__(self) -> tuple[Any, ...]:
         frames = {name: src.dataframe() for name, src in self.sources.items()}
@@ -737,6 +755,15 @@ class _SparkSteps:
         self.pending: dict[str, list[Any]] = {}  # a job's query -> its batches since its previous expect
         self.replaced: list[tuple[str, int]] = []  # static inputs written anew since the query last started
         self.switch: tuple[int, Callable[[], None]] | None = None  # (step, the current version takes over)
+        self.unwritten: list[tuple[StepResult, m.WrittenCheck, str]] = []  # `written:` of a path not named then
+
+    def settle_written(self) -> None:
+        """At the end of the run: a `written:` check of a path no query of the job wrote or named in the whole
+        run is the kit's error at its line, not a verdict (a misspelt path reads as no rows)."""
+        for sr, check, folder in self.unwritten:
+            why = self.build.unwritten_error(check, folder)
+            if why is not None:
+                sr.status, sr.message, sr.failures = ERROR, why, []
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
@@ -876,8 +903,10 @@ class _SparkSteps:
             check = replace(check, format=self.build.format_written(self.build.written_folder(str(check.path))))
             step, index = replace(step, written=check), step.index
             object.__setattr__(step, "_index", index)
+        unwritten = len(self.build.unwritten)
         try:
             rows = self.build.written_rows(self.query_run.spark, check, contract)
+            self.unwritten += [(sr, c, folder) for c, folder in self.build.unwritten[unwritten:]]
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
             what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
             sr.status = FAILED

@@ -62,7 +62,7 @@ class Watcher:
 
     def __init__(self, paths: Sequence[str], *, pipeline: str | None, contract_dirs: Sequence[str],
                  run: Callable[[Any, Any], Any], say: Callable[[str], None] = print, root: Path | None = None,
-                 targets: Callable[[Any, Path], list[str]] | None = None):
+                 targets: Callable[[Any, Path], list[str]] | None = None, allowed: frozenset[str] = frozenset()):
         self.paths = list(paths)
         self.pipeline = pipeline  # one pipeline for every scenario, else `targets` chooses per scenario
         self.targets = targets  # (scenario, its file) -> the 'module:function's it runs against
@@ -74,6 +74,8 @@ class Watcher:
         self.module_stamps: dict[str, _Stamp | None] = {}
         self.pending: Any = None  # what the last poll saw
         self.fn: Any = None
+        self.allowed = allowed  # contracts that may have nothing judged (projectconfig.nothing_judged)
+        self.latest: dict[tuple[Path, str], Any] = {}  # (scenario file, implementation) -> its latest result
 
     # -- what is watched --------------------------------------------------------------------------
     def _files(self) -> tuple[list[Path], list[Path]]:
@@ -138,6 +140,8 @@ class Watcher:
         counts: dict[str, int] = {}
         invalid = unbound = 0
         for path in files:
+            for key in [k for k in self.latest if k[0] == path]:  # its results of an earlier round
+                del self.latest[key]
             try:
                 scenario = load_scenario(path, display_path=display_path(path), contracts=lookup)
             except FileInvalid as exc:
@@ -149,14 +153,47 @@ class Watcher:
             if not targets:
                 unbound += 1
                 self.say(f"eventtime: error: {unbound_message(scenario.contract, scenario.path)}")
+            self._watch_bound(targets)
             for target in targets:
                 result = self.run_one(scenario, target)
+                self.latest[(path, str(target))] = result
                 counts[result.status] = counts.get(result.status, 0) + 1
                 self.say(summary_line(result))
                 if result.status in FAILING:
                     self.say(describe_failure(result))
-        self.say(f"{totals_line(counts, invalid, unbound)} in {time.monotonic() - started:.1f}s; "
-                 "watching (Ctrl-C stops)")
+        unjudged = self._unjudged()
+        self.say(f"{totals_line(counts, invalid, unbound)}"
+                 + (f", {len(unjudged)} with nothing judged" if unjudged else "")
+                 + f" in {time.monotonic() - started:.1f}s; watching (Ctrl-C stops)")
+
+    def _unjudged(self) -> list[Any]:
+        """The contracts and implementations with nothing judged in the latest results of the files still
+        watched (one edited scenario runs alone; the rule is over all of them), each said as an error."""
+        from .projectconfig import nothing_judged
+        from .results import NOT_APPLICABLE
+
+        for key in [k for k in self.latest if not k[0].exists()]:
+            del self.latest[key]
+        unjudged = nothing_judged(((r.scenario.contract.name, r.implementation, r.scenario.name, r.scenario.path,
+                                    r.status != NOT_APPLICABLE, r.reason) for r in self.latest.values()), self.allowed)
+        for group in unjudged:
+            self.say(f"ERROR {group.message('--allow-not-applicable')}")
+        return unjudged
+
+    def _watch_bound(self, targets: Sequence[Any]) -> None:
+        """Import the modules a scenario's bindings name (the project's `eventtime_pipelines`, `--pipeline
+        CONTRACT=...`) before it runs, and watch those of the user's code from then on: they are imported
+        only here, after the first look at the files, so an edit to one would otherwise never be seen."""
+        from .userpipeline import resolve_pipeline
+
+        for target in targets:
+            if isinstance(target, str) and not target.endswith(".py"):
+                try:
+                    resolve_pipeline(target)
+                except Exception:  # noqa: BLE001 - its run says why, at its line
+                    pass
+        for name, path in self._module_files().items():
+            self.module_stamps.setdefault(name, _stamp(path))
 
     def first_round(self) -> None:
         scenarios, contracts = self._files()

@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator
 from .errors import EventtimeError
 from .jobio import SubstitutionError, caller_place
 
-__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "forget_paths"]
+__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "written_paths", "forget_paths"]
 
 FILES = "files"  # the run folder's folder where a job's paths land
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at least: not a drive letter
@@ -43,6 +43,7 @@ _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at 
 
 _lock = threading.Lock()
 _named: dict[str, set[str]] = {}  # run folder -> the paths its job named, as kept
+_written: dict[str, set[str]] = {}  # run folder -> the paths its job writes (a sink, a batch write), as kept
 
 
 class PathOutside(EventtimeError, ValueError):
@@ -80,10 +81,11 @@ def _name_of(path: str) -> str:
     return os.path.normpath(local)
 
 
-def kept_path(path: str, run_folder: str, *, record: bool = True) -> str:
+def kept_path(path: str, run_folder: str, *, record: bool = True, writes: bool = False) -> str:
     """Where `path`, as a job names it, lands inside `run_folder` (see the module's text); raises
     PathOutside for a path that would leave it. `record`: remember it among the paths the run's job
-    named (`named_paths`), as the job's own calls do; a check that reads a path does not."""
+    named (`named_paths`), as the job's own calls do; a check that reads a path does not. `writes`: the job
+    writes there (its sink, a batch write), remembered among `written_paths` too."""
     run = os.path.abspath(run_folder)
     name = _name_of(str(path))
     if os.path.isabs(name) and _inside(name, run):
@@ -99,6 +101,8 @@ def kept_path(path: str, run_folder: str, *, record: bool = True) -> str:
     if record:
         with _lock:
             _named.setdefault(run, set()).add(target)
+            if writes:
+                _written.setdefault(run, set()).add(target)
     return target
 
 
@@ -108,10 +112,17 @@ def named_paths(run_folder: str) -> set[str]:
         return set(_named.get(os.path.abspath(run_folder), ()))
 
 
+def written_paths(run_folder: str) -> set[str]:
+    """The folders (as kept) that the job of the run has written to so far: its sinks and batch writes."""
+    with _lock:
+        return set(_written.get(os.path.abspath(run_folder), ()))
+
+
 def forget_paths(run_folder: str) -> None:
     """Drop what the run's job named (the run is over)."""
     with _lock:
         _named.pop(os.path.abspath(run_folder), None)
+        _written.pop(os.path.abspath(run_folder), None)
 
 
 # -- the patches ------------------------------------------------------------------------------------
@@ -155,13 +166,13 @@ def keeping(function: Callable[..., Any], run_folder: str) -> Callable[..., Any]
     return kept
 
 
-def _keep(value: Any, root: str, what: str) -> Any:
+def _keep(value: Any, root: str, what: str, writes: bool = False) -> Any:
     """A path argument (a string or a list of strings) kept; anything else (an RDD of lines) as it is."""
     try:
         if isinstance(value, str):
-            return kept_path(value, root)
+            return kept_path(value, root, writes=writes)
         if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return type(value)(kept_path(v, root) for v in value)
+            return type(value)(kept_path(v, root, writes=writes) for v in value)
     except PathOutside as exc:
         place = caller_place(lambda name: os.path.abspath(name) == _HERE)
         raise SubstitutionError(place, f"{what} {value!r} would leave the scenario's run folder: {exc}; a job's "
@@ -175,20 +186,21 @@ def _patched(key: str, original: Callable[..., Any], *, first: bool, every: bool
     positional (or `path`/`paths` keyword), every positional (`parquet(*paths)`), the value of
     `option("path", v)`, and always a `path` among its keyword options."""
     verb = key.rpartition(".")[2]
+    writes = key.startswith("DataFrameWriter.")
 
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
         root = _root()
         if root is not None:
             what = f"the path of {verb}(...)"
             if option and len(args) >= 2 and str(args[0]).lower() == "path":
-                args = (args[0], _keep(args[1], root, what)) + tuple(args[2:])
+                args = (args[0], _keep(args[1], root, what, writes)) + tuple(args[2:])
             elif every:
-                args = tuple(_keep(a, root, what) for a in args)
+                args = tuple(_keep(a, root, what, writes) for a in args)
             elif first and args:
-                args = (_keep(args[0], root, what),) + tuple(args[1:])
+                args = (_keep(args[0], root, what, writes),) + tuple(args[1:])
             for name in list(kwargs):
                 if name.lower() in ("path", "paths"):
-                    kwargs[name] = _keep(kwargs[name], root, what)
+                    kwargs[name] = _keep(kwargs[name], root, what, writes)
         return original(self, *args, **kwargs)  # held here: a call under way outlives an uninstall
     method.__name__ = verb
     return method

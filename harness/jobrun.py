@@ -88,6 +88,11 @@ class QueryGroup:
         self._discover, self._make_run = discover, make_run
         self._chained = chained  # whether a query reads what another writes (else one round is enough)
         self.runs: dict[str, StreamRun] = {}
+        # what an earlier run of the same queries in the same folder did (a run across Spark lines, whose
+        # steps before the restart ran in another process): query -> (its batches, its starts), given to
+        # each query's run when it is made at the restart, with its last batch forgotten first if asked
+        self.handed_over: dict[str, tuple[list[BatchObservation], int]] = {}
+        self._uncommit_at_start = False
 
     @property
     def names(self) -> list[str]:
@@ -131,6 +136,14 @@ class QueryGroup:
             finally:
                 restore_conf(self.spark, previous)
             self.runs = {name: self._make_run(i, name, self.spark) for i, name in enumerate(names)}
+            for name, run in self.runs.items():
+                if name in self.handed_over:
+                    batches, starts = self.handed_over[name]
+                    run.history.update({b.batch_id: b for b in batches})
+                    run.runs = starts
+            if self._uncommit_at_start:
+                self._uncommit_at_start = False
+                self.uncommit_last()
         out: list[BatchObservation] = []
         for name, run in self.runs.items():
             out += self._each(name, lambda r=run: r.start(conf))  # type: ignore[misc]
@@ -177,6 +190,9 @@ class QueryGroup:
         at the next start."""
         if only is not None:
             self.query(only).uncommit_last()
+            return
+        if not self.runs and self.handed_over:  # made at the next start, from the earlier run's checkpoints
+            self._uncommit_at_start = True
             return
         done = 0
         for run in self.runs.values():

@@ -8,14 +8,14 @@ import sys
 from typing import Any
 
 from ..exitcodes import ExitCode
-from .options import conf_pairs, contracts_parent, results_parent, spark_parent
+from .options import allow_parent, conf_pairs, contracts_parent, results_parent, spark_parent
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
     c = sub.add_parser("certify", parents=[spark_parent("bound on each wait for Spark, seconds (default 60)"),
-                                           results_parent(), contracts_parent()],
+                                           results_parent(), contracts_parent(), allow_parent()],
                        help="run every scenario of a contract against an implementation; "
                             "print a verdict table and certify or reject it")
     c.add_argument("--contract", action="append", metavar="NAME",
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from ..projectconfig import DEFAULT_TIMEOUT, SettingsError, parse_binding
     from ..registry import CONTRACTS
     from .execute import execute, unimportable
-    from .files import load_scenario_files, scenario_files
+    from .files import allowed_unjudged, load_scenario_files, scenario_files
 
     if os.getcwd() not in sys.path:
         # as `python -m` does: a pipeline module in the folder the command runs in is importable, for
@@ -49,6 +49,18 @@ def run(args: argparse.Namespace) -> int:
         print("eventtime: error: --timeout must be a positive number of seconds", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     conf = conf_pairs(args.spark_conf)
+    from pathlib import Path
+
+    from ..projectconfig import find_ini
+
+    try:
+        ini = find_ini(Path.cwd())
+    except SettingsError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    allowed = allowed_unjudged(args.allow_not_applicable, ini)
+    if allowed is None:
+        return ExitCode.USAGE_ERROR
     if args.pipeline and "=" in args.pipeline:  # CONTRACT=MODULE:FUNCTION names the contract it certifies
         try:
             contract, under, args.pipeline = parse_binding(args.pipeline, "--pipeline")
@@ -93,5 +105,5 @@ def run(args: argparse.Namespace) -> int:
     from ..previous import run_across
 
     return run_across(args, [str(d) for d in args.contracts or []], [impl for _, _, impl in plan],
-                      lambda runner: execute(plan, args, conf, invalid, certify=True, runner=runner))
+                      lambda runner: execute(plan, args, conf, invalid, certify=True, runner=runner, allowed=allowed))
 

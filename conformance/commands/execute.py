@@ -12,17 +12,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..exitcodes import ExitCode
-from ..results import DRIVER_DIED, FAILING
+from ..results import DRIVER_DIED, FAILING, NOT_APPLICABLE
 from . import spark as _spark
 from .files import rerun_command
 
 __all__ = ["execute", "unimportable"]
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
-            certify: bool = False, unbound: int = 0, runner: Any = None) -> int:
+            certify: bool = False, unbound: int = 0, runner: Any = None, allowed: frozenset[str] = frozenset()) -> int:
     """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
     (their errors printed already) count against the run. `runner`: what runs each pair (default
-    `runner.run_scenario`; a run across a change gives its own, `previous.Previous.runner`)."""
+    `runner.run_scenario`; a run across a change gives its own, `previous.Previous.runner`). A contract
+    and implementation with nothing judged fails the run unless `allowed` names its contract
+    (`projectconfig.nothing_judged`)."""
     from ..parallel import Pair, Recovery
     from ..resultsfile import ResultsWriter
 
@@ -65,17 +67,24 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         return ended[1]
     failures = [r for r in results if r.status in FAILING]
     _print_outcome(results, failures, not_run, recovery, certify)
+    from ..projectconfig import nothing_judged
     from ..textreport import certification_markdown, totals, totals_line
 
+    unjudged = nothing_judged(((r.scenario.contract.name, r.implementation, r.scenario.name, r.scenario.path,
+                                r.status != NOT_APPLICABLE, r.reason) for r in results), allowed)
+    for group in unjudged:  # never a green run that tested nobody's code
+        print()
+        print(f"ERROR {group.message('--allow-not-applicable')}")
     print()
     print(totals_line(totals(results), invalid, unbound)
+          + (f", {len(unjudged)} with nothing judged" if unjudged else "")
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return ExitCode.FAILED if failures or invalid or unbound or not_run else ExitCode.OK
+    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged else ExitCode.OK
 
 
 def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..projectconfig import (DEFAULT_TIMEOUT, IniFile, SettingsError, contract_folders, default_targets, find_ini,
-                            is_target, nearest, parse_binding, parse_bindings, positive_seconds)
+from ..projectconfig import (ALLOW_NA_KEY, DEFAULT_TIMEOUT, IniFile, SettingsError, allowed_not_applicable,
+                            contract_folders, default_targets, find_ini, is_target, nearest, parse_binding,
+                            parse_bindings, positive_seconds)
 
-__all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command"]
+__all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command",
+           "allowed_unjudged"]
 
 
 def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
@@ -137,6 +139,19 @@ def read_project(paths: Sequence[str] | None, pipelines: Sequence[str] | None, c
         if str(entry) not in sys.path:  # as `python -m` does for the working directory, pytest for pythonpath
             sys.path.insert(0, str(entry))
     return project
+
+
+def allowed_unjudged(given: Sequence[str] | None, ini: IniFile | None) -> frozenset[str] | None:
+    """The contracts a run may leave with nothing judged: `--allow-not-applicable` and the project file's
+    eventtime_allow_not_applicable (projectconfig.nothing_judged); None once a usage error is printed."""
+    try:
+        out = allowed_not_applicable(given or (), "--allow-not-applicable")
+        if ini is not None:
+            out |= allowed_not_applicable(ini.lines(ALLOW_NA_KEY), ini.where(ALLOW_NA_KEY))
+    except SettingsError as exc:
+        print(f"eventtime: error: {exc}", file=sys.stderr)
+        return None
+    return out
 
 
 def rerun_command(scenario: Any, file: Path | None, implementation: str, args: Any) -> str:

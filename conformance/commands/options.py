@@ -9,7 +9,7 @@ from typing import NoReturn, Sequence
 from ..exitcodes import ExitCode
 
 __all__ = ["Parser", "contracts_parent", "spark_parent", "pipelines_parent", "results_parent", "conf_pairs",
-           "positive_int"]
+           "positive_int", "allow_parent"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -117,4 +117,15 @@ def results_parent() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     p.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                    help="run N scenario/implementation pairs at once in one JVM, each on its own session (default 1)")
+    return p
+
+
+def allow_parent() -> argparse.ArgumentParser:
+    """`--allow-not-applicable CONTRACT` (repeatable): a contract this run may leave with nothing judged
+    (`projectconfig.nothing_judged`; without it such a run fails)."""
+    p = _parent()
+    p.add_argument("--allow-not-applicable", action="append", default=[], metavar="CONTRACT",
+                   help="a contract whose scenarios may all be not applicable in this run (repeatable; * for every "
+                        "contract; also the ini key eventtime_allow_not_applicable); without it, a contract and "
+                        "implementation with nothing judged fails the run")
     return p

@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..exitcodes import ExitCode
-from .options import conf_pairs, contracts_parent, pipelines_parent, results_parent, spark_parent
+from .options import allow_parent, conf_pairs, contracts_parent, pipelines_parent, results_parent, spark_parent
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    r = sub.add_parser("run", parents=[pipelines_parent(), spark_parent(), results_parent(), contracts_parent()],
+    r = sub.add_parser("run", parents=[pipelines_parent(), spark_parent(), results_parent(), contracts_parent(),
+                                       allow_parent()],
                        help="run scenarios on Spark and print a verdict per scenario")
     r.add_argument("paths", nargs="*", metavar="PATH",
                    help="scenario files or directories (default: in a project that binds pipelines or names "
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..projectconfig import unbound_message
     from .execute import execute, unimportable
-    from .files import load_scenario_files, read_project, scenario_files
+    from .files import allowed_unjudged, load_scenario_files, read_project, scenario_files
 
     conf = conf_pairs(args.spark_conf)
     if not args.paths:  # in a user's project: its own scenarios, as pytest would collect them
@@ -53,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if project is None:
         return ExitCode.USAGE_ERROR
     args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    allowed = allowed_unjudged(args.allow_not_applicable, project.ini)
+    if allowed is None:
+        return ExitCode.USAGE_ERROR
     if args.snapshot or args.yes or args.snapshot_on_spark:
         from ..snapshot import snapshot_run
         from .spark import open_session
@@ -75,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
 
     # --previous, --previous-ref, --previous-python: a run across a change (docs/upgrade.md)
     return run_across(args, [str(d) for d in project.contract_dirs], [t for _, _, t in plan], lambda runner: execute(
-        plan, args, conf, invalid, unbound=sum(map(len, unbound.values())), runner=runner))
+        plan, args, conf, invalid, unbound=sum(map(len, unbound.values())), runner=runner, allowed=allowed))

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exitcodes import ExitCode
-from .options import conf_pairs, contracts_parent, pipelines_parent, spark_parent
+from .options import allow_parent, conf_pairs, contracts_parent, pipelines_parent, spark_parent
 
 __all__ = ["add_parser", "run"]
 
@@ -17,7 +17,7 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     w = sub.add_parser("watch", parents=[
         pipelines_parent("; the modules of your code under the working directory are watched and reloaded"),
-        spark_parent(), contracts_parent()],
+        spark_parent(), contracts_parent(), allow_parent()],
         help="run scenarios, then re-run what a changed scenario, contract or pipeline module affects, on one "
              "warm Spark session (Ctrl-C stops)")
     w.add_argument("paths", nargs="+", metavar="PATH", help="scenario files or directories to watch")
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ..previous import previous_of_run
     from ..runner import run_scenario
     from ..watch import Watcher
-    from .files import read_project, rerun_command, scenario_files
+    from .files import allowed_unjudged, read_project, rerun_command, scenario_files
     from .spark import open_session
 
     if args.poll <= 0:
@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     if project is None:
         return ExitCode.USAGE_ERROR
     args.timeout = project.timeout
+    allowed = allowed_unjudged(args.allow_not_applicable, project.ini)
+    if allowed is None:
+        return ExitCode.USAGE_ERROR
     conf = conf_pairs(args.spark_conf)
     usable, previous = previous_of_run(args)  # --previous: a run across a change (docs/upgrade.md)
     if not usable:
@@ -59,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     watcher = Watcher(args.paths, pipeline=project.pipeline, contract_dirs=project.contract_dirs, run=run_one,
                       say=lambda text: print(text, flush=True), root=Path(os.getcwd()),
-                      targets=None if project.pipeline else project.targets)
+                      targets=None if project.pipeline else project.targets, allowed=allowed)
     try:
         watcher.first_round()
         watcher.loop(args.poll)

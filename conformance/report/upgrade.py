@@ -11,6 +11,7 @@ from typing import Sequence
 
 from eventtime.harness.errors import EventtimeError
 
+from ..results import NOT_APPLICABLE
 from ..resultsfile import ResultsFile
 from .differences import behaviour_details
 from ..textreport import short_name
@@ -47,9 +48,12 @@ class Restart:
     target: str  # the Spark that restarted from it
     outcome: str | None  # restarts | differs | cannot_restart | previous_differs; None: no outcome (the reason)
     what: str  # Spark's error class (or exception) for cannot_restart; else the verdict's reason, if any
+    applicable: bool = True  # False: the scenario could not run across the lines (`what` says why)
 
     @property
     def words(self) -> str:
+        if not self.applicable:
+            return "not applicable"
         return {"restarts": "restarts", "differs": "restarts, outputs differ", "cannot_restart": "cannot restart",
                 "previous_differs": f"does not pass on {self.source} before the restart"}.get(
                     self.outcome or "", "no outcome")
@@ -73,7 +77,7 @@ def restarts_across(files: Sequence[ResultsFile]) -> list[Restart]:
             out.append(Restart(r["scenario"], r["implementation"], str(record.get("restart_where") or r.get("file") or "?"),
                                str(record.get("previous_spark") or "?"),
                                str(r.get("spark_version") or (r.get("runtime") or {}).get("spark_version") or "?"),
-                               record.get("outcome"), what))
+                               record.get("outcome"), what, r.get("status") != NOT_APPLICABLE))
     return out
 
 
@@ -162,7 +166,7 @@ def upgrade_text(up: Upgrade) -> str:
     for label, rows in ((f"only on {up.source.key}", up.only_before), (f"only on {up.target.key}", up.only_after)):
         if rows:
             lines.append(f"  {label}: " + ", ".join(f"{r.scenario} [{r.short_impl}]" for r in rows))
-    if up.restarts:
+    if up.restarts:  # the runs not applicable across the lines are listed too, each with why: never left out
         lines.append(f"Restarted on Spark {up.target.spark_version} from checkpoints of {up.source.spark_version}: "
                      f"{_runs(len(up.restarts))}, {_across_counts(up)}")
         for run in up.restarts:
@@ -198,7 +202,7 @@ def upgrade_markdown(up: Upgrade, title: str | None = None) -> str:
             out += ["", f"{label}: " + ", ".join(f"`{_md(r.scenario)}` [{_md(r.short_impl)}]" for r in rows)]
     if up.restarts:
         out += ["", f"### Restarted on Spark {up.target.spark_version} from checkpoints of {up.source.spark_version}", "",
-                f"{_runs(len(up.restarts))} with a restart: {_across_counts(up)}.", "",
+                f"{_runs(len(up.restarts))} across the two: {_across_counts(up)}.", "",
                 "| scenario | implementation | restart at | outcome | Spark says |", "|---|---|---|---|---|"]
         out += [f"| {_md(r.scenario)} | {_md(short_name(r.implementation))} | `{_md(r.where)}` | {r.words} | "
                 f"{_md(r.what)} |" for r in up.restarts]

@@ -452,8 +452,10 @@ def _across(doc: dict, outcomes: dict[str, dict], source: str = "3.5.3") -> dict
     doc = copy.deepcopy(doc)
     for r in doc["results"]:
         record = outcomes.get(r["scenario"])
-        if record is None:
+        if record is None:  # as eventtime.crossline marks it: of a run across the lines, with no outcome
             r.update(status="not_applicable", reason="not a run across Spark lines: the scenario has no `start`")
+            r["upgrade"] = {"previous": f"Spark {source}", "restart_step": None, "restart_where": None,
+                            "outcome": None, "across": "spark", "previous_spark": source}
             continue
         r["upgrade"] = {"previous": f"Spark {source}", "restart_step": 4, "restart_where": f"{r['file']}:22:5",
                         "across": "spark", "previous_spark": source, **record}
@@ -480,6 +482,11 @@ def test_upgrade_lists_the_runs_across_the_two_versions_beside_the_differences(t
     assert f"  {first} [" not in out.split("Restarted on")[1]  # a restart that works is counted, not listed
     md = (tmp_path / "up.md").read_text()
     assert "### Restarted on Spark 4.3.0 from checkpoints of 3.5.3" in md and "| cannot restart |" in md
+    # the runs not applicable across the lines are listed with why, never left out
+    assert f"{runs - 2} not applicable" in out, out
+    assert (f"  {sorted(r['scenario'] for r in across['results'] if r['status'] == 'not_applicable')[0]} [" in out
+            and "not applicable: not a run across Spark lines: the scenario has no `start`" in out), out
+    assert f"{runs} runs across the two: " in md and "| not applicable | not a run across Spark lines" in md, md
     # control: without the runs across, no such section
     rc = main(["report", *paths[:2], "--upgrade", "3.5.3", "4.3.0"])
     assert rc == 0 and "Restarted on" not in capsys.readouterr().out
@@ -488,6 +495,20 @@ def test_upgrade_lists_the_runs_across_the_two_versions_beside_the_differences(t
     rc = main(["report", *paths[:2], other, "--upgrade", "3.5.3", "4.3.0"])
     err = capsys.readouterr().err
     assert rc == 2 and "the runs across Spark lines given restart 3.4.4 -> 4.3.0, none from a checkpoint of 3.5.3" in err
+
+
+def test_upgrade_mentions_a_run_across_the_lines_where_nothing_applied(tmp_path, capsys):
+    """Every scenario of the run across not applicable (jobs, no restart): the summary says so, naming each
+    with why; it once left them out, as if they had not been asked for."""
+    new = _load("bundled-4.3.0.json")
+    across = _across(new, {})
+    paths = [str(_write(tmp_path / "old.json", _as_version(new, "3.5.3"))), str(_write(tmp_path / "new.json", new)),
+             str(_write(tmp_path / "across.json", across))]
+    rc = main(["report", *paths, "--upgrade", "3.5.3", "4.3.0"])
+    out = capsys.readouterr().out
+    total = len(across["results"])
+    assert rc == 0 and f"Restarted on Spark 4.3.0 from checkpoints of 3.5.3: {total} runs, {total} not applicable" in out
+    assert out.count("not applicable: not a run across Spark lines") == total, out
 
 
 def test_upgrade_to_a_version_the_files_do_not_hold_is_a_usage_error(capsys):

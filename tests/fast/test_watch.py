@@ -133,3 +133,63 @@ def test_watch_takes_a_previous_binding_only_and_refuses_a_bad_one_before_spark_
     help_text = subprocess.run([sys.executable, "-m", "eventtime.cli", "watch", "--help"], capture_output=True,
                                text=True, timeout=120).stdout
     assert "--previous CONTRACT=MODULE:FUNCTION" in help_text
+
+
+def test_a_module_bound_per_contract_is_watched_though_it_is_imported_only_by_the_run(tmp_path):
+    """A binding (`eventtime_pipelines`, `--pipeline CONTRACT=module:function`) is imported when its
+    scenario runs, after the first look at the files: an edit to it must still run every scenario again."""
+    (tmp_path / "echo.contract.yaml").write_text(CONTRACT)
+    (tmp_path / "a.scenario.yaml").write_text(SCENARIO.replace("NAME", "a"))
+    ran: list[str] = []
+
+    def run(scenario, target):  # as run_scenario does: the binding imported by its name, when it runs
+        from eventtime.userpipeline import resolve_pipeline
+
+        ran.append(resolve_pipeline(target)(None))
+        return ScenarioResult(scenario, str(target), PASSED)
+
+    w = Watcher([str(tmp_path)], pipeline=None, contract_dirs=[], run=run, say=lambda _: None, root=tmp_path,
+                targets=lambda scenario, path: ["bound_jobs:echo"])
+    sys.modules.pop("bound_jobs", None)
+    (tmp_path / "bound_jobs.py").write_text("def echo(clicks):\n    return 'first'\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        w.first_round()
+        assert ran == ["first"]
+        assert w.one_round() is False and w.one_round() is False  # nothing changed: nothing runs
+        _touch(tmp_path / "bound_jobs.py", "def echo(clicks):\n    return 'edited'\n")
+        assert _settled(w) and ran == ["first", "edited"]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("bound_jobs", None)
+
+
+def test_a_contract_with_nothing_judged_is_said_after_each_round_unless_allowed(tmp_path):
+    """watch keeps the latest result of each file: one edited scenario runs alone, and the rule is over all."""
+    from eventtime.results import NOT_APPLICABLE
+
+    (tmp_path / "echo.contract.yaml").write_text(CONTRACT)
+    (tmp_path / "a.scenario.yaml").write_text(SCENARIO.replace("NAME", "a"))
+    (tmp_path / "b.scenario.yaml").write_text(SCENARIO.replace("NAME", "b"))
+    judged = {"a": False, "b": False}
+
+    def run(scenario, target):
+        result = ScenarioResult(scenario, "jobs:echo", PASSED if judged[scenario.name] else NOT_APPLICABLE)
+        result.reason = None if judged[scenario.name] else "needs Spark >=99, this is 4.3.0"
+        return result
+
+    said: list[str] = []
+    w = Watcher([str(tmp_path)], pipeline=None, contract_dirs=[], run=run, say=said.append, root=tmp_path,
+                targets=lambda scenario, path: ["jobs:echo"])
+    w.first_round()
+    assert said[-1].startswith("0 passed, 0 failed, 0 errors, 2 not applicable, 0 invalid files, 1 with nothing judged")
+    assert said[-2].startswith("ERROR contract 'echo' [jobs:echo]: nothing judged: all 2 of its scenarios")
+    judged["b"] = True  # b now applies: run alone, it makes the contract judged
+    _touch(tmp_path / "b.scenario.yaml", SCENARIO.replace("NAME", "b"))
+    assert _settled(w) and said[-1].startswith("1 passed, 0 failed, 0 errors, 0 not applicable, 0 invalid files in")
+    # control: allowed, the same first round says no error
+    said.clear()
+    judged["b"] = False
+    Watcher([str(tmp_path)], pipeline=None, contract_dirs=[], run=run, say=said.append, root=tmp_path,
+            targets=lambda scenario, path: ["jobs:echo"], allowed=frozenset({"echo"})).first_round()
+    assert not any("nothing judged" in line for line in said), said

@@ -141,13 +141,52 @@ def test_a_jobs_paths_land_in_the_run_folder_and_are_checked_by_their_name(spark
     assert not [n for n in result.notes if "read as no rows" in n], result.notes
 
 
-def test_control_a_path_the_job_does_not_write_reads_as_nothing_and_fails(spark, kept_scenario):
+def test_control_a_path_the_job_does_not_write_is_the_kits_error_naming_what_it_writes(spark, kept_scenario):
     result = run_scenario(kept_scenario(GOLD, "data/gold/other"), jobs.relative_sink, session=spark)
-    assert result.status == "failed", describe_failure(result)
-    assert [s.index for s in result.steps if s.status == "failed"] == [6], describe_failure(result)
-    assert "2 missing" in describe_failure(result), describe_failure(result)
-    hint = [n for n in result.notes if "`written: data/gold/other` read as no rows" in n]
-    assert hint and "it named data/gold/counts" in hint[0] and "s.scenario.yaml:5" in hint[0], result.notes
+    assert result.status == "error", describe_failure(result)
+    # both checks of it: the one that would pass `rows: []` and the one that would fail, neither a verdict
+    assert [s.index for s in result.steps if s.status == "error"] == [1, 6], describe_failure(result)
+    said = describe_failure(result)
+    assert ("s.scenario.yaml:5" in said and "`written: data/gold/other` names a path no query of the job writes "
+            "(it writes data/gold/counts)") in said, said
+
+
+# A typo of the job's folder: before the window closes, the right folder holds no rows either.
+TYPO = textwrap.dedent("""\
+    scenario: NAME
+    description: The window is open after one batch; the folder the job writes holds no rows yet.
+    contract: page_counts
+    steps:
+      - add: {clicks: [{page: home, ts: "00:00:10"}]}
+      - process
+      - expect: {written: WHERE, rows: []}
+    """)
+
+
+def test_eventtime_run_errs_on_a_written_path_no_query_writes_instead_of_passing_rows_none(tmp_path):
+    """As a user runs it: a `written:` path misspelt (`data/gold/count` for the job's `data/gold/counts`)
+    once passed `rows: []`; now it is an error at the check's line naming the path the job writes. The
+    control in the same run: the right path passes."""
+    import subprocess
+    from pathlib import Path
+
+    from eventtime.harness.cluster import child_environment
+
+    from tests.lines import console_script
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "page_counts.contract.yaml").write_text(NO_PARAMS)
+    (tmp_path / "typo.scenario.yaml").write_text(TYPO.replace("NAME", "typo").replace("WHERE", "data/gold/count"))
+    (tmp_path / "right.scenario.yaml").write_text(TYPO.replace("NAME", "right").replace("WHERE", "data/gold/counts"))
+    env = child_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([*console_script(), "run", ".", "--pipeline", "tests.spark.jobs_paths:relative_sink"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "PASS  right  [tests.spark.jobs_paths:relative_sink]" in out, out
+    assert "ERROR typo  [tests.spark.jobs_paths:relative_sink]" in out, out
+    assert re.search(r"typo\.scenario\.yaml:7(:\d+)?: `written: data/gold/count` names a path no query of the job "
+                     r"writes \(it writes data/gold/counts\)", out), out
 
 
 BATCH = textwrap.dedent("""\

@@ -50,3 +50,26 @@ def test_watch_reruns_what_changed_and_stops_on_ctrl_c(tmp_path):
         lines.until("watching (Ctrl-C stops)", "watching after the broken file")
 
         assert stop_watching(proc, lines) == 0
+
+
+@pytest.mark.parametrize("bound", ["pyproject", "command-line"])
+def test_watch_reruns_after_an_edit_to_a_module_bound_to_the_contract(tmp_path, bound):
+    """A module bound per contract (the project's `eventtime_pipelines`, or `--pipeline CONTRACT=...`) is
+    imported by the run, after the first look at the files: its edit must run the scenario again (it once
+    left a stale "1 passed" on the screen)."""
+    (tmp_path / "jobs.py").write_text(JOB)
+    (tmp_path / "one.scenario.yaml").write_text(SCENARIO.replace("COUNT", "2"))
+    args = ["one.scenario.yaml", "--poll", "0.1"]
+    if bound == "pyproject":
+        (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\n'
+                                                 'eventtime_pipelines = ["tumbling_count = jobs:count"]\n')
+    else:
+        args += ["--pipeline", "tumbling_count=jobs:count"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "EVENTTIME_DRIVER_LOG": str(tmp_path / "driver.log")}
+    with watching(args, cwd=tmp_path, env=env, wait=WAIT) as (proc, lines):
+        assert lines.until("watched", "the first run's verdict").startswith("PASS")
+        lines.until("watching (Ctrl-C stops)", "the first round's totals")
+        # the bound module changes so the expectation no longer holds: the scenario runs again and fails
+        (tmp_path / "jobs.py").write_text(JOB.replace('F.count(F.lit(1))', '(F.count(F.lit(1)) + 1)'))
+        assert lines.until("watched", "the verdict after the bound module changed").startswith("FAIL")
+        assert stop_watching(proc, lines) == 0
