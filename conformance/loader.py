@@ -713,13 +713,13 @@ class _Builder:
             return self.input_step(kind, body, path, bpath, where, sources)
         return None
 
-    def dataflow_only(self, path: tuple, what: str, key: bool = False) -> bool:
+    def dataflow_only(self, path: tuple, what: str, key: bool = False, why: str | None = None) -> bool:
         """Whether the scenario states the dataflow profile; else a problem at `path` saying `what` needs it."""
         if self.doc.get("profile") == "dataflow":
             return True
-        self.c.at(path, f"{what} only the dataflow profile's model takes (add `profile: dataflow`): Spark derives "
-                        "its watermark from the data (withWatermark) and has no stream status, so the spark profile "
-                        "cannot state it", key=key)
+        self.c.at(path, f"{what} only the dataflow profile's model " + (why or (
+            "takes (add `profile: dataflow`): Spark derives its watermark from the data (withWatermark) and has no "
+            "stream status, so the spark profile cannot state it")), key=key)
         return False
 
     def input_step(self, kind: str, body: Any, path: tuple, bpath: tuple, where: m.Where,
@@ -1036,7 +1036,9 @@ class _Builder:
         if isinstance(body.get("state"), dict):
             changes["state"] = self.state_check(body["state"], path + ("state",))
         if isinstance(body.get("watermarks"), list) and self.dataflow_only(
-                path + ("watermarks",), "`watermarks` checks the watermarks an operator forwarded, which", key=True):
+                path + ("watermarks",), "`watermarks` checks the watermarks an operator forwarded, which", key=True,
+                why="gives (add `profile: dataflow`): a Spark run does not show them (check `watermark`, or "
+                    "`watermark_after` of `batches`)"):
             times = [self.time(t, path + ("watermarks", i)) for i, t in enumerate(body["watermarks"])]
             if all(t is not None for t in times):
                 changes["watermarks"] = tuple(times)
