@@ -142,12 +142,14 @@ class _Channel:
 class StatusWatermarkValve:
     """An operator's watermark over its input channels, as Flink's StatusWatermarkValve computes it.
 
-    `input_watermark` and `input_status` return the watermark the operator forwards, or None."""
+    `input_watermark` and `input_status` return the watermark the operator forwards, or None; `outputs`
+    records everything it emitted, in order: ("watermark", ms) and ("status", "idle" | "active")."""
 
     def __init__(self, channels: int):
         self.channels = [_Channel() for _ in range(channels)]
         self.last_output = MIN_WATERMARK
         self.idle = False
+        self.outputs: list[tuple[str, object]] = []
 
     def input_watermark(self, i: int, watermark: int) -> int | None:
         ch = self.channels[i]
@@ -167,6 +169,7 @@ class StatusWatermarkValve:
                 if ch.watermark == self.last_output:  # flush: nothing active will move it any more
                     out = self._max_all()
                 self.idle = True
+                self.outputs.append(("status", "idle"))
                 return out
             if ch.watermark == self.last_output:
                 return self._new_min()
@@ -174,13 +177,16 @@ class StatusWatermarkValve:
             ch.active = True
             if ch.watermark >= self.last_output:
                 ch.aligned = True
-            self.idle = False
+            if self.idle:
+                self.idle = False
+                self.outputs.append(("status", "active"))
         return None
 
     def _new_min(self) -> int | None:
         aligned = [c.watermark for c in self.channels if c.aligned]
         if aligned and min(aligned) > self.last_output:
             self.last_output = min(aligned)
+            self.outputs.append(("watermark", self.last_output))
             return self.last_output
         return None
 
@@ -188,6 +194,7 @@ class StatusWatermarkValve:
         top = max(c.watermark for c in self.channels)
         if top > self.last_output:
             self.last_output = top
+            self.outputs.append(("watermark", top))
             return top
         return None
 
