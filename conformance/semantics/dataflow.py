@@ -17,7 +17,7 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   WatermarkStrategy.withIdleness); an element, a watermark or an `active` step makes it active.
 - A source subtask combines its partitions as Flink's WatermarkOutputMultiplexer does: the
   minimum over its active partitions, never going back; with every partition idle the subtask is
-  idle. Partition k is read by subtask k mod `subtasks` (default 1), as in seed 002's example; a
+  idle, at the maximum over its partitions. Partition k is read by subtask k mod `subtasks` (default 1), as in seed 002's example; a
   subtask assigned no partition is idle from the start (seed 000: the Kafka source marks it so).
 - The window operator combines its input channels (the source subtasks) as Flink's
   StatusWatermarkValve does: its watermark is the minimum over the active channels that are
@@ -96,7 +96,8 @@ class BoundedOutOfOrderness:
 @dataclass
 class CombinedWatermark:
     """A source subtask's watermark over its inputs (WatermarkOutputMultiplexer): the minimum over the
-    active inputs, never going back; idle when every input is idle.
+    active inputs, never going back; idle when every input is idle, and then the maximum over them
+    (nothing active will move the minimum any more). Without inputs it is neither.
 
     An input is idle when marked so (`mark_idle`), or, with `idle_timeout_ms`, once it had no element
     for that long since its last one (since `started_ms` before the first: WatermarksWithIdleness)."""
@@ -123,12 +124,14 @@ class CombinedWatermark:
         return now_ms - self.last_event_at.get(name, self.started_ms) >= self.idle_timeout_ms
 
     def all_idle(self, now_ms: int) -> bool:
-        return all(self.idle(n, now_ms) for n in self.generators)
+        return bool(self.generators) and all(self.idle(n, now_ms) for n in self.generators)
 
     def update(self, now_ms: int) -> int:
         active = [g.emitted for n, g in self.generators.items() if not self.idle(n, now_ms)]
         if active:
             self.current = max(self.current, min(active))
+        elif self.generators:  # every input idle: the maximum over them
+            self.current = max(self.current, max(g.emitted for g in self.generators.values()))
         return self.current
 
 
@@ -348,7 +351,7 @@ class DataflowQuery:
         mux = self.subtask[c]
         before = mux.current
         mux.update(self.now_ms)
-        idle = mux.all_idle(self.now_ms)
+        idle = mux.all_idle(self.now_ms) or not mux.generators  # no partition: marked idle (seed 000)
         out: list[tuple] = []
         if not idle and self.subtask_idle[c]:
             self.subtask_idle[c] = False
