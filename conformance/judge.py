@@ -225,9 +225,13 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
 def forwarded_ms(batches: Sequence[BatchObservation]) -> list[int] | None:
     """The watermarks the operator forwarded in these batches, in order; None when the batches do not
     say (only the dataflow profile's model records them)."""
-    if any(getattr(b, "forwarded", None) is None for b in batches):
-        return None
-    return [w for b in batches for w in getattr(b, "forwarded")]
+    out: list[int] = []
+    for b in batches:
+        forwarded = getattr(b, "forwarded", None)
+        if forwarded is None:
+            return None
+        out += forwarded
+    return out
 
 
 def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:

@@ -14,7 +14,7 @@ from eventtime.cli import main
 from eventtime.loader import load_scenario_text
 from eventtime.problems import ScenarioInvalid
 from eventtime.semantics import check_scenario
-from eventtime.semantics.dataflow import (MIN_WATERMARK, ON_TIME, WATERMARK, DataflowQuery,
+from eventtime.semantics.dataflow import (ON_TIME, WATERMARK, DataflowQuery,
                                             StatusWatermarkValve)
 from eventtime.spec import model_only
 
