@@ -314,3 +314,25 @@ def test_an_idle_input_never_holds_the_minimum(ops, shape, generator):
     without = [(k, p % partitions, v) for k, p, v in ops if p % partitions != skip or k in ("process", "advance")]
     alone, _ = _run(without, partitions - 1, subtasks, generator, None)
     assert with_idle.watermark == alone.watermark
+
+
+# -- one scenario, two profiles, side by side ---------------------------------------------------------------
+
+def test_compare_profiles_shows_where_spark_and_the_dataflow_model_differ(capsys):
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "dataflow")
+    per_partition = os.path.join(folder, "seed001-kafka-per-partition-ascending.scenario.yaml")
+    assert main(["compare-profiles", per_partition]) == 0
+    out = capsys.readouterr().out
+    # Spark: one watermark from the maximum over the partitions drops partition 0's 00:00:09;
+    # the dataflow model's per-partition minimum counts it
+    assert '  spark     watermark "00:00:11.999"  rows [[p0, "00:00:00", "00:00:10", 1, dropped, "00:00:09"]]' in out
+    assert '  dataflow  watermark "00:00:08.999"  forwarded ["00:00:08.999"]  rows []' in out
+    assert "3 of 3 expect steps differ between Spark and the Dataflow model" in out
+    same = os.path.join(folder, "late-firing-within-allowed-lateness.scenario.yaml")
+    assert main(["compare-profiles", same]) == 0
+    assert "0 of 3 expect steps differ" in capsys.readouterr().out
+    status = os.path.join(folder, "seed000-stream-status-idle-input.scenario.yaml")
+    assert main(["compare-profiles", status]) == 0
+    out = capsys.readouterr().out
+    assert "spark: cannot run these steps: " in out and "step 'watermark' gives a watermark" in out
+    assert '  dataflow  watermark "00:00:30"  forwarded ["00:00:30"]' in out
