@@ -734,9 +734,8 @@ class _Builder:
             return None
         named = list(body.items()) if kind == "watermark" else [(n, None) for n in ([body] if isinstance(body, str) else body)]
         out = []
-        for name, raw_time in named:
-            ipath = bpath + (name,) if kind == "watermark" else (bpath + (named.index((name, raw_time)),)
-                                                                  if isinstance(body, list) else bpath)
+        for i, (name, raw_time) in enumerate(named):
+            ipath = bpath + (name,) if kind == "watermark" else (bpath + (i,) if isinstance(body, list) else bpath)
             target = self.input_of(str(name), sources, ipath, key=kind == "watermark")
             if target is None:
                 continue
