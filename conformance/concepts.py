@@ -93,6 +93,12 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                     "seed 000 (idle sources), seed 002, seed 003"),
     "periodic-vs-punctuated": ("the watermark moves at micro-batch boundaries, Spark's 'period'; "
                                "no per-event (punctuated) watermark", "seed 001 (periodic vs punctuated), seed 000"),
+    "stream-status": ("an input marked idle (explicitly, or after a processing-time idle timeout) leaves the "
+                      "minimum; active again below the operator's watermark it does not move it back (dataflow "
+                      "profile, model only)", "seed 000 (stream status), seed 002, seed 003 (idling sources)"),
+    "watermark-as-input": ("a watermark a source or an upstream operator emits, given as input; an input's "
+                           "watermark never goes back (dataflow profile, model only)",
+                           "seed 001 (sources with timestamps and watermarks), seed 003"),
     "completeness-vs-latency": ("a larger delay emits later but drops fewer rows", "seed 002 (trade-off)"),
     "allowed-lateness": ("a fired window accepts late elements for `allowed lateness` and fires again with "
                          "each (dataflow profile)", "seed 000 (allowed lateness)"),

@@ -148,6 +148,13 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         return replace_static
     if isinstance(step, m.ProcessStep):
         return driver.process
+    if isinstance(step, m.InputStep):
+        # watermarks and stream statuses as input: only the dataflow profile's model takes them (the
+        # runner finds such a scenario not applicable first: `spec.model_only`)
+        signal = getattr(driver, "signal", None)
+        if signal is None:
+            raise TypeError(f"this driver takes no `{step.kind}` step (a watermark or stream status as input)")
+        return lambda: signal(step)
     if isinstance(step, m.RunStep):
         def run_scheduled() -> list[BatchObservation]:
             # a run from the checkpoint, then stopped: a start runs one trigger, which is all Trigger.Once

@@ -192,6 +192,8 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
                 "watermark", step.watermark_where or step.where,
                 f"watermark is {_fmt_wm(actual, scenario)}, expected {_fmt_wm(step.watermark_us // 1000, scenario)}",
                 expected=step.watermark_us // 1000, actual=actual))
+    if step.watermarks is not None:
+        out.extend(_judge_forwarded(step, observed, scenario))
     if step.dropped is not None:
         actual = sum(b.dropped for b in observed.since_expect)
         if actual != step.dropped:
@@ -218,6 +220,34 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         out.extend(_judge_schema(step.schema, observed))
     out.extend(_judge_operators(step, observed, scenario))
     return out
+
+
+def forwarded_ms(batches: Sequence[BatchObservation]) -> list[int] | None:
+    """The watermarks the operator forwarded in these batches, in order; None when the batches do not
+    say (only the dataflow profile's model records them)."""
+    out: list[int] = []
+    for b in batches:
+        forwarded = getattr(b, "forwarded", None)
+        if forwarded is None:
+            return None
+        out += forwarded
+    return out
+
+
+def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    """`watermarks`: the sequence of watermarks forwarded since the previous expect, in order."""
+    where = step.watermarks_where or step.where
+    want = [us // 1000 for us in step.watermarks or ()]
+    actual = forwarded_ms(observed.since_expect)
+    if actual is None:
+        return [CheckFailure("watermarks", where, "this run does not record the watermarks an operator forwarded "
+                                                  "(the dataflow profile's model does)", expected=want)]
+    if actual == want:
+        return []
+    shown = ", ".join(format_time(ms * 1000, date=scenario.date) for ms in actual) or "none"
+    expected = ", ".join(format_time(ms * 1000, date=scenario.date) for ms in want) or "none"
+    return [CheckFailure("watermarks", where, f"the operator forwarded watermarks [{shown}] since the previous "
+                                              f"expect, expected [{expected}]", expected=want, actual=actual)]
 
 
 def _updated(batch: BatchObservation) -> int:

@@ -79,7 +79,8 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     cls = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"uniqueItems": _unique_items})
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
-             for name in ("add", "expect", "duration", "conf_change", "generate", "run", "static")}
+             for name in ("add", "expect", "duration", "conf_change", "generate", "run", "static", "watermark_input",
+                          "inputs")}
     return top_validator, parts
 
 
@@ -568,10 +569,10 @@ class _Builder:
                     self.c.at(("sources", name, "event_time"),
                               f"event_time column {event_time!r} must be a timestamp, not {col.type}")
             partitions = spec.get("partitions")
+            partitions = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else None
             out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
-                                    self.c.where(("sources", name)),
-                                    partitions if isinstance(partitions, int) and not isinstance(partitions, bool)
-                                    else None, kind=kind, topic=topic, headers=headers)
+                                    self.c.where(("sources", name)), partitions, kind=kind, topic=topic,
+                                    headers=headers, **self.dataflow_source(name, spec, partitions))
         if contract is not None:
             wanted = [s.name for s in contract.sources]
             for name in out:
@@ -599,8 +600,26 @@ class _Builder:
     def columns(self, raw: Any, path: tuple) -> tuple[Column, ...] | None:
         return read_columns(raw, path, self.c.at)
 
+    def dataflow_source(self, name: str, spec: dict, partitions: int | None) -> dict[str, Any]:
+        """A source's dataflow-profile keys (`idle_timeout`, `generator`, `subtasks`), schema-checked."""
+        out: dict[str, Any] = {}
+        for key in ("idle_timeout", "generator", "subtasks"):
+            if key not in spec or not self.dataflow_only(("sources", name, key), f"`{key}` is a source setting",
+                                                         key=True):
+                continue
+            if key == "idle_timeout":
+                out[key] = self.duration(spec[key], ("sources", name, key), positive=True)
+            else:
+                out[key] = spec[key]
+        subtasks = out.get("subtasks")
+        if isinstance(subtasks, int) and subtasks > 1 and not partitions:
+            self.c.at(("sources", name, "subtasks"),
+                      f"source {name!r} has no `partitions:` for its {subtasks} subtasks to read (partition k is "
+                      "read by subtask k mod subtasks)")
+        return out
+
     # -- steps ------------------------------------------------------------------------------------
-    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate", "static")
+    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate", "static") + m.INPUT_STEPS
 
     def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
               trigger: Duration | None) -> tuple[m.Step, ...]:
@@ -634,7 +653,7 @@ class _Builder:
                 self.c.at(path, f"unknown step kind {item!r}{did_you_mean(item, self.KINDS)} "
                                 f"(steps: {', '.join(self.KINDS)})")
                 return None
-            if item in ("add", "advance", "expect", "generate", "run", "static"):
+            if item in ("add", "advance", "expect", "generate", "run", "static") + m.INPUT_STEPS:
                 self.c.at(path, f"step {item!r} needs a value, e.g. `- {item}: ...`")
                 return None
             return item, None
@@ -690,7 +709,67 @@ class _Builder:
         elif kind == "expect":
             if self.c.schema_errors(parts["expect"], body, bpath) and contract is not None:
                 return self.expect_step(body or {}, contract, bpath, where)  # schema-checked: a mapping
+        elif kind in m.INPUT_STEPS:
+            return self.input_step(kind, body, path, bpath, where, sources)
         return None
+
+    def dataflow_only(self, path: tuple, what: str, key: bool = False, why: str | None = None) -> bool:
+        """Whether the scenario states the dataflow profile; else a problem at `path` saying `what` needs it."""
+        if self.doc.get("profile") == "dataflow":
+            return True
+        self.c.at(path, f"{what} only the dataflow profile's model " + (why or (
+            "takes (add `profile: dataflow`): Spark derives its watermark from the data (withWatermark) and has no "
+            "stream status, so the spark profile cannot state it")), key=key)
+        return False
+
+    def input_step(self, kind: str, body: Any, path: tuple, bpath: tuple, where: m.Where,
+                   sources: dict[str, m.SourceDef]) -> m.Step | None:
+        """`watermark: {INPUT: TIME}`, `idle: INPUT(S)` or `active: INPUT(S)` (dataflow profile only)."""
+        _, parts = _validators()
+        what = ("`watermark` gives a watermark as input, which" if kind == "watermark" else
+                f"`{kind}` gives a stream status as input, which")
+        if not self.dataflow_only(path + (kind,) if path != bpath else path, what, key=path != bpath):
+            return None
+        if not self.c.schema_errors(parts["watermark_input" if kind == "watermark" else "inputs"], body, bpath):
+            return None
+        named = list(body.items()) if kind == "watermark" else [(n, None) for n in ([body] if isinstance(body, str) else body)]
+        out = []
+        for i, (name, raw_time) in enumerate(named):
+            ipath = bpath + (name,) if kind == "watermark" else (bpath + (i,) if isinstance(body, list) else bpath)
+            target = self.input_of(str(name), sources, ipath, key=kind == "watermark")
+            if target is None:
+                continue
+            watermark_us = None
+            if kind == "watermark":
+                watermark_us = self.time(raw_time, bpath + (name,))
+                if watermark_us is None:
+                    continue
+            out.append((target[0], target[1], watermark_us))
+        if len(out) != len(named):
+            return None
+        return m.InputStep(where, signal=kind, inputs=tuple(out))
+
+    def input_of(self, text: str, sources: dict[str, m.SourceDef], path: tuple, key: bool) -> tuple[str, int | None] | None:
+        """`SOURCE` or `SOURCE partition K` (the schema checked the form): (source, partition), or None
+        (a problem said) for an unknown source or partition."""
+        name, _, index = text.partition(" partition ")
+        src = sources.get(name)
+        if src is None:
+            if name not in self.bad_sources and not self.sources_unknown:
+                self.c.at(path, f"unknown source {name!r}{did_you_mean(name, sources)} (sources: {', '.join(sources)})",
+                          key=key)
+            return None
+        if not index:
+            return name, None
+        if not src.partitions:
+            self.c.at(path, f"source {name!r} declares no partitions, so it has no partition {index}; give it "
+                            f"`partitions: N` under `sources: {name}:`, or name the source alone", key=key)
+            return None
+        if int(index) >= src.partitions:
+            self.c.at(path, f"unknown partition {index}: source {name!r} has {src.partitions} "
+                            f"partition{'s' if src.partitions != 1 else ''} (0-{src.partitions - 1})", key=key)
+            return None
+        return name, int(index)
 
     def run_state_step(self, kind: str, body: Any, path: tuple, bpath: tuple, where: m.Where,
                        flow: _StepFlow) -> m.Step:
@@ -955,6 +1034,14 @@ class _Builder:
                 for i, o in enumerate(body["operators"]) if isinstance(o, dict))
         if isinstance(body.get("state"), dict):
             changes["state"] = self.state_check(body["state"], path + ("state",))
+        if isinstance(body.get("watermarks"), list) and self.dataflow_only(
+                path + ("watermarks",), "`watermarks` checks the watermarks an operator forwarded, which", key=True,
+                why="gives (add `profile: dataflow`): a Spark run does not show them (check `watermark`, or "
+                    "`watermark_after` of `batches`)"):
+            times = [self.time(t, path + ("watermarks", i)) for i, t in enumerate(body["watermarks"])]
+            if all(t is not None for t in times):
+                changes["watermarks"] = tuple(times)
+                changes["watermarks_where"] = self.c.where(path + ("watermarks",))
         return dataclasses.replace(step, **changes) if changes else step
 
     def state_check(self, body: dict, path: tuple) -> m.StateCheck:

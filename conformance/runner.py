@@ -41,6 +41,9 @@ def applicability(scenario: m.Scenario, spark_version: str, features: frozenset[
     """Why the scenario does not apply to this Spark (None when it does). `connect`: the features are
     a Spark Connect client's, which can lack what the same Spark offers a classic session (the reason
     says so)."""
+    only = m.model_only(scenario)
+    if only:
+        return only
     if scenario.requires_spark:
         from packaging.specifiers import SpecifierSet
         from packaging.version import Version

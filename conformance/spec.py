@@ -12,7 +12,7 @@ from .timeparse import Duration
 
 __all__ = [
     "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
-    "StartStep", "RunStep", "ExpectStep", "RowsCheck", "BatchCheck", "OperatorCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
+    "StartStep", "RunStep", "ExpectStep", "InputStep", "INPUT_STEPS", "model_only", "RowsCheck", "BatchCheck", "OperatorCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
 
@@ -57,6 +57,15 @@ class SourceDef:
     kind: str = "rows"  # rows | kafka | text (`sourcekinds`): how an add's rows are read
     topic: str | None = None  # a kafka source's topic
     headers: bool = False  # a kafka source with the `headers` column
+    # dataflow profile only (the model's Flink-style sources, `eventtime.semantics.dataflow`):
+    idle_timeout: Duration | None = None  # `idle_timeout`: an input without elements that long is idle
+    generator: str | None = None  # `generator`: periodic (default), punctuated, none (only `watermark` steps)
+    subtasks: int | None = None  # `subtasks: N`: partition k is read by source subtask k mod N
+
+    @property
+    def dataflow_keys(self) -> tuple[str, ...]:
+        """The keys only the dataflow profile's model reads, that this source gives."""
+        return tuple(k for k in ("idle_timeout", "generator", "subtasks") if getattr(self, k) is not None)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -100,6 +109,42 @@ class GenerateStep(Step):
     def batch_parts(self, rows: tuple[tuple[Value, ...], ...]) -> tuple[tuple[tuple[Value, ...], ...], ...] | None:
         """One batch's rows as input partitions (round-robin), or None for a source without partitions."""
         return round_robin(rows, self.partitions) if self.partitions else None
+
+
+@dataclass(frozen=True)
+class InputStep(Step):
+    """`watermark: {INPUT: TIME}`, `idle: INPUT` or `active: INPUT`: a watermark or a stream status given
+    to inputs, as a source emits them (dataflow profile only: Spark derives its watermark from the data
+    and has no stream status). An input is a source (each of its partitions) or one partition."""
+
+    signal: str = "watermark"  # watermark | idle | active
+    inputs: tuple[tuple[str, int | None, int | None], ...] = ()  # (source, partition, watermark µs)
+
+    @property
+    def kind(self) -> str:  # type: ignore[override]
+        return self.signal
+
+
+INPUT_STEPS = ("watermark", "idle", "active")
+
+
+def model_only(scenario: "Scenario") -> str | None:
+    """Why a scenario can be judged by the model only (None when Spark can run it): it gives watermarks
+    or stream statuses as input, or checks the watermarks an operator forwarded."""
+    given = next((s for s in scenario.steps if isinstance(s, InputStep)), None)
+    if given is not None:
+        return (f"model only: step {given.index} ({given.kind}) gives a {'watermark' if given.signal == 'watermark' else 'stream status'} "
+                "as input, which Spark cannot take (it derives its watermark from the data); "
+                "`eventtime check-model` judges it")
+    checks = next((s for s in scenario.steps if isinstance(s, ExpectStep) and s.watermarks is not None), None)
+    if checks is not None:
+        return (f"model only: step {checks.index} checks the watermarks an operator forwarded (`watermarks`), "
+                "which a Spark run does not show; `eventtime check-model` judges it")
+    src = next((s for s in scenario.sources.values() if s.dataflow_keys), None)
+    if src is not None:
+        return (f"model only: source {src.name!r} sets {', '.join(src.dataflow_keys)}, which Spark's sources "
+                "do not have; `eventtime check-model` judges it")
+    return None
 
 
 @dataclass(frozen=True)
@@ -310,6 +355,10 @@ class ExpectStep(Step):
     batch_watermark_where: Where | None = None
     operators: tuple[OperatorCheck, ...] | None = None  # `operators: [...]`: one per stateful operator
     state: StateCheck | None = None  # `state: {...}`: what an operator keeps, read from the checkpoint
+    # `watermarks: [...]`: the watermarks the operator forwarded since the previous expect, in order
+    # (epoch microseconds; dataflow profile only)
+    watermarks: tuple[int, ...] | None = None
+    watermarks_where: Where | None = None
     kind = "expect"
 
 

@@ -22,6 +22,7 @@ from eventtime.harness.errors import EventtimeError
 
 from .. import spec as m
 from ..drive import rows_seen
+from ..judge import forwarded_ms
 
 __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned",
            "expectations_yaml"]
@@ -97,6 +98,9 @@ def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Seq
     checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
         checks["state_rows"] = str(history[-1].state_rows if history else 0)
+    forwarded = forwarded_ms(since_expect) if history and forwarded_ms(history[-1:]) is not None else None
+    if forwarded is not None:  # the dataflow profile: the watermarks the operator forwarded, in order
+        checks["watermarks"] = "[" + ", ".join(_time(ms * 1000, scenario) for ms in forwarded) + "]"
     stats = next((b.event_time for b in reversed(since_expect) if b.event_time), None)
     if stats:
         # an avg that depends on the order Spark's tasks finish in is not expected (`avg_range` instead)
@@ -281,6 +285,8 @@ class _ModelView:
         same = {c.scope for c in step.rows if _same_rows(c.rows, self.rows[c.scope], step.ordered)}
         if step.watermark_us is not None and step.watermark_us // 1000 == (history[-1].watermark_after_ms if history else 0):
             same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
+        if step.watermarks is not None and [us // 1000 for us in step.watermarks] == forwarded_ms(self.since_expect):
+            same.add("watermarks")
         return same
 
     def value(self, key: str) -> Any:

@@ -155,6 +155,13 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
         raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
+    only = [f"{s.where}: step {s.kind!r} gives a watermark or a stream status as input" for s in scenario.steps
+            if isinstance(s, m.InputStep)] + [
+        f"{s.watermarks_where}: `watermarks` checks the watermarks an operator forwarded" for s in scenario.steps
+        if isinstance(s, m.ExpectStep) and s.watermarks is not None]
+    if only:  # a dataflow scenario asked under the spark profile
+        raise NotCovered(f"{only[0]}, which the spark profile's model does not take: Spark derives its watermark "
+                         "from the data and has no stream status (judge it under the dataflow profile)")
     plan = plan_for(scenario)
     _state_covered(scenario, plan)
     uncounted = [op.name for op in plan.operators if not op.counts_updates]

@@ -36,7 +36,9 @@ def test_the_minimum_over_inputs_leaves_idle_ones_out():
     gens["right"].on_event(5_000)
     gens["right"].on_periodic_emit()
     assert wm.update(0) == 4_999
-    assert wm.update(10_000) == 4_999  # every input idle: the watermark stays where it is
+    # every input idle: the maximum over them, as Flink's WatermarkOutputMultiplexer does
+    # (WatermarkOutputMultiplexerTest.whenAllImmediateOutputsBecomeIdleWatermarkAdvances)
+    assert wm.update(10_000) == 29_999
     wm.mark_active("left", 10_000)
     assert wm.update(10_000) == 29_999  # right still idle, left active again: left alone decides
     without = CombinedWatermark(gens)
