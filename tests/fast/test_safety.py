@@ -137,6 +137,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("userpipeline.py", "run_module", "self.module"),                     # a script job, from resolve_pipeline
         ("userpipeline.py", "run_path", "self.path"),
         ("watch.py", "resolve_pipeline", "self.pipeline"),                    # watch --pipeline
+        ("watch.py", "resolve_pipeline", "target"),  # a contract's bound module, imported to watch it
     ]
 
 
