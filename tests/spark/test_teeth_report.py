@@ -64,7 +64,7 @@ def test_a_vacuous_check_is_reported_at_its_line_and_fails_the_run(tmp_path: Pat
     # ...and the one with `no_output` right after an `add` is toothless, at its line
     assert any(line.startswith("TOOTHLESS control-vacuous  [eventtime.pipelines.reference:tumbling_count]  "
                                "(6 checks, ") and line.endswith(", 1 vacuous)") for line in lines), out
-    assert ("  scenarios/control.scenario.yaml:15:23: vacuous `no_output`: no step since the previous expect "
+    assert ("  scenarios/control.scenario.yaml:16:25: vacuous `no_output`: no step since the previous expect "
             "can run a micro-batch") in out, out
     assert any(line.startswith("TEETH clean  [eventtime.pipelines.reference:tumbling_count]  (5 checks, ")
                and line.endswith(", 0 vacuous)") for line in lines), out
