@@ -33,7 +33,7 @@ from . import spec as m
 from .results import PASSED, SKIPPED, ScenarioResult, StepResult
 from .spec import Where
 
-__all__ = ["CheckTeeth", "Teeth", "examine", "report_lines", "totals_line", "BATCH_STEPS"]
+__all__ = ["CheckTeeth", "Teeth", "examine", "report_lines", "totals_line", "add_cli_option", "BATCH_STEPS"]
 
 MS = 1000  # microseconds: watermarks and event times are held as epoch microseconds
 
@@ -570,3 +570,11 @@ def totals_line(all_teeth: Sequence[Teeth | dict]) -> str:
     left = len(records) - len(examined)
     return (f"teeth: {', '.join(words)} in {len(examined)} passing run{'s' if len(examined) != 1 else ''}"
             + (f" ({left} not examined)" if left else "") + f"; judged in {sum(t['seconds'] for t in records):.1f}s")
+
+
+def add_cli_option(parser: Any) -> None:
+    """`--teeth`, for `run` and `certify` (`commands.execute` prints the report)."""
+    parser.add_argument("--teeth", action="store_true",
+                        help="also ask whether each check of a passing run could have failed: its expectations "
+                             "mutated and judged again on what the run observed; a vacuous or weak check fails "
+                             "the run (docs/teeth.md)")

@@ -22,10 +22,9 @@ def add_parser(sub: Any) -> None:
                    help="scenario files or directories (default: in a project that binds pipelines or names "
                         "contract folders for pytest, its testpaths or its root; elsewhere the bundled suite)")
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
-    r.add_argument("--teeth", action="store_true",
-                   help="also ask whether each check of a passing run could have failed: its expectations mutated "
-                        "and judged again on what the run observed; a vacuous or weak check fails the run "
-                        "(docs/teeth.md)")
+    from ..teeth import add_cli_option
+
+    add_cli_option(r)  # --teeth: could each check have failed? (docs/teeth.md)
     from ..snapshot import add_cli_options
 
     add_cli_options(r)
