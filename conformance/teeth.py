@@ -202,9 +202,6 @@ def _off_by(value: int, what: str, unit: int = 1, word: str = "") -> Iterator[tu
 
 
 # -- the checks of an expect step, each with its mutated expectations ---------------------------------------
-_Judge = Callable[[Any], bool]  # a mutated expectation -> whether the judge fails it
-
-
 @dataclass
 class _Check:
     label: str
@@ -218,13 +215,21 @@ class _Check:
 
 
 def _key_where(scenario: m.Scenario, step: m.ExpectStep, key: str) -> Where:
-    """Where `key:` is written in the step (the step's own place when it cannot be found)."""
+    """Where the step's own `key:` is written: of the places the key is written in the step, the least
+    nested (its indentation, then the brackets open before it on its line: `dropped` of the step, not of
+    a `batches` entry); the step's own place when it cannot be found."""
     pattern = re.compile(r"(^|[\s{,])" + re.escape(key) + r"\s*:")
+    found: list[tuple[int, int, int]] = []  # (nesting, line, column)
     for number, text in scenario.step_text(step):
-        found = pattern.search(text)
-        if found:
-            return Where(step.where.file, number, found.start() + len(found.group(1)) + 1)
-    return step.where
+        for match in pattern.finditer(text):
+            column = match.start() + len(match.group(1))
+            before = text[:column]
+            depth = before.count("{") + before.count("[") - before.count("}") - before.count("]")
+            found.append((100 * depth + len(text) - len(text.lstrip()), number, column + 1))
+    if not found:
+        return step.where
+    _, line, column = min(found)
+    return Where(step.where.file, line, column)
 
 
 def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:

@@ -317,3 +317,23 @@ def test_the_pytest_option_fails_an_item_with_a_vacuous_check_and_sums_up(pytest
     summary = result.stdout.str().split("eventtime teeth", 1)[1]
     assert "TEETH clean  [eventtime.pipelines.reference:tumbling_count]  (8 checks, " in summary and "TOOTHLESS control  [" in summary
     assert "teeth: 19 checks, " in summary and ", 4 vacuous, 0 weak in 2 passing runs; judged in " in summary
+
+
+def test_a_key_without_a_place_of_its_own_is_found_at_the_steps_level():
+    text = HEAD + """\
+  - add: {events: [[a, "00:00:03"]]}
+  - process
+  - expect:
+      batches: [{data: true, dropped: 0}, {data: false, dropped: 0}]
+      dropped: 0
+  - add: {events: [[a, "00:00:04"]]}
+  - process
+  - expect: {batches: [{dropped: 0}, {dropped: 0}], dropped: 0}
+"""
+    from eventtime.teeth import _key_where
+
+    sc = load_scenario_text(text, "s.yaml")
+    first, second = [s for s in sc.steps if isinstance(s, ExpectStep)]
+    assert str(_key_where(sc, first, "dropped")) == "s.yaml:14:7"
+    assert str(_key_where(sc, first, "batches")) == "s.yaml:13:7"
+    assert str(_key_where(sc, second, "dropped")) == "s.yaml:17:53"
