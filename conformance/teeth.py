@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from . import coltypes
 from . import spec as m
-from .results import PASSED, SKIPPED, ScenarioResult, StepResult
+from .results import ERROR, NOT_APPLICABLE, PASSED, SKIPPED, ScenarioResult, StepResult
 from .spec import Where
 
 __all__ = ["CheckTeeth", "Teeth", "examine", "report_lines", "totals_line", "add_cli_option", "BATCH_STEPS"]
@@ -420,7 +420,8 @@ def examine(result: ScenarioResult) -> Teeth:
     scenario = result.scenario
     teeth = Teeth(scenario.name, scenario.path, result.implementation)
     if result.status != PASSED:
-        teeth.examined, teeth.why_not = False, f"the run {result.status.replace('_', ' ')}: only a passing run is examined"
+        said = {ERROR: "erred", NOT_APPLICABLE: "did not apply"}.get(result.status, result.status)
+        teeth.examined, teeth.why_not = False, f"the run {said}: only a passing run is examined"
         return teeth
     by_index = {s.index: s for s in scenario.steps}
     quiet = _quiet_steps(result)

@@ -36,7 +36,8 @@ def bite(item: Any, result: Any) -> None:
     lines = report_lines(teeth, result.scenario.lines)
     item.user_properties.append((_KEY, json.dumps({**teeth.to_dict(), "lines": lines})))
     if teeth.toothless:
-        raise TeethMissing("\n".join(lines))
+        raise TeethMissing("\n".join([f"the scenario passed, but {len(teeth.vacuous) + len(teeth.weak)} of its checks are "
+                                       "vacuous or weak (--eventtime-teeth, docs/teeth.md):", *lines]))
 
 
 class _TeethSummary:

@@ -311,6 +311,7 @@ def test_the_pytest_option_fails_an_item_with_a_vacuous_check_and_sums_up(pytest
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
+        "the scenario passed, but 4 of its checks are vacuous or weak (--eventtime-teeth, docs/teeth.md):",
         "TOOTHLESS control  [[]eventtime.pipelines.reference:tumbling_count[]]  (11 checks, 20 mutations, 4 vacuous)",
         "  control.scenario.yaml:12:25: vacuous `no_output`: no step since the previous expect can run a micro-batch*",
         "*= eventtime teeth =*"])
