@@ -9,9 +9,9 @@ the records published): no second Spark run. Every mutation must fail. A check i
 
 - *vacuous* when it passes whatever is expected (every mutation passes), or when it is a check of
   "since the previous expect" (`rows`, `no_output`, `dropped`, `updated`, `batches`, `event_time: none`,
-  an operator's `updated`/`dropped`) and no step since the previous expect can run a micro-batch (only
-  `add`, `static` and `stop` steps, or `advance` without a processing-time trigger): nothing the
-  pipeline does can make it fail;
+  `watermarks`, an operator's `updated`/`dropped`) and no step since the previous expect can run a
+  micro-batch (only `add`, `static` and `stop` steps, `advance` without a processing-time trigger, or
+  the query's first start, when the sources are still empty): nothing the pipeline does can make it fail;
 - *weak* when some of its mutations pass (a tolerance wider than a changed value, say);
 - *not judged* when the implementation declares the check does not apply to it
   (`@implementation(unjudged=...)`): the run's notes say so already.
@@ -37,8 +37,9 @@ __all__ = ["CheckTeeth", "Teeth", "examine", "report_lines", "totals_line", "add
 
 MS = 1000  # microseconds: watermarks and event times are held as epoch microseconds
 
-# the step kinds that can run a micro-batch ("advance" only with a processing-time trigger)
-BATCH_STEPS = ("start", "restart", "process", "run", "generate")
+# the step kinds that can run a micro-batch ("advance" only with a processing-time trigger); a watermark or
+# a stream status given to an input (the dataflow profile's model) can fire what is waiting on it
+BATCH_STEPS = ("start", "restart", "process", "run", "generate", *m.INPUT_STEPS)
 _QUIET_STEPS = "add, static and stop steps"
 
 
@@ -266,6 +267,14 @@ def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
             out.append(_Check(key, _key_where(scenario, step, key), "batches" if key == "batches" else key,
                               [(w, _set(step, **{attr: v})) for w, v in _off_by(value, key)],
                               window=attr != "state_rows"))
+    if step.watermarks is not None:  # the watermarks an operator forwarded (the dataflow profile's model)
+        wms = step.watermarks
+        muts = [("one watermark more", replace(step, watermarks=wms + ((wms[-1] if wms else 0) + MS,)))]
+        if wms:
+            muts += [("watermark 1 +1 ms", replace(step, watermarks=(wms[0] + MS,) + wms[1:])),
+                     (f"watermark {len(wms)} left out", replace(step, watermarks=wms[:-1]))]
+        out.append(_Check("watermarks", step.watermarks_where or _key_where(scenario, step, "watermarks"), "watermarks",
+                          muts, window=True))
     if step.batch_watermark_us is not None:
         out.append(_Check("batch_watermark", step.batch_watermark_where or _key_where(scenario, step, "batch_watermark"),
                           "batch_watermark", [(w, replace(step, batch_watermark_us=v)) for w, v in

@@ -272,6 +272,8 @@ def test_the_bundled_suite_has_no_vacuous_check_under_the_model():
         runs.append(examine(result))
         assert not runs[-1].toothless, "\n".join(report_lines(runs[-1], result.scenario.lines))
     assert sum(len(t.checks) for t in runs) > 500
+    labels = {c.label for t in runs for c in t.checks}
+    assert {"watermarks", "state", "batches[1]", "event_time: none", "no_output", "output"} <= labels, labels
     assert totals_line(runs).startswith("teeth: ")
 
 
