@@ -37,6 +37,7 @@ class Observed:
         # a `state` check's operator as read with every field (`stateread.StateTable`), or why it could
         # not be read; None where the check was not read again (it agreed): what a snapshot writes
         self.state: Any = None
+        self.state_judged: Any = None  # the state a `state` check was judged on (its fields), for `eventtime.teeth`
 
     @property
     def watermark_ms(self) -> int:

@@ -181,6 +181,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "contract); without it, a contract and pipeline with nothing judged fails the run")
     parser.addini(projectconfig.ALLOW_NA_KEY, type="args", default=[],
                   help="contracts whose scenarios may all be not applicable in a run (* for every contract)")
+    from eventtime.teeth_pytest import add_pytest_option
+
+    add_pytest_option(group)  # --eventtime-teeth
     group.addoption("--eventtime-previous", action="append", default=[], metavar="CONTRACT=MODULE:FUNCTION",
                     help="run each scenario of CONTRACT up to its first start/restart with this previous version, "
                          "then from its checkpoint with the bound one (repeatable; docs/upgrade.md)")
@@ -349,6 +352,10 @@ def pytest_configure(config: pytest.Config) -> None:
         register_pytest(config, settings)
     if not hasattr(config, "workerinput"):  # xdist workers send their reports to the controller, which judges
         config.pluginmanager.register(_NothingJudged(settings.allowed), "eventtime-nothing-judged")
+    if config.getoption("eventtime_teeth", False):
+        from eventtime.teeth_pytest import register_pytest as register_teeth
+
+        register_teeth(config)
     if settings.report_json and not hasattr(config, "workerinput"):  # xdist workers send their reports
         collector = _ResultsCollector(settings.report_json)
         config.stash[_COLLECTOR] = collector
@@ -531,6 +538,10 @@ class ScenarioItem(pytest.Item):
         from eventtime.resultsfile import result_record
 
         self.user_properties.append((_RESULT_KEY, json.dumps(result_record(self.result))))
+        if self.result.passed and self.config.getoption("eventtime_teeth", False):
+            from eventtime.teeth_pytest import bite
+
+            bite(self, self.result)  # TeethMissing: a check that could not have failed
         if self.result.status == NOT_APPLICABLE:
             pytest.skip(f"not applicable: {self.result.reason}")
         if self.result.status in FAILING:
@@ -565,6 +576,10 @@ class ScenarioItem(pytest.Item):
 
             return describe_failure(excinfo.value.result)
         if isinstance(excinfo.value, InvalidScenario):
+            return str(excinfo.value)
+        from eventtime.teeth_pytest import TeethMissing
+
+        if isinstance(excinfo.value, TeethMissing):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 

@@ -832,7 +832,7 @@ class _SparkSteps:
         from .statecheck import read_and_judge
 
         checkpoint = getattr(run, "checkpoint", None)
-        sr.failures += read_and_judge(step.state, run.spark, checkpoint, self.scenario, step.tolerance)
+        sr.failures += read_and_judge(step.state, run.spark, checkpoint, self.scenario, step.tolerance, sr.observed)
         sr.status = FAILED if sr.failures else sr.status
         if sr.observed is not None and checkpoint is not None and (
                 not step.state.columns or any(f.check == "state" for f in sr.failures)):

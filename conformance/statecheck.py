@@ -15,7 +15,7 @@ from .spec import Scenario, StateCheck
 from .results import CheckFailure
 from .timeparse import parse_date, parse_time
 
-__all__ = ["StateRows", "judge_state"]
+__all__ = ["StateRows", "judge_state", "judge_state_rows"]
 
 
 class StateRows(Protocol):
@@ -44,6 +44,13 @@ def judge_state(check: StateCheck, table: StateRows | str, scenario: Scenario,
             expected.append(row)
     if problems:
         return problems
+    return judge_state_rows(check, table, expected, types, tolerance)
+
+
+def judge_state_rows(check: StateCheck, table: StateRows, expected: list[tuple],
+                     types: Sequence[coltypes.ColumnType], tolerance: float | None = None) -> list[CheckFailure]:
+    """The failure of `check` whose rows, read by the state's `types`, are `expected` (`eventtime.teeth`
+    judges mutated rows through this too)."""
     missing, unexpected = match_rows(expected, table.rows, types=types, rel_tol=tolerance)
     if not missing and not unexpected:
         return []
@@ -67,18 +74,23 @@ def _read_row(raw: Sequence[Any], columns: Sequence[str], types: Sequence[coltyp
 
 
 def read_and_judge(check: StateCheck, spark: Any, checkpoint: str | None, scenario: Scenario,
-                   tolerance: float | None = None) -> list[CheckFailure]:
+                   tolerance: float | None = None, kept: Any = None) -> list[CheckFailure]:
     """Read the state `check` names from the query's checkpoint (`eventtime.harness.stateread`) and
-    judge it; a state that cannot be read is a failure saying why, at the check."""
+    judge it; a state that cannot be read is a failure saying why, at the check. `kept`: an object
+    (the step's `judge.Observed`) whose `state_judged` keeps what was read, for `eventtime.teeth`."""
     from eventtime.harness.stateread import StateReadError, read_state
 
+    table: StateRows | str
     if checkpoint is None:
-        return judge_state(check, "the query's checkpoint is not known here", scenario)
-    try:
-        table: StateRows | str = read_state(spark, checkpoint, check.columns, operator=check.operator,
-                                            side=check.side, variable=check.variable)
-    except StateReadError as exc:
-        table = str(exc)
-    except Exception as exc:  # noqa: BLE001 - Spark's reader refused (its message says why): the check says so
-        table = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        table = "the query's checkpoint is not known here"
+    else:
+        try:
+            table = read_state(spark, checkpoint, check.columns, operator=check.operator,
+                               side=check.side, variable=check.variable)
+        except StateReadError as exc:
+            table = str(exc)
+        except Exception as exc:  # noqa: BLE001 - Spark's reader refused (its message says why): the check says so
+            table = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if kept is not None:
+        kept.state_judged = table
     return judge_state(check, table, scenario, tolerance)

@@ -27,6 +27,9 @@ def add_parser(sub: Any) -> None:
                    help="also run these scenario files or directories (those of the contract)")
     c.add_argument("--markdown", metavar="PATH", help="also write a Markdown conformance report")
     c.add_argument("-q", "--quiet", action="store_true", help="print failures, the table and the verdicts only")
+    from ..teeth import add_cli_option
+
+    add_cli_option(c)  # --teeth: could each check have failed? (docs/teeth.md)
     from ..previous import add_options
 
     add_options(c)  # --previous, --previous-ref, --previous-python: certified across a change (docs/upgrade.md)

@@ -67,6 +67,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         return ended[1]
     failures = [r for r in results if r.status in FAILING]
     _print_outcome(results, failures, not_run, recovery, certify)
+    toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else False
     from ..projectconfig import nothing_judged
     from ..textreport import certification_markdown, totals, totals_line
 
@@ -84,7 +85,25 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
     if getattr(args, "markdown", None):
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
         Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged else ExitCode.OK
+    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged or toothless else ExitCode.OK
+
+
+def _print_teeth(results: list[Any], args: argparse.Namespace) -> bool:
+    """`--teeth`: each passing run's checks judged again with mutated expectations (`eventtime.teeth`),
+    a line per run (with -q only the runs with a vacuous or weak check) and the totals; whether any
+    check was vacuous or weak."""
+    from ..teeth import examine, report_lines, totals_line
+
+    examined = [examine(r) for r in results]
+    print()
+    for result, teeth in zip(results, examined):
+        if result.status == NOT_APPLICABLE:
+            continue
+        if not args.quiet or teeth.toothless:
+            for line in report_lines(teeth, result.scenario.lines):
+                print(line)
+    print(totals_line(examined))
+    return any(t.toothless for t in examined)
 
 
 def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None

@@ -22,6 +22,9 @@ def add_parser(sub: Any) -> None:
                    help="scenario files or directories (default: in a project that binds pipelines or names "
                         "contract folders for pytest, its testpaths or its root; elsewhere the bundled suite)")
     r.add_argument("-q", "--quiet", action="store_true", help="print failures and the totals only")
+    from ..teeth import add_cli_option
+
+    add_cli_option(r)  # --teeth: could each check have failed? (docs/teeth.md)
     from ..snapshot import add_cli_options
 
     add_cli_options(r)
@@ -56,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
     args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
     allowed = allowed_unjudged(args.allow_not_applicable, project.ini)
     if allowed is None:
+        return ExitCode.USAGE_ERROR
+    if args.teeth and (args.snapshot or args.yes or args.snapshot_on_spark):
+        print("eventtime: error: --teeth judges the checks a run has; a snapshot writes them: run one, then the other",
+              file=sys.stderr)
         return ExitCode.USAGE_ERROR
     if args.snapshot or args.yes or args.snapshot_on_spark:
         from ..snapshot import snapshot_run

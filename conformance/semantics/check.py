@@ -56,6 +56,7 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
                 continue
             if obs.step.state is not None and failure_now is None:
                 sr.failures += judge_state(obs.step.state, obs.state, scenario, obs.step.tolerance)
+                sr.observed.state_judged = obs.state  # what `eventtime.teeth` judges mutated rows on
                 sr.status = FAILED if sr.failures else sr.status
             consumed = consumed or (obs.step.failure is not None and failure_now is not None)
             since_expect = []

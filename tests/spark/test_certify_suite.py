@@ -73,9 +73,13 @@ def test_certify_passes_every_applicable_pair_of_the_bundled_suite(spark, tmp_pa
     env = child_environment(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     allow = [word for contract in unjudged for word in ("--allow-not-applicable", contract)]
     proc = subprocess.run([sys.executable, "-m", "eventtime.cli", "certify", "--jobs", "3", "--json", str(results),
-                           *allow], cwd=ROOT, env=env, capture_output=True, text=True, timeout=CERTIFY_TIMEOUT)
+                           *allow, "--teeth"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=CERTIFY_TIMEOUT)
     out = proc.stdout[-6000:] + proc.stderr[-4000:]
     assert proc.returncode == 0, out
+    # every check of every passing pair could have failed (docs/teeth.md): none vacuous, none weak
+    [teeth] = [line for line in proc.stdout.splitlines() if line.startswith("teeth: ")]
+    assert ", 0 vacuous, 0 weak in " in teeth and "TOOTHLESS" not in proc.stdout, out
     # one verdict per implementation: NOT APPLICABLE where none of its scenarios applies to this line
     verdicts = [line for line in proc.stdout.splitlines() if line.startswith(("CERTIFIED", "REJECTED", "NOT APPL"))]
     implementations = {impl for _, impl in expected}
