@@ -48,7 +48,7 @@ class SideBySide:
 
 def _without_checks(scenario: m.Scenario) -> m.Scenario:
     """The scenario's steps with every expect emptied: each side runs the events, none judges."""
-    steps = []
+    steps: list[m.Step] = []
     for s in scenario.steps:
         if isinstance(s, m.ExpectStep):
             bare = m.ExpectStep(where=s.where)

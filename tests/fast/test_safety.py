@@ -240,6 +240,8 @@ TEXT_SLOTS = {
     "/properties/conf/additionalProperties": "allow-listed Spark setting value",
     "/$defs/conf_change/properties/conf/additionalProperties": "allow-listed Spark setting value",
     "/$defs/time": "time literal",
+    "/$defs/input": "input name, `SOURCE` or `SOURCE partition K` (pattern), looked up among the scenario's sources "
+                    "and their partitions",
     "/$defs/duration": "duration literal",
     "/$defs/value": "a row value",
     "/$defs/source/properties/event_time": "column name",
@@ -336,6 +338,7 @@ def test_every_object_in_the_schema_closes_its_keys_or_constrains_them():
         "/$defs/add",                  # names: the declared sources
         "/$defs/static",               # names: the contract's static inputs
         "/$defs/partitioned_rows",     # names: `partition K` (pattern), K checked against the source's partitions
+        "/$defs/watermark_input",      # names: inputs (pattern), checked against the sources and their partitions
         "/$defs/expect/properties/state/properties/rows/items",  # names: key./value. fields (checked by the loader)
         "/$defs/expect/properties/on_spark",  # names: version specifiers, each parsed by the loader
         "/$defs/expect/properties/where",  # names: the contract's output columns
