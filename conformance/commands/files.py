@@ -128,6 +128,7 @@ def read_project(paths: Sequence[str] | None, pipelines: Sequence[str] | None, c
             project.contract_dirs = [str(p) for p in contract_folders(ini.paths("eventtime_contracts"),
                                                                      ini.where("eventtime_contracts"))]
         project.contract_dirs += list(contract_dirs)
+        _check_bound_contracts(project, ini)
         if timeout is not None:
             project.timeout = positive_seconds(timeout, "--timeout")
         elif ini is not None and ini.text("eventtime_timeout") is not None:
@@ -152,6 +153,27 @@ def allowed_unjudged(given: Sequence[str] | None, ini: IniFile | None) -> frozen
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return None
     return out
+
+
+def _check_bound_contracts(project: Project, ini: Any) -> None:
+    """A binding of a contract nobody declares is a usage error with the closest name, as pytest's
+    (`projectconfig.unknown_contract_message`): a misspelt name would leave its scenarios unbound."""
+    from ..projectconfig import contracts_under, unknown_contract_message
+    from ..registry import CONTRACTS, registered_contracts
+
+    bound = [(c, "--pipeline") for c, _ in project.cli_bindings]
+    if ini is not None:
+        bound += [(c, ini.where("eventtime_pipelines")) for c, _ in project.file_bindings]
+    if not bound:
+        return
+    known = set(CONTRACTS) | set(registered_contracts()) | contracts_under(project.root.resolve())
+    for folder in project.contract_dirs:
+        if Path(folder).is_dir():
+            known |= contracts_under(Path(folder).resolve())
+    for contract, where in bound:
+        message = unknown_contract_message(contract, where, known, str(project.root))
+        if message is not None:
+            raise SettingsError(message)
 
 
 def rerun_command(scenario: Any, file: Path | None, implementation: str, args: Any) -> str:
