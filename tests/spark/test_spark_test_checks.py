@@ -72,3 +72,53 @@ def test_an_expected_failure_of_one_query_of_a_job(spark, contract_beside):
     assert failed.status == "failed" and [f.where.line for f in failures] == [11], describe_failure(failed)
     assert failures[0].message.startswith("expected query 'raw' to have failed, but query 'checked' of the job "
                                           "failed"), failures[0].message
+
+
+_CAST_JOB = """\
+from pyspark.sql import functions as F
+
+
+def transform(events):
+    return events.select("key", F.col("n").cast("int").alias("n"))
+"""
+
+_CAST_CONTRACT = """\
+contract: parsed
+description: events -> their count parsed as an int (null where it is not a number, with ANSI off).
+sources:
+  events: {columns: "key string, n string"}
+output: {columns: "key string, n int", modes: [append]}
+"""
+
+_CAST_SCENARIO = """\
+scenario: not-a-number
+description: A count that is not a number is null with ANSI off, as on Spark 3.
+contract: parsed
+steps:
+  - add: {events: [[a, "1"], [b, "x"]]}
+  - process
+  - expect: {rows: [[a, 1], [b, null]]}
+"""
+
+
+def test_pytest_takes_spark_settings_as_the_command_line_does(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "castjob.py").write_text(_CAST_JOB)
+    (tmp_path / "parsed.contract.yaml").write_text(_CAST_CONTRACT)
+    (tmp_path / "cast.scenario.yaml").write_text(_CAST_SCENARIO)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\npythonpath = ["."]\neventtime_pipelines = ["parsed = castjob:transform"]\n')
+
+    def pytest_run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args], cwd=tmp_path,
+                              env=dict(os.environ), capture_output=True, text=True, timeout=900)
+
+    off = pytest_run("--eventtime-spark-conf", "spark.sql.ansi.enabled=false")
+    assert off.returncode == 0 and "1 passed" in off.stdout, off.stdout[-3000:] + off.stderr[-2000:]
+    # control: Spark 4's default (ANSI on) refuses the cast, and the re-run command keeps the setting
+    on = pytest_run("--eventtime-spark-conf", "spark.sql.ansi.enabled=true")
+    assert on.returncode == 1 and "CAST_INVALID_INPUT" in on.stdout, on.stdout[-3000:]
+    assert "--eventtime-spark-conf spark.sql.ansi.enabled=true" in on.stdout, on.stdout[-3000:]
