@@ -214,3 +214,45 @@ def test_a_window_end_that_is_not_a_timestamp_is_not_explained_as_one():
     rows = [BatchObservation(1, 0, None, _s(11), _s(11), rows=[("a", (T0_MS + 10_000) * 1000, 2)])]
     (explained,) = judge(ts.steps[-1], Observed(rows, batches[:1] + rows, "append", ["key", "window_end", "count"]), ts)
     assert "a row ending at 00:00:10 is written by the first batch" in explained.explanation, explained.explanation
+
+
+# -- a snapshot fills the sums since the check ---------------------------------------------------------
+def test_a_snapshot_writes_the_sum_since_the_check_not_since_the_expect(tmp_path):
+    from eventtime import snapshot as snap
+    from eventtime import spec as m
+    from eventtime.results import PASSED, ScenarioResult, StepResult
+
+    def op(updated, dropped=0):
+        return [{"operatorName": "stateStoreSave", "numRowsTotal": 1, "numRowsUpdated": updated,
+                 "numRowsDroppedByWatermark": dropped}]
+    earlier = BatchObservation(0, 2, None, 0, _s(2), operators=op(1), state_rows=1)
+    latest = BatchObservation(1, 1, None, _s(2), _s(2), operators=op(1, dropped=1), state_rows=2, dropped=1)
+    text = SPAN.split("steps:")[0] + textwrap.dedent("""\
+        steps:
+          - add: {events: [[a, "00:00:03"], [a, "00:00:07"]]}
+          - process
+          - expect: {updated: 1}
+          - add: {events: [[b, "00:00:04"]]}
+          - process
+          - expect:
+              updated:
+              updated_since_check:
+              dropped_since_check:
+              operators: [{updated_since_check: }]
+        """)
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(text)
+    sc = snap.load_scenario(path, display_path=path.name)
+    result = ScenarioResult(sc, "impl", PASSED)
+    for step in sc.steps:
+        sr = StepResult(step.index, step.kind, step.where)
+        if isinstance(step, m.ExpectStep):
+            first = step.index == 3
+            sr.observed = Observed([earlier] if first else [latest], [earlier] if first else [earlier, latest],
+                                   "append", sc.contract.output_names,
+                                   since_check=[earlier] if first else [earlier, latest])
+        result.steps.append(sr)
+    plan = snap.plan_file(path, path.name, [result], "create")
+    assert plan.refused is None
+    assert plan.new.endswith("  - expect:\n      updated: 1\n      updated_since_check: 2\n      dropped_since_check: 1\n"
+                             "      operators: [{updated_since_check: 2}]\n"), plan.new
