@@ -257,6 +257,8 @@ def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -
     expected = ", ".join(format_time(ms * 1000, date=scenario.date) for ms in want) or "none"
     return [CheckFailure("watermarks", where, f"the operator forwarded watermarks [{shown}] since the previous "
                                               f"expect, expected [{expected}]", expected=want, actual=actual)]
+
+
 def _judge_watermark_range(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     """`watermark: {at_least: T, at_most: T}`: the current watermark within the bounds (each inclusive)."""
     assert step.watermark_range is not None
