@@ -166,6 +166,13 @@ def test_the_command_line_says_did_you_mean_for_a_misspelt_binding(tmp_path, mon
     err = capsys.readouterr().err
     assert "eventtime: error: --pipeline: unknown contract 'tumbling_cont'; did you mean 'tumbling_count'?" in err, err
     assert read_project([str(tmp_path)], ["page_counts=jobs:count", "tumbling_count=jobs:t"], [], None) is not None
+    # a contract beside (or above) the scenarios run, outside the working directory's project, is known
+    elsewhere = tmp_path.parent / (tmp_path.name + "-elsewhere")
+    (elsewhere / "scenarios").mkdir(parents=True)
+    (elsewhere / "orders.contract.yaml").write_text("contract: orders\n")
+    assert read_project([str(elsewhere / "scenarios")], ["orders=jobs:o"], [], None) is not None
+    assert read_project([str(elsewhere / "scenarios")], ["order=jobs:o"], [], None) is None
+    assert "unknown contract 'order'; did you mean 'orders'?" in capsys.readouterr().err
 
 
 def test_spark_settings_take_one_rule_on_both_faces():
