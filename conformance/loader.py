@@ -179,21 +179,16 @@ class _Checker(Checker):
             self.at(path, f"{name}: {e.message}")
 
 
-# The keys inside an `expect` a snapshot fills when they have no value (`snapshotedit.holes`): its checks,
-# the fields of a `batches`, `operators` or `event_time` entry, a `state`'s rows.
-_HOLE_KEYS = frozenset(("rows", "output", "last_batch", "watermark", "dropped", "state_rows", "event_time", "batches",
-                        "schema", "records", "updated", "batch_watermark", "operators", "state", "updated_since_check",
-                        "dropped_since_check", "data", "watermark_before", "watermark_after", "min", "max", "avg",
-                        "name"))
-
-
 def _snapshot_hole(path: tuple, inst: Any) -> bool:
-    """Whether a schema error is a check left without a value for a snapshot to fill (in an `expect`)."""
+    """Whether a schema error is a check left without a value for a snapshot to fill (in an `expect`): one
+    of its checks, a field of a `batches`, `operators` or `event_time` entry, a `state`'s rows."""
+    from .snapshotedit import BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, OPERATOR_KEYS
+
     if not path or "expect" not in path:
         return False
     if path[-1] == "expect":  # a bare `- expect:` or `- expect: {}`
         return inst is None or inst == {}
-    return inst is None and isinstance(path[-1], str) and path[-1] in _HOLE_KEYS
+    return inst is None and path[-1] in (*CHECK_KEYS, *BATCH_KEYS, *EVENT_TIME_KEYS, *OPERATOR_KEYS)
 
 
 def _missing(e: Any) -> str:
