@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping, Sequence
 __all__ = ["END_COLUMNS", "explain_missing", "explain_late", "late_inputs", "missing_spans"]
 
 END_COLUMNS = ("window_end", "session_end")  # an output row's end: the time its window closes at
+TIME_KINDS = ("timestamp", "timestamp_ntz")  # the column types whose values are instants the watermark compares
 SPAN_COLUMNS = (("window_start", "window_end"), ("session_start", "session_end"))
 TIMELINE_BATCHES = 6  # the last batches shown; older ones are counted
 LATE_ROWS = 10  # the late input rows listed; more are counted
@@ -66,10 +67,21 @@ def judged_by(batch: Any, history: Sequence[Any], single_watermark: bool = False
     return before.watermark_before_ms or 0
 
 
-def missing_spans(missing: Sequence[tuple], names: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
-    """The windows ('window') or sessions ('session') of missing rows, as (start, end) in µs."""
+def _times(names: Sequence[str], kinds: Sequence[str] | None) -> set[str]:
+    """The columns whose values are instants (µs): the timestamp ones, when the kinds are known. A window
+    end of another type (a `bigint` of seconds, as Spark's own tests cast it) is not read as one."""
+    if kinds is None:
+        return set(names)
+    return {n for n, k in zip(names, kinds) if k in TIME_KINDS}
+
+
+def missing_spans(missing: Sequence[tuple], names: Sequence[str], kinds: Sequence[str] | None = None
+                  ) -> tuple[str, list[tuple[int, int]]]:
+    """The windows ('window') or sessions ('session') of missing rows, as (start, end) in µs; none where
+    the columns are not timestamps (`kinds`: the columns' type kinds, None: taken as timestamps)."""
+    times = _times(names, kinds)
     for start, end in SPAN_COLUMNS:
-        if start in names and end in names:
+        if start in times and end in times:
             i, j = names.index(start), names.index(end)
             return start.split("_")[0], sorted({(r[i], r[j]) for r in missing
                                                 if isinstance(r[i], int) and isinstance(r[j], int)})
@@ -113,10 +125,13 @@ def explain_late(late: Sequence[str], history: Sequence[Any], show: Callable[[in
 
 
 def explain_missing(missing: Sequence[tuple], names: Sequence[str], history: Sequence[Any], output_mode: str,
-                    show: Callable[[int | None], str], inputs: int = 1, late: Sequence[str] = ()) -> str:
-    """Why the missing rows that end a window are not there yet ('' when none of them does, or when
-    the output mode writes rows before their window closes), with the `late` input rows."""
-    end_at = next((names.index(c) for c in END_COLUMNS if c in names), None)
+                    show: Callable[[int | None], str], inputs: int = 1, late: Sequence[str] = (),
+                    kinds: Sequence[str] | None = None) -> str:
+    """Why the missing rows that end a window are not there yet ('' when none of them does, when the
+    output mode writes rows before their window closes, or when the end column is not a timestamp:
+    `kinds`, the columns' type kinds, say which are), with the `late` input rows."""
+    times = _times(names, kinds)
+    end_at = next((names.index(c) for c in END_COLUMNS if c in times), None)
     if end_at is None or output_mode != "append" or not missing:
         return ""
     ends = sorted({row[end_at] // 1000 for row in missing if isinstance(row[end_at], int)})

@@ -13,7 +13,7 @@ from .explain import explain_late, explain_missing, late_inputs, missing_spans
 from .coltypes import ColumnType
 from .spec import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, SchemaCheck
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
-from .timeparse import format_time
+from .timeparse import format_relative, format_time
 
 __all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value", "schema_differences"]
 
@@ -26,9 +26,13 @@ class Observed:
 
     def __init__(self, since_expect: Sequence[BatchObservation], history: Sequence[BatchObservation],
                  output_mode: str, columns: Sequence[str], failure: FailureInfo | None = None,
-                 schema: Sequence[tuple[str, str, bool]] | None = None):
+                 schema: Sequence[tuple[str, str, bool]] | None = None,
+                 since_check: Sequence[BatchObservation] | None = None):
         self.schema = None if schema is None else list(schema)  # the pipeline's (name, Spark type, nullable)
         self.since_expect = list(since_expect)
+        # the batches since the previous `*_since_check` check of the query, or its last start
+        # (`spec.checks_since_check`); the caller keeps that span, else it is the expect's own
+        self.since_check = self.since_expect if since_check is None else list(since_check)
         self.history = sorted(history, key=lambda b: b.batch_id)
         self.output_mode = output_mode
         self.columns = list(columns)
@@ -55,7 +59,7 @@ def _event_time_inputs(scenario: Scenario) -> int:
 
 
 def _late_inputs(observed: Observed, scenario: Scenario, missing: Sequence[tuple] = (),
-                 names: Sequence[str] = ()) -> list[str]:
+                 names: Sequence[str] = (), kinds: Sequence[str] | None = None) -> list[str]:
     """The input rows since the previous expect that were behind the watermark their batch judged
     lateness by (`eventtime.explain.late_inputs`), with the missing windows they fall in."""
     rows = {n: src for n, src in scenario.sources.items() if src.kind == "rows"}
@@ -68,7 +72,7 @@ def _late_inputs(observed: Observed, scenario: Scenario, missing: Sequence[tuple
                                for v, c in zip(row, rows[source].columns)) + "]"
     single = str(scenario.query_conf().get("spark.sql.streaming.statefulOperator.allowMultiple", "")).lower() == "false"
     return late_inputs(observed.since_expect, observed.history, lambda ms: _fmt_wm(ms, scenario), show_row,
-                       event_time_at, missing_spans(missing, names), single)
+                       event_time_at, missing_spans(missing, names, kinds), single)
 
 
 def _is_number(v: Any) -> bool:
@@ -140,7 +144,7 @@ def _fmt_wm(ms: int | None, scenario: Scenario) -> str:
         return "-"
     if ms == 0:
         return "initial (1970-01-01T00:00:00Z)"
-    return format_time(ms * 1000, date=scenario.date)
+    return format_relative(ms * 1000, date=scenario.date)  # before the scenario's date: `-00:00:02`
 
 
 def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
@@ -151,7 +155,9 @@ def judge(step: ExpectStep, observed: Observed, scenario: Scenario,
     if not unjudged:
         return failures
     if "state_rows" in unjudged:  # an operator of another shape: its updates and its place in the plan too
-        unjudged = unjudged | {"updated", "operators"}
+        unjudged = unjudged | {"updated", "updated_since_check", "operators"}
+    if "dropped" in unjudged:
+        unjudged = unjudged | {"dropped_since_check"}
     return [f for f in failures if f.check not in unjudged and f.part not in unjudged]
 
 
@@ -179,11 +185,12 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
         failures = _judge_rows(check, [pick(r) for r in observed.rows(check.scope)], step.ordered, names, types,
                                step.tolerance, _written_label(step))
         if step.written is None:
+            kinds = [t.kind for t in types]
             for f in failures:  # a missing (window) row: why it is not there yet, in event-time terms
-                late = _late_inputs(observed, scenario, f.missing, names)
+                late = _late_inputs(observed, scenario, f.missing, names, kinds)
                 f.explanation = explain_missing(
                     f.missing, names, observed.history, observed.output_mode, lambda ms: _fmt_wm(ms, scenario),
-                    _event_time_inputs(scenario), late) or (f.missing and explain_late(
+                    _event_time_inputs(scenario), late, kinds) or (f.missing and explain_late(
                         late, observed.history, lambda ms: _fmt_wm(ms, scenario))) or ""
         out.extend(failures)
     if step.watermark_us is not None:
@@ -195,6 +202,8 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
                 expected=step.watermark_us // 1000, actual=actual))
     if step.watermarks is not None:
         out.extend(_judge_forwarded(step, observed, scenario))
+    if step.watermark_range is not None:
+        out.extend(_judge_watermark_range(step, observed, scenario))
     if step.dropped is not None:
         actual = sum(b.dropped for b in observed.since_expect)
         if actual != step.dropped:
@@ -251,6 +260,22 @@ def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -
                                               f"expect, expected [{expected}]", expected=want, actual=actual)]
 
 
+def _judge_watermark_range(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
+    """`watermark: {at_least: T, at_most: T}`: the current watermark within the bounds (each inclusive)."""
+    assert step.watermark_range is not None
+    low, high = step.watermark_range
+    actual = observed.watermark_ms * 1000
+    if (low is None or actual >= low) and (high is None or actual <= high):
+        return []
+    bounds = [f"at least {_fmt_wm(low // 1000, scenario)}" if low is not None else "",
+              f"at most {_fmt_wm(high // 1000, scenario)}" if high is not None else ""]
+    return [CheckFailure("watermark", step.watermark_where or step.where,
+                         f"watermark is {_fmt_wm(observed.watermark_ms, scenario)}, expected "
+                         f"{' and '.join(b for b in bounds if b)}",
+                         expected={k: v // 1000 for k, v in zip(("at_least", "at_most"), step.watermark_range)
+                                   if v is not None}, actual=observed.watermark_ms)]
+
+
 def _updated(batch: BatchObservation) -> int:
     """numRowsUpdated of a batch, summed over its stateful operators."""
     return sum(int(o.get("numRowsUpdated") or 0) for o in batch.operators)
@@ -264,6 +289,15 @@ def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -
         if actual != step.updated:
             out.append(CheckFailure("updated", step.where, f"{actual} row(s) updated in state since the previous "
                                     f"expect, expected {step.updated}", expected=step.updated, actual=actual))
+    for key, expected, count, what in (
+            ("updated_since_check", step.updated_since_check, _updated, "row(s) updated in state"),
+            ("dropped_since_check", step.dropped_since_check, lambda b: b.dropped, "row(s) dropped as late")):
+        if expected is None:
+            continue
+        summed = sum(count(b) for b in observed.since_check)
+        if summed != expected:
+            out.append(CheckFailure(key, step.where, f"{summed} {what} {_span_words(observed)}, expected {expected}",
+                                    expected=expected, actual=summed))
     if step.batch_watermark_us is not None:
         where = step.batch_watermark_where or step.where
         want = _fmt_wm(step.batch_watermark_us // 1000, scenario)
@@ -280,6 +314,14 @@ def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -
     if step.operators is not None:
         out.extend(_judge_operator_list(step.operators, step, observed))
     return out
+
+
+def _span_words(observed: Observed) -> str:
+    """The batches a `*_since_check` check sums, in words."""
+    ids = [b.batch_id for b in observed.since_check]
+    which = f"batches {ids[0]} to {ids[-1]}" if len(ids) > 1 else f"batch {ids[0]}" if ids else "no batch"
+    return (f"since the previous check of `updated_since_check`/`dropped_since_check` or the query's start "
+            f"({which})")
 
 
 def _judge_operator_list(want: Sequence[OperatorCheck], step: ExpectStep, observed: Observed) -> list[CheckFailure]:
@@ -302,12 +344,18 @@ def _judge_operator_list(want: Sequence[OperatorCheck], step: ExpectStep, observ
                                     actual=names[i], part="name"))
             continue
         window = [b.operators[i] for b in observed.since_expect if i < len(b.operators)]
+        span = [b.operators[i] for b in observed.since_check if i < len(b.operators)]
         for part, expected, actual, what in (
                 ("state_rows", check.state_rows, int(last[i].get("numRowsTotal") or 0), "row(s) in state"),
                 ("updated", check.updated, sum(int(o.get("numRowsUpdated") or 0) for o in window),
                  "row(s) updated in state since the previous expect"),
                 ("dropped", check.dropped, sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window),
-                 "row(s) dropped as late since the previous expect")):
+                 "row(s) dropped as late since the previous expect"),
+                ("updated_since_check", check.updated_since_check,
+                 sum(int(o.get("numRowsUpdated") or 0) for o in span), "row(s) updated in state " + _span_words(observed)),
+                ("dropped_since_check", check.dropped_since_check,
+                 sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in span),
+                 "row(s) dropped as late " + _span_words(observed))):
             if expected is not None and expected != actual:
                 out.append(CheckFailure("operators", check.where, f"{label}: {actual} {what}, expected {expected}",
                                         expected=expected, actual=actual, part=part))
@@ -490,6 +538,10 @@ def _judge_failure(step: ExpectStep, observed: Observed) -> list[CheckFailure]:
     failure = observed.failure
     if failure is None:
         return [CheckFailure("failure", want.where, "expected the query to have failed, but it has not")]
+    if step.query is not None and failure.query is not None and failure.query != step.query:
+        return [CheckFailure("failure", want.where, f"expected query {step.query!r} to have failed, but query "
+                             f"{failure.query!r} of the job failed: {failure}", expected=step.query,
+                             actual=failure.query)]
     out = []
     classes = failure.error_classes
     if want.error_class and want.error_class not in classes:

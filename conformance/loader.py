@@ -129,7 +129,12 @@ class _Checker(Checker):
         path = prefix + tuple(e.absolute_path)
         name = f"'{path[-1]}'" if path and isinstance(path[-1], str) else "this value"
         v, inst, sch = e.validator, e.instance, e.schema
-        if v == "additionalProperties" and isinstance(inst, dict):
+        if _snapshot_hole(path, inst):
+            what = "an `expect` without checks" if path[-1] == "expect" else f"{name} has no value"
+            self.at(path, f"{what}: a check left empty is for a snapshot to fill with what Spark does: run "
+                          "`eventtime run PATH --snapshot create` (pytest: `--eventtime-snapshot=create`), review "
+                          "the diff, or write its value (docs/scenario-format.md, *Snapshots*)")
+        elif v == "additionalProperties" and isinstance(inst, dict):
             allowed = list(sch.get("properties", {}))
             for key in inst:
                 if key not in allowed:
@@ -172,6 +177,18 @@ class _Checker(Checker):
             self.at(path, f"{name} has the wrong form: expected {desc[0].lower() + desc[1:]}")
         else:
             self.at(path, f"{name}: {e.message}")
+
+
+def _snapshot_hole(path: tuple, inst: Any) -> bool:
+    """Whether a schema error is a check left without a value for a snapshot to fill (in an `expect`): one
+    of its checks, a field of a `batches`, `operators` or `event_time` entry, a `state`'s rows."""
+    from .snapshotedit import BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, OPERATOR_KEYS
+
+    if not path or "expect" not in path:
+        return False
+    if path[-1] == "expect":  # a bare `- expect:` or `- expect: {}`
+        return inst is None or inst == {}
+    return inst is None and path[-1] in (*CHECK_KEYS, *BATCH_KEYS, *EVENT_TIME_KEYS, *OPERATOR_KEYS)
 
 
 def _missing(e: Any) -> str:
@@ -968,8 +985,16 @@ class _Builder:
             if "rows" in body:
                 self.c.at(path + ("no_output",), "`no_output` and `rows` say the same thing twice; keep one", key=True)
             checks.append(m.RowsCheck("rows", (), self.c.where(path + ("no_output",))))
-        wm = None
-        if "watermark" in body:
+        wm, wm_range = None, None
+        if isinstance(body.get("watermark"), dict):  # `{at_least: T, at_most: T}`: either bound, or both
+            bounds = {k: self.time(body["watermark"][k], path + ("watermark", k), allow_initial=True)
+                      for k in ("at_least", "at_most") if k in body["watermark"]}
+            low, high = bounds.get("at_least"), bounds.get("at_most")
+            if low is not None and high is not None and low > high:
+                self.c.at(path + ("watermark", "at_most"), "`at_most` is before `at_least`: no watermark is in "
+                                                           "this range")
+            wm_range = (low, high)
+        elif "watermark" in body:
             wm = self.time(body["watermark"], path + ("watermark",), allow_initial=True)
         event_time = None
         if isinstance(body.get("event_time"), dict):
@@ -983,7 +1008,7 @@ class _Builder:
             f = body["failure"]
             failure = m.FailureCheck(self.c.where(path + ("failure",)), f.get("error_class"), f.get("exception"),
                                      f.get("message"))
-            others = [k for k in body if k not in ("failure",)]
+            others = [k for k in body if k not in ("failure", "query")]  # `query:` says which query of a job failed
             if others:
                 self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
                           key=True)
@@ -1008,6 +1033,7 @@ class _Builder:
         topic = self.topic_check(body, path)
         step = m.ExpectStep(topic=topic,
             written=written, where=where, rows=tuple(checks), ordered=bool(body.get("ordered", False)), watermark_us=wm,
+            watermark_range=wm_range,
             watermark_where=self.c.where(path + ("watermark",)) if "watermark" in body else None,
             dropped=body.get("dropped"), state_rows=body.get("state_rows"), batch_count=batch_count,
             batches=batches, event_time=event_time, failure=failure, schema=schema, columns=selected,
@@ -1019,8 +1045,9 @@ class _Builder:
         """The checks of what the query's operators did: `updated`, `batch_watermark`, `operators`,
         `event_time: none`."""
         changes: dict[str, Any] = {}
-        if isinstance(body.get("updated"), int):
-            changes["updated"] = body["updated"]
+        for key in ("updated", "updated_since_check", "dropped_since_check"):
+            if isinstance(body.get(key), int):
+                changes[key] = body[key]
         if "batch_watermark" in body:
             changes["batch_watermark_us"] = self.time(body["batch_watermark"], path + ("batch_watermark",),
                                                       allow_initial=True)
@@ -1030,7 +1057,9 @@ class _Builder:
         if isinstance(body.get("operators"), list):
             changes["operators"] = tuple(
                 m.OperatorCheck(self.c.where(path + ("operators", i)), i, name=o.get("name"),
-                                state_rows=o.get("state_rows"), updated=o.get("updated"), dropped=o.get("dropped"))
+                                state_rows=o.get("state_rows"), updated=o.get("updated"), dropped=o.get("dropped"),
+                                updated_since_check=o.get("updated_since_check"),
+                                dropped_since_check=o.get("dropped_since_check"))
                 for i, o in enumerate(body["operators"]) if isinstance(o, dict))
         if isinstance(body.get("state"), dict):
             changes["state"] = self.state_check(body["state"], path + ("state",))
@@ -1091,6 +1120,11 @@ class _Builder:
                                            f"by name (queries: {', '.join(names)}){hint}; a query is known by its "
                                            "queryName, else the path, table or topic it writes")
             return None
+        if len(names) == 1 and not contract.output and any(k in body for k in _NEEDS_OUTPUT):
+            self.c.at(path, f"contract {contract.name!r} declares its one query under `queries:` ({names[0]}) and "
+                            f"no `output`: say `query: {names[0]}` in this expect, or declare the query's columns "
+                            "as the contract's `output:` (a job of one query)")
+            return None
         if names and not contract.output and any(k in body for k in _NEEDS_OUTPUT):
             self.c.at(path, f"contract {contract.name!r} declares several queries ({', '.join(names)}) and no "
                             "`output`: say which query this expect checks with `query: NAME`")
@@ -1110,6 +1144,7 @@ class _Builder:
             return None
         stream_checks = [k for k in body if k in ("watermark", "dropped", "state_rows", "batches", "event_time",
                                                   "failure", "no_output", "last_batch", "updated",
+                                                  "updated_since_check", "dropped_since_check",
                                                   "batch_watermark", "operators", "state")]
         if stream_checks:
             self.c.at(path + (stream_checks[0],), f"an expect that reads what the job wrote checks its rows "

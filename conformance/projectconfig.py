@@ -51,7 +51,7 @@ from eventtime.harness.errors import EventtimeError
 __all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
            "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY", "ALLOW_NA_KEY", "allowed_not_applicable",
-           "Unjudged", "nothing_judged"]
+           "Unjudged", "nothing_judged", "contracts_under", "unknown_contract_message", "spark_conf_pairs"]
 
 DEFAULT_TIMEOUT = 60.0
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
@@ -208,6 +208,21 @@ def nearest(level: Mapping[tuple[str, str | None], tuple[Any, str]], contract: s
     return best
 
 
+def spark_conf_pairs(values: Iterable[str] | None, where: str) -> dict[str, str]:
+    """`KEY=VALUE` Spark SQL settings for the queries (`--spark-conf` of `eventtime`,
+    `--eventtime-spark-conf` of pytest: e.g. `spark.sql.ansi.enabled=false` to reproduce Spark 3's
+    behaviour on Spark 4), as a mapping; the later of two values of one key wins; a value without `=` is
+    an error. A scenario's own `conf` applies over them (docs/scenario-format.md, *Top-level keys*)."""
+    out: dict[str, str] = {}
+    for item in values or ():
+        key, sep, value = str(item).partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"{where} takes KEY=VALUE (a Spark SQL setting, e.g. spark.sql.ansi.enabled=false), "
+                                f"got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def positive_seconds(raw: Any, where: str) -> float:
     try:
         value = float(raw)
@@ -285,6 +300,43 @@ def in_suite(path: Path) -> bool:
             except OSError:
                 return False
     return False
+
+
+_SKIP_DIRS = {"node_modules", "__pycache__", "build", "dist", "site-packages"}
+
+
+def contracts_under(root: Path) -> frozenset[str]:
+    """The contract names the `*.contract.yaml` files under `root` declare (hidden folders, virtual
+    environments and build output skipped): what a binding may name besides the bundled and registered
+    contracts and those of the contract folders."""
+    import os
+
+    from eventtime.contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
+    from eventtime.registry import declared_name
+
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
+                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]
+        for name in files:
+            if name.endswith(CONTRACT_SUFFIXES):
+                try:
+                    found.add(load_contract_file(os.path.join(folder, name)).name)
+                except ContractInvalid:  # its problems are reported with the scenarios that use it: a
+                    found.add(declared_name(Path(folder, name)))  # binding of it is no unknown contract
+    return frozenset(found)
+
+
+def unknown_contract_message(name: str, where: str, contracts: Iterable[str], under: str) -> str | None:
+    """None when `name` is one of `contracts`; else the error for a binding of a contract nobody declares,
+    with the closest name (difflib, as pytest suggests a misspelt option) and the accepted ones."""
+    from eventtime.problems import did_you_mean
+
+    known = sorted(set(contracts))
+    if name in known:
+        return None
+    return (f"{where}: unknown contract {name!r}{did_you_mean(name, known)}; accepted: {', '.join(known)} "
+            f"(bundled, registered, or declared by a *.contract.yaml file under {under})")
 
 
 def unbound_message(contract: Any, display: str) -> str:

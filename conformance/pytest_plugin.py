@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -91,35 +90,19 @@ def _contracts(root: Path | None = None) -> list[str]:
     return sorted(names)
 
 
-_SKIP_DIRS = {"node_modules", "__pycache__", "build", "dist", "site-packages"}
-
-
 @functools.lru_cache(maxsize=16)
 def _declared_under(root: Path) -> frozenset[str]:
-    from eventtime.contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
-    from eventtime.registry import declared_name
+    from eventtime.projectconfig import contracts_under
 
-    found = set()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS
-                   and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))]
-        for name in files:
-            if name.endswith(CONTRACT_SUFFIXES):
-                try:
-                    found.add(load_contract_file(os.path.join(folder, name)).name)
-                except ContractInvalid:  # its problems are reported with the scenarios that use it: a
-                    found.add(declared_name(Path(folder, name)))  # binding of it is no unknown contract
-    return frozenset(found)
+    return contracts_under(root)
 
 
 def _check_contract(name: str, where: str, root: Path | None = None, extra: Iterable[str] = ()) -> None:
-    contracts = sorted(set(_contracts(root)) | set(extra))
-    if name not in contracts:
-        from eventtime.problems import did_you_mean
+    from eventtime.projectconfig import unknown_contract_message
 
-        raise pytest.UsageError(f"{where}: unknown contract {name!r}{did_you_mean(name, contracts)}; "
-                                f"accepted: {', '.join(contracts)} (bundled, registered, or declared by a "
-                                f"*.contract.yaml file under {root or 'the rootdir'})")
+    message = unknown_contract_message(name, where, set(_contracts(root)) | set(extra), str(root or "the rootdir"))
+    if message is not None:
+        raise pytest.UsageError(message)
 
 
 def _hook_contracts(config: pytest.Config) -> list[Any]:
@@ -155,6 +138,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write the scenario results as JSON (by the controller only under xdist)")
     group.addoption("--eventtime-timeout", metavar="SECONDS", default=None,
                     help="bound on each wait for Spark (default 60)")
+    group.addoption("--eventtime-spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark SQL setting for the queries, e.g. spark.sql.ansi.enabled=false (repeatable; "
+                         "`eventtime run --spark-conf`; a scenario's own conf applies over it)")
     group.addoption("--eventtime-master", metavar="URL", default=None,
                     help="Spark master URL: local[N], local-cluster[W,C,M] or spark://HOST:PORT (default local[2])")
     parser.addini("eventtime_pipelines", type="linelist", default=[],
@@ -214,6 +200,8 @@ class _Settings:
         raw_timeout = config.getoption("eventtime_timeout") or config.getini("eventtime_timeout")
         try:
             self.timeout = projectconfig.positive_seconds(raw_timeout, "--eventtime-timeout / ini eventtime_timeout")
+            self.spark_conf = projectconfig.spark_conf_pairs(config.getoption("eventtime_spark_conf", None),
+                                                             "--eventtime-spark-conf")
         except SettingsError as exc:
             raise pytest.UsageError(str(exc)) from None
         self._lookup: Any = None
@@ -530,7 +518,7 @@ class ScenarioItem(pytest.Item):
         else:
             self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
                                        implementation=impl, rerun=self.rerun_command(), previous=previous,
-                                       previous_name=previous_name)
+                                       previous_name=previous_name, conf=settings.spark_conf)
         if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
@@ -557,6 +545,7 @@ class ScenarioItem(pytest.Item):
         settings = _settings(self.config)
         cli = settings._nearest(settings.cli_bindings, contract, self.path)
         bound = ["--eventtime-pipeline", f"{contract}={cli}"] if cli is not None else []
+        bound += [w for key, value in settings.spark_conf.items() for w in ("--eventtime-spark-conf", f"{key}={value}")]
         if self.get_closest_marker("eventtime_suite") is not None:
             # by name, not by path: the same arguments as the run (its folders, hence its ini file
             # and conftest bindings) with the suite's items selected by the item's name

@@ -51,6 +51,7 @@ class FailureInfo:
     exception_names: list[str] = field(default_factory=list)
     text: str = ""
     step: int = 0
+    query: str | None = None  # the query of a job's several that failed (None: the only one, or not known)
 
     def __str__(self) -> str:
         return self.summary

@@ -756,6 +756,8 @@ class _SparkSteps:
         self.faults: list[Fault] = []  # what of the run's surroundings failed it (a checkpoint, the disk, py4j)
         self.current = StepResult(0, "start", scenario.where)  # the step being run: skips() makes each
         self.pending: dict[str, list[Any]] = {}  # a job's query -> its batches since its previous expect
+        # a query (None: a pipeline's one) -> its batches since its previous `*_since_check` check or start
+        self.since_check: dict[str | None, list[Any]] = {}
         self.replaced: list[tuple[str, int]] = []  # static inputs written anew since the query last started
         self.switch: tuple[int, Callable[[], None]] | None = None  # (step, the current version takes over)
         self.unwritten: list[tuple[StepResult, m.WrittenCheck, str]] = []  # `written:` of a path not named then
@@ -775,6 +777,10 @@ class _SparkSteps:
         self.result.steps.append(sr)
         if isinstance(step, (m.StartStep, m.RunStep)):
             self.replaced = []
+            # a started query's progresses begin anew, and with them StreamTest's span since its last check
+            for query in [step.query] if isinstance(step, m.StartStep) and step.query is not None else list(
+                    self.since_check):
+                self.since_check[query] = []
         elif isinstance(step, m.StaticStep):
             self.replaced += [(name, step.where.line) for name in step.rows]
         if self.fatal:
@@ -812,7 +818,7 @@ class _SparkSteps:
                                                 f"{{{name}: {{columns: ...}}}}` to check its rows")
                 return True
         observed = Observed(since_expect, list(run.history.values()), mode, [c.name for c in contract.output],
-                            self.failure, schema)
+                            self.failure, schema, since_check=self.since_check.get(name, []))
         judge_expect(sr, step, observed, self.scenario if contract is self.scenario.contract
                      else replace(self.scenario, contract=contract), self.unjudged)
         if sr.status == SKIPPED:
@@ -821,6 +827,8 @@ class _SparkSteps:
         sr.watermark_ms = observed.watermark_ms
         if name is not None:
             self.pending[name] = []
+        if m.checks_since_check(step):
+            self.since_check[name] = []
         if step.failure is not None and self.failure is not None:
             self.failure_consumed = True
         return True
@@ -932,6 +940,7 @@ class _SparkSteps:
             for b in batches:
                 if b.query is not None:
                     self.pending.setdefault(b.query, []).append(b)
+                self.since_check.setdefault(b.query, []).append(b)
             return batches
         finally:
             sr.seconds = time.monotonic() - t0
@@ -986,6 +995,7 @@ class _SparkSteps:
             if self._surroundings_failed(sr, exc.chain):
                 return []
             self.failure = _failure_from(exc, self.compat, sr.index)
+            self.failure.query = exc.query
             sink = self.build.sink_of(exc.query)
             raised = sink.raised if sink is not None else None
             if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's

@@ -42,13 +42,16 @@ __all__ = ["Hole", "holes", "placeholder_text", "create_edits", "fix_edits", "va
 
 # The checks of an expect a snapshot writes, in the order it adds them to a bare `expect`.
 CHECK_KEYS = ("rows", "output", "last_batch", "watermark", "dropped", "state_rows", "event_time", "batches",
-              "schema", "records", "updated", "batch_watermark", "operators", "state")
+              "schema", "records", "updated", "batch_watermark", "operators", "state", "updated_since_check",
+              "dropped_since_check")
 BATCH_KEYS = ("data", "watermark_before", "watermark_after", "dropped", "state_rows", "rows", "updated")
 EVENT_TIME_KEYS = ("min", "max", "avg", "watermark")
-OPERATOR_KEYS = ("name", "state_rows", "updated", "dropped")
+OPERATOR_KEYS = ("name", "state_rows", "updated", "dropped", "updated_since_check", "dropped_since_check")
+# the fields of an `operators:` a snapshot fills without a value (the `*_since_check` ones by name only)
+_OPERATOR_LISTED = ("name", "state_rows", "updated", "dropped")
 # checks that go with `state_rows`: an implementation not judged on its state size keeps its state in
 # another shape, so what its operators did and hold is not written either (as `judge.judge` says)
-WITH_STATE_ROWS = ("updated", "operators", "state")
+WITH_STATE_ROWS = ("updated", "updated_since_check", "operators", "state")
 # Keys that say how an expect's checks read, not what they expect: an expect of only these asks for
 # the default checks (any other key, one of CHECK_KEYS or a check a snapshot does not write, is a check).
 MODIFIERS = ("query", "columns", "ignore", "ordered", "tolerance", "table", "written", "format", "where", "topic")
@@ -58,6 +61,7 @@ _PLACEHOLDERS = {"rows": "[]", "output": "[]", "last_batch": "[]", "records": "[
                  "watermark_before": "initial", "watermark_after": "initial", "dropped": "0", "state_rows": "0",
                  "batches": "0", "data": "true", "event_time": '{max: "00:00:00"}', "schema": '"x string"',
                  "min": '"00:00:00"', "max": '"00:00:00"', "avg": '"00:00:00"', "updated": "0",
+                 "updated_since_check": "0", "dropped_since_check": "0",
                  "batch_watermark": "initial", "operators": "[{name: x}]", "name": "x", "state": "{rows: []}"}
 _BARE = "{tolerance: 0.5}"  # a bare expect: a check-less mapping the loader accepts
 LEFT_OUT = {"event_time.avg": "the average event time of a batch read from several input partitions depends "
@@ -400,6 +404,12 @@ def check_value(view: ExpectView, key: str) -> Any:
         from .judge import _updated
 
         return str(sum(_updated(b) for b in obs.since_expect))
+    if key == "updated_since_check":
+        from .judge import _updated
+
+        return str(sum(_updated(b) for b in obs.since_check))
+    if key == "dropped_since_check":
+        return str(sum(b.dropped for b in obs.since_check))
     if key == "batch_watermark":
         if not obs.history:
             view.notes.append("batch_watermark: no batch has run; left out")
@@ -410,7 +420,7 @@ def check_value(view: ExpectView, key: str) -> Any:
         if not entries:
             view.notes.append("operators: the query's progress lists no stateful operator; left out")
             return None
-        return ["{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in entries]
+        return ["{" + ", ".join(f"{k}: {v}" for k, v in e.items() if k in _OPERATOR_LISTED) + "}" for e in entries]
     if key == "state":
         return state_text(view)
     raise KeyError(key)
@@ -425,9 +435,12 @@ def operator_values(view: ExpectView) -> list[dict[str, Any]]:
     out = []
     for i, op in enumerate(last):
         window = [b.operators[i] for b in obs.since_expect if i < len(b.operators)]
+        span = [b.operators[i] for b in obs.since_check if i < len(b.operators)]
         out.append({"name": str(op.get("operatorName")), "state_rows": int(op.get("numRowsTotal") or 0),
                     "updated": sum(int(o.get("numRowsUpdated") or 0) for o in window),
-                    "dropped": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window)})
+                    "dropped": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in window),
+                    "updated_since_check": sum(int(o.get("numRowsUpdated") or 0) for o in span),
+                    "dropped_since_check": sum(int(o.get("numRowsDroppedByWatermark") or 0) for o in span)})
     return out
 
 
@@ -560,8 +573,9 @@ def disagrees(view: ExpectView, key: str) -> bool:
         scope = "rows" if key == "no_output" else key
         only = replace(only, rows=tuple(c for c in step.rows if c.scope == scope))
     elif key == "watermark":
-        only = replace(only, watermark_us=step.watermark_us)
-    elif key in ("dropped", "state_rows", "batches", "event_time", "schema", "updated", "operators"):
+        only = replace(only, watermark_us=step.watermark_us, watermark_range=step.watermark_range)
+    elif key in ("dropped", "state_rows", "batches", "event_time", "schema", "updated", "operators",
+                 "updated_since_check", "dropped_since_check"):
         field_name = "batch_count" if key == "batches" and step.batches is None else key
         only = replace(only, **{field_name: getattr(step, field_name)})
     elif key == "batch_watermark":
@@ -878,6 +892,9 @@ def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
             out.edits += _operator_edits(text, k, v, view, out.changes)
         elif key == "state" and isinstance(v, yaml.MappingNode):
             out.edits += _state_fix_edits(text, v, view, out.changes)
+        elif key == "watermark" and isinstance(v, yaml.MappingNode):  # a range says what may vary: yours to move
+            view.notes.append(f"line {line}: watermark: the range is left as written; the run's watermark is "
+                              f"{check_value(view, 'watermark')}")
         else:
             value = check_value(view, key)
             if value is None:
@@ -924,7 +941,7 @@ def _operator_edits(text: str, key: yaml.Node, seq: yaml.SequenceNode, view: Exp
     values, fields = operator_values(view), operator_fields(view)
     line = line_of(text, key.start_mark.index)
     if len(seq.value) != len(values) or not all(isinstance(item, yaml.MappingNode) for item in seq.value):
-        items = ["{" + ", ".join(f"{k}: {v}" for k, v in e.items()) + "}" for e in fields]
+        items = ["{" + ", ".join(f"{k}: {v}" for k, v in e.items() if k in _OPERATOR_LISTED) + "}" for e in fields]
         changes.append(f"line {line}: operators: {len(seq.value)} entries -> {len(items)}: [{', '.join(items)}]")
         return [replace_list(text, key, seq, items, False)]
     assert view.step.operators is not None

@@ -283,6 +283,9 @@ class OperatorCheck:
     state_rows: int | None = None  # numRowsTotal after the last batch
     updated: int | None = None  # numRowsUpdated, summed over the batches since the previous expect
     dropped: int | None = None  # numRowsDroppedByWatermark, summed over the same batches
+    # the same two summed over the batches since the previous check of either (`since_check_span`)
+    updated_since_check: int | None = None
+    dropped_since_check: int | None = None
 
 
 @dataclass(frozen=True)
@@ -331,6 +334,8 @@ class ExpectStep(Step):
     ordered: bool = False
     watermark_us: int | None = None  # epoch microseconds, 0 = `initial`
     watermark_where: Where | None = None
+    # `watermark: {at_least: T, at_most: T}`: the bounds (epoch microseconds, None: that side open)
+    watermark_range: tuple[int | None, int | None] | None = None
     dropped: int | None = None
     state_rows: int | None = None
     batch_count: int | None = None
@@ -351,6 +356,10 @@ class ExpectStep(Step):
     query: str | None = None
     topic: TopicCheck | None = None  # `topic: T, records: [...]`: what a job's Kafka sink published
     updated: int | None = None  # numRowsUpdated summed over operators and the batches since the previous expect
+    # numRowsUpdated / numRowsDroppedByWatermark summed over operators and the batches since the
+    # previous expect that checked either (or an `operators` entry's), as Spark's StreamTest sums them
+    updated_since_check: int | None = None
+    dropped_since_check: int | None = None
     batch_watermark_us: int | None = None  # the watermark the last batch ran with (its batchWatermarkMs)
     batch_watermark_where: Where | None = None
     operators: tuple[OperatorCheck, ...] | None = None  # `operators: [...]`: one per stateful operator
@@ -414,6 +423,18 @@ class Scenario:
             end -= 1
         return [(n, self.lines[n - 1]) for n in range(max(1, start - context), end + 1)
                 if n - 1 < len(self.lines)]
+
+
+def checks_since_check(step: ExpectStep) -> bool:
+    """Whether an expect checks a count summed since the previous such check (`updated_since_check`,
+    `dropped_since_check`, at the top or in an `operators` entry): judging it closes that span.
+
+    The span is Spark's StreamTest's (`StateStoreMetricsTest.assertNumStateRows`): the progresses of
+    the running query since the previous check, so a check after a start of the query sums the batches
+    since that start only (a started query's `recentProgress` begins anew)."""
+    return (step.updated_since_check is not None or step.dropped_since_check is not None
+            or any(o.updated_since_check is not None or o.dropped_since_check is not None
+                   for o in step.operators or ()))
 
 
 def checked_query(step: ExpectStep) -> str | None:

@@ -6,8 +6,8 @@ from typing import Iterable, Mapping, Sequence
 from .contracts import Contract
 from .judge import format_value
 from .spec import ExpectStep, checked_contract, checked_query
-from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, CheckFailure, ScenarioResult, StepResult
-from .timeparse import format_time
+from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, ScenarioResult
+from .timeparse import format_relative
 
 __all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "totals_line", "short_name", "certification",
            "certification_markdown", "verdict_mark", "certification_verdict"]
@@ -62,7 +62,7 @@ def _batch_line(b, result: ScenarioResult) -> str:
     date = result.scenario.date
 
     def wm(ms):
-        return "initial" if not ms else format_time(ms * 1000, date=date)
+        return "initial" if not ms else format_relative(ms * 1000, date=date)
 
     kind = "data" if b.has_data else "no-data"
     return (f"batch {b.batch_id} ({kind}, {b.input_rows} in, {len(b.rows)} out, watermark {wm(b.watermark_before_ms)}"
@@ -73,8 +73,10 @@ def _failure_lines(f: CheckFailure, result: ScenarioResult, indent: str, contrac
     lines = [f"{indent}{f.where}: {f.message}"]
     lines += [f"{indent}  {line}" for line in f.explanation.splitlines()]
     if f.missing or f.unexpected:
-        types = list(f.types) or [c.type for c in contract.output]
         cols = f.columns or tuple(c.name for c in contract.output)
+        by_name = {c.name: c.type for c in contract.output}  # `columns:` / `ignore:` compare some, in their order
+        types = list(f.types) or ([by_name[c] for c in cols] if all(c in by_name for c in cols)
+                                  else [c.type for c in contract.output])
         if f.missing:
             lines.append(f"{indent}  missing (expected, not produced):")
             lines += _table(cols, types, f.missing, result, indent + "    ")
@@ -93,12 +95,25 @@ def describe_failure(result: ScenarioResult) -> str:
     elif result.upgrade is not None and result.upgrade.get("outcome") and result.reason:
         # across a change: which version ran where, and Spark's whole refusal (the schemas it compared)
         lines += [f"  {line}" for line in result.reason.splitlines()]
-    since_check: list[StepResult] = []
+    # the batches no expect has looked at yet: an expect closes those of the query it checks (a job's
+    # queries each have their own "since the previous expect"), as the runner does
+    jobs = {b.query for s in result.steps for b in s.batches} - {None}
+    unseen: list = []
+
+    def close(named: str | None) -> None:
+        if not jobs or len(jobs) == 1:
+            unseen.clear()
+        elif named in jobs:
+            unseen[:] = [b for b in unseen if b.query != named]
+
+    def named_by(index: int) -> str | None:
+        src = next((s for s in sc.steps if s.index == index), None)
+        return checked_query(src) if isinstance(src, ExpectStep) else None
     for step in result.steps:
         if step.status not in (FAILED, ERROR):
-            since_check.append(step)
-            if step.kind == "expect":
-                since_check = []
+            unseen += step.batches
+            if step.kind == "expect" and step.status != SKIPPED:
+                close(named_by(step.index))
             continue
         lines.append(f"  step {step.index} `{step.kind}` at {step.where}: {step.status}")
         src = [s for s in sc.steps if s.index == step.index]
@@ -113,20 +128,23 @@ def describe_failure(result: ScenarioResult) -> str:
         if wm is None and any(b.query is not None for s in result.steps for b in s.batches):
             lines.append("    watermark now: one per query of the job (an expect with `query:` shows that query's)")
         else:
-            lines.append(f"    watermark now: {'initial' if not wm else format_time(wm * 1000, date=sc.date)}")
-        batches = [b for s in since_check for b in s.batches] + list(step.batches)
+            lines.append(f"    watermark now: {'initial' if not wm else format_relative(wm * 1000, date=sc.date)}")
+        batches = unseen + list(step.batches)
         queries = {b.query for b in batches}
-        named = checked_query(src[0]) if src and isinstance(src[0], ExpectStep) else None
-        if len(queries) > 1 and named in queries:  # a job's queries: the one the check looks at
+        named = named_by(step.index)
+        if len(jobs) > 1 and named in jobs:  # a job's queries: the one the check looks at
             batches, queries = [b for b in batches if b.query == named], {named}
+        of = f" of query {named!r}" if len(jobs) > 1 and named in jobs else ""
         if batches:
             lines.append("    batches since the previous expect" + (f" (query {named!r})" if named is not None
                                                                      and queries == {named} else "") + ":")
             lines += [f"      {'' if len(queries) == 1 else f'query {b.query!r}: '}{_batch_line(b, result)}"
                       for b in batches]
         else:
-            lines.append("    no micro-batch ran since the previous expect")
-        since_check = []
+            lines.append(f"    no micro-batch ran since the previous expect{of}")
+        unseen += step.batches
+        if step.kind == "expect":
+            close(named)
     if result.notes:  # what the run did not exercise or could not apply: part of reading a failure
         lines.append("  notes:")
         lines += [f"    {note}" for note in result.notes]

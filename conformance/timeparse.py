@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from eventtime.harness.errors import EventtimeError
 
-__all__ = ["Duration", "TimeFormatError", "parse_duration", "parse_time", "format_time", "format_duration_ms"]
+__all__ = ["Duration", "TimeFormatError", "parse_duration", "parse_time", "format_time", "format_relative",
+           "format_duration_ms"]
 
 MICROS_PER_MS = 1_000
 MICROS_PER_SECOND = 1_000_000
@@ -167,6 +168,10 @@ def parse_time(text: object, *, date: _dt.date | None = None, zone: str | None =
             f"expected a timestamp such as '12:00:07' or '2024-01-01T12:00:07Z', got {text!r}")
     s = text.strip()
     tz = _zone(zone)
+    if s.startswith("-") and _TIME_ONLY.match(s[1:]):  # that long before `date`'s midnight (format_relative)
+        base = date or DEFAULT_DATE
+        midnight = _micros(_dt.datetime(base.year, base.month, base.day, tzinfo=tz))
+        return midnight - (parse_time(s[1:], date=base, zone=zone) - midnight)
     m = _TIME_ONLY.match(s)
     try:
         if m:
@@ -230,6 +235,19 @@ def format_time(micros: int | None, *, date: _dt.date | None = None) -> str:
     if date is not None and dt.date() == date:
         return clock
     return f"{dt.date().isoformat()}T{clock}Z"
+
+
+def format_relative(micros: int | None, *, date: _dt.date | None = None) -> str:
+    """As `format_time`, and an instant less than a day before `date` as the time before its midnight,
+    `-HH:MM:SS[.fff]` (a watermark of `00:00:03 - 5 s` is `-00:00:02`), so that a sentence that shows it
+    beside the scenario's times shows them all in its form; a time literal reads that form back."""
+    if micros is None or date is None:
+        return format_time(micros, date=date)
+    midnight = _micros(_dt.datetime(date.year, date.month, date.day, tzinfo=_dt.timezone.utc))
+    before = midnight - micros
+    if not 0 < before < 86_400_000_000:
+        return format_time(micros, date=date)
+    return "-" + format_time(midnight + before, date=date)  # the offset, read as a time of that day
 
 
 def format_duration_ms(ms: float) -> str:

@@ -128,6 +128,7 @@ def read_project(paths: Sequence[str] | None, pipelines: Sequence[str] | None, c
             project.contract_dirs = [str(p) for p in contract_folders(ini.paths("eventtime_contracts"),
                                                                      ini.where("eventtime_contracts"))]
         project.contract_dirs += list(contract_dirs)
+        _check_bound_contracts(project, ini, paths or ())
         if timeout is not None:
             project.timeout = positive_seconds(timeout, "--timeout")
         elif ini is not None and ini.text("eventtime_timeout") is not None:
@@ -152,6 +153,40 @@ def allowed_unjudged(given: Sequence[str] | None, ini: IniFile | None) -> frozen
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return None
     return out
+
+
+def _check_bound_contracts(project: Project, ini: Any, paths: Sequence[str]) -> None:
+    """A binding of a contract nobody declares is a usage error with the closest name, as pytest's
+    (`projectconfig.unknown_contract_message`): a misspelt name would leave its scenarios unbound. Known:
+    the bundled and registered contracts, the contract files under the project's root, under each PATH
+    and beside each folder above a PATH (where a scenario's contract is looked up), and in the contract
+    folders."""
+    from ..contractfile import CONTRACT_SUFFIXES
+    from ..projectconfig import contracts_under, unknown_contract_message
+    from ..registry import CONTRACTS, declared_name, registered_contracts
+
+    bound = [(c, "--pipeline") for c, _ in project.cli_bindings]
+    if ini is not None:
+        bound += [(c, ini.where("eventtime_pipelines")) for c, _ in project.file_bindings]
+    if not bound:
+        return
+    known = set(CONTRACTS) | set(registered_contracts()) | contracts_under(project.root.resolve())
+    for folder in project.contract_dirs:
+        if Path(folder).is_dir():
+            known |= contracts_under(Path(folder).resolve())
+    for given in paths:
+        start = Path(given).resolve()
+        if start.is_dir():
+            known |= contracts_under(start)
+        for above in start.parents:
+            try:
+                known |= {declared_name(f) for f in above.iterdir() if f.name.endswith(CONTRACT_SUFFIXES)}
+            except OSError:  # a folder that cannot be listed declares nothing we can see
+                continue
+    for contract, where in bound:
+        message = unknown_contract_message(contract, where, known, str(project.root))
+        if message is not None:
+            raise SettingsError(message)
 
 
 def rerun_command(scenario: Any, file: Path | None, implementation: str, args: Any) -> str:

@@ -19,14 +19,14 @@ class Parser(argparse.ArgumentParser):
 
 
 def conf_pairs(values: Sequence[str] | None) -> dict[str, str]:
-    """`--spark-conf KEY=VALUE` values as a mapping; a value without `=` is a usage error."""
-    out = {}
-    for item in values or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"eventtime: error: --spark-conf takes key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+    """`--spark-conf KEY=VALUE` values as a mapping (`projectconfig.spark_conf_pairs`, as pytest's
+    `--eventtime-spark-conf`); a value without `=` is a usage error."""
+    from ..projectconfig import SettingsError, spark_conf_pairs
+
+    try:
+        return spark_conf_pairs(values, "--spark-conf")
+    except SettingsError as exc:
+        raise SystemExit(f"eventtime: error: {exc}") from None
 
 
 def positive_int(text: str) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from eventtime.harness.observations import BatchObservation
 
 from ..judge import Observed, judge_expect
-from ..spec import ExpectStep, Scenario
+from ..spec import ExpectStep, RunStep, Scenario, StartStep, checks_since_check
 from ..statecheck import judge_state
 from ..results import ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, FailureInfo, ScenarioResult, StepResult, conclude
 from .simulate import ModelError, NotCovered, PredictedFailure, simulate
@@ -39,6 +39,7 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
     mode = scenario.params.get("output_mode", "append")
     columns = [c.name for c in scenario.contract.output]
     since_expect: list[BatchObservation] = []
+    since_check: list[BatchObservation] = []  # since the previous `*_since_check` check or start
     history: list[BatchObservation] = []
     failed = _failure_info(sim.failure)
     consumed = False
@@ -46,14 +47,20 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
         sr = StepResult(obs.index, obs.kind, obs.step.where if obs.step else scenario.where,
                         batches=list(obs.batches), watermark_ms=obs.watermark_ms)
         result.steps.append(sr)
+        if isinstance(obs.step, (StartStep, RunStep)):
+            since_check = []  # as the runner: a started query's progresses begin anew
         since_expect += obs.batches
+        since_check += obs.batches
         history += obs.batches
         # as the runner does: after a failure only `failure` checks are judged, other steps are skipped
         failure_now = failed if sim.failure is not None and obs.index >= sim.failure.index else None
         if isinstance(obs.step, ExpectStep):
-            judge_expect(sr, obs.step, Observed(since_expect, history, mode, columns, failure_now), scenario)
+            judge_expect(sr, obs.step, Observed(since_expect, history, mode, columns, failure_now,
+                                                since_check=since_check), scenario)
             if sr.status == SKIPPED:
                 continue
+            if checks_since_check(obs.step):
+                since_check = []
             if obs.step.state is not None and failure_now is None:
                 sr.failures += judge_state(obs.step.state, obs.state, scenario, obs.step.tolerance)
                 sr.observed.state_judged = obs.state  # what `eventtime.teeth` judges mutated rows on

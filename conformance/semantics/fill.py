@@ -287,6 +287,10 @@ class _ModelView:
             same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
         if step.watermarks is not None and [us // 1000 for us in step.watermarks] == forwarded_ms(self.since_expect):
             same.add("watermarks")
+        low, high = step.watermark_range or (None, None)
+        now = (history[-1].watermark_after_ms or 0 if history else 0) * 1000
+        if step.watermark_range is not None and (low is None or now >= low) and (high is None or now <= high):
+            same.add("watermark")  # a range the model's watermark is in stays a range
         return same
 
     def value(self, key: str) -> Any:

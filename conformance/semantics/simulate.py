@@ -130,7 +130,8 @@ def _uncovered_checks(scenario: m.Scenario, spark_profile: bool = False) -> list
 
 
 def _checks_updated(step: m.ExpectStep) -> bool:
-    return (step.updated is not None or any(o.updated is not None for o in step.operators or ())
+    return (step.updated is not None or step.updated_since_check is not None
+            or any(o.updated is not None or o.updated_since_check is not None for o in step.operators or ())
             or any(b.updated is not None for b in step.batches or ()))
 
 

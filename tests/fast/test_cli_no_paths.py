@@ -27,6 +27,8 @@ def test_a_script_bound_in_the_projects_file_is_found_from_a_subfolder(tmp_path,
 
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\n'
                                              'eventtime_pipelines = ["clicks = jobs/enrich.py", "pages = shop.pages:main"]\n')
+    for name in ("clicks", "pages"):  # a binding names a contract the project declares (as pytest asks)
+        (tmp_path / f"{name}.contract.yaml").write_text(f"contract: {name}\n")
     (tmp_path / "tests").mkdir()
     monkeypatch.chdir(tmp_path / "tests")
     project = read_project(None, None, [], None)

@@ -173,6 +173,7 @@ def test_the_file_is_found_as_pytest_finds_it_and_its_timeout_is_overridden(tmp_
                                          "    page_clicks = shop_jobs:transform\n")
     (tmp_path / "pyproject.toml").write_text("[tool.pytest.ini_options]\neventtime_timeout = 5\n")
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "page_clicks.contract.yaml").write_text("contract: page_clicks\n")  # what the binding names
     ini = find_ini(tmp_path / "sub" / "deeper")
     assert ini is not None and ini.path.name == "pytest.ini"  # pytest.ini comes first in a folder
     assert ini.lines("eventtime_pipelines") == ["page_clicks = shop_jobs:transform"]

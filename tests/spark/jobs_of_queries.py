@@ -183,3 +183,19 @@ def never_returns(spark):
 def to_json_files(spark):
     """The clicks to a JSON folder: its timestamps are text in the files."""
     _clicks(spark).writeStream.format("json").option("path", "out/clicks").start()
+
+
+def _refuse_bots(batch, batch_id):
+    """A batch function that raises on a record it cannot handle, as jobs' validations do."""
+    if batch.where(F.col("page") == "bot").count():
+        raise ValueError(f"bot traffic in batch {batch_id}")
+
+
+def one_query_fails(spark):
+    """Two queries from one read: every record kept in memory (raw), and a batch function that raises on
+    a bot's record (checked): only the checked query fails."""
+    clicks = _clicks(spark)
+    clicks.writeStream.queryName("raw").format("memory").option("checkpointLocation", "/chk/raw").start()
+    (clicks.writeStream.queryName("checked").foreachBatch(_refuse_bots)
+     .option("checkpointLocation", "/chk/checked").start())
+    spark.streams.awaitAnyTermination()
