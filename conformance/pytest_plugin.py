@@ -749,13 +749,30 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("eventtime_spark", ())
     if not fixturedefs or _SPARK not in config.stash or _settings(config).remote:
         return
-    before = config.stash[_SPARK]
-    live = _live(before, config)
-    if live is before:
-        return
+    live = _live(config.stash[_SPARK], config)
     config.stash[_SPARK] = live
-    for fixturedef in fixturedefs:
-        fixturedef.finish(item._request)  # type: ignore[attr-defined]
+    for fixturedef in fixturedefs:  # made on an earlier session (a scenario item may have replaced it since)
+        cached = getattr(fixturedef, "cached_result", None)
+        if cached is not None and cached[0] is not live:
+            fixturedef.finish(item._request)  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """A test that failed because the driver JVM died under it (its session's next call raised py4j's
+    error) says so in words, as a scenario's verdict does, instead of py4j's traceback."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.excinfo is None or isinstance(item, ScenarioItem) \
+            or "eventtime_spark" not in getattr(item, "fixturenames", ()) or _SPARK not in item.config.stash:
+        return
+    from eventtime.harness.session import driver_death
+
+    if "the Spark driver died" in str(call.excinfo.value):
+        return  # a scenario of the test (`eventtime_scenario`) said so already
+    death = driver_death(item.config.stash[_SPARK], after=call.excinfo.value)
+    if death is not None:  # what py4j raised is that death in its words
+        report.longrepr = death.message(f"under {item.nodeid} ({call.when})")
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import glob
 import logging
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -22,8 +23,9 @@ from .processes import alive
 __all__ = ["DriverDeath", "connection_lost", "driver_death", "launch_death", "discard_dead_session", "on_discard",
            "SESSION_LOCK"]
 
-# the one lock of the process's session: held while it is made or revived (`session`) and discarded (here)
-SESSION_LOCK = threading.Lock()
+# the one lock of the process's session: held while it is made or revived (`session`) and discarded (here);
+# reentrant: a warm daemon that dies while a session is made on it is discarded there (`session`)
+SESSION_LOCK = threading.RLock()
 _ON_DISCARD: list[Callable[[], None]] = []  # what else forgets a discarded session (session's caches)
 
 
@@ -55,6 +57,9 @@ class _Driver:
     memory: dict[str, str] = field(default_factory=dict)
     dirs: list[str] = field(default_factory=list)  # where the JVM writes hs_err_pid*.log
     shared: bool = False  # a warm daemon's JVM: it outlives this process's connections to it
+    address: tuple[str, int] | None = None  # its py4j server (this process's, on a warm daemon's JVM)
+    token: str | None = None  # that server's secret
+    gone: bool = False  # found dead: every later question answers at once
 
 
 def _gateway_of(spark: Any) -> Any:
@@ -79,9 +84,11 @@ def _remember_driver(spark: Any) -> None:
     if heap_flags:
         memory["driver Java options"] = " ".join(heap_flags)
     dirs = [str(system.getProperty("user.dir")), str(system.getProperty("java.io.tmpdir")), tempfile.gettempdir()]
+    address, token = _parameters(gateway)
     _DRIVERS[id(gateway)] = _Driver(gateway, int(jvm.java.lang.ProcessHandle.current().pid()),
                                     getattr(gateway, "proc", None), memory, list(dict.fromkeys(dirs)),
-                                    shared=bool(gateway.__dict__.get("eventtime_shared")))
+                                    shared=bool(gateway.__dict__.get("eventtime_shared")), address=address,
+                                    token=token)
     _quiet_py4j_after_death(spark)
 
 
@@ -102,6 +109,70 @@ def _exit_status(driver: _Driver) -> int | None:
     if driver.pid is not None and not alive(driver.pid):
         return 0  # gone, status unknown: it is not our child
     return None
+
+
+PROBE_TIMEOUT_S = 30.0  # a live JVM answers a new connection within this, on a loaded machine too
+
+
+def _answers(driver: _Driver, timeout: float = PROBE_TIMEOUT_S) -> bool | None:
+    """Whether the JVM still answers this process: a new connection to its py4j server, answered.
+    False: refused, or closed without an answer; a JVM sent SIGKILL never answers again (none of its
+    threads runs its code after the kill), and closes its sockets while the kernel tears it down,
+    which on a loaded machine is well before its exit is reported (`_exit_status`). None: no answer
+    within `timeout` (a JVM that lives but is too busy to say so: not taken for dead)."""
+    return _probe(driver.address, driver.token, timeout)
+
+
+def _parameters(gateway: Any) -> tuple[tuple[str, int] | None, str | None]:
+    """The address and secret of a py4j gateway's JVM side (read from Python: py4j's gateway asks the
+    JVM for any attribute it does not have)."""
+    params = gateway.__dict__.get("java_parameters") or gateway.__dict__.get("gateway_parameters")
+    if params is None:
+        return None, None
+    return (str(params.address), int(params.port)), getattr(params, "auth_token", None)
+
+
+def gateway_gone(gateway: Any) -> bool:
+    """Whether the JVM of a py4j gateway no longer answers (`_answers`), for a gateway whose session
+    was not made yet (a warm daemon killed while this run attached to it)."""
+    address, token = _parameters(gateway)
+    return _probe(address, token, PROBE_TIMEOUT_S) is False
+
+
+def _probe(address: tuple[str, int] | None, token: str | None, timeout: float) -> bool | None:
+    """py4j's own first question (its authentication; without a secret, a look-up in the default JVM
+    view) on a connection of its own: nothing of a session is touched."""
+    if address is None:
+        return None
+    from py4j import protocol as proto
+
+    if token:
+        question = f"{proto.AUTH_COMMAND_NAME}\n{token}\n"
+    else:
+        question = (proto.REFLECTION_COMMAND_NAME + proto.REFL_GET_UNKNOWN_SUB_COMMAND_NAME + "java\n"
+                    + proto.DEFAULT_JVM_ID + "\n" + proto.END_COMMAND_PART)
+    try:
+        with socket.create_connection(address, timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(question.encode())
+            answer = b""
+            while not answer.endswith(b"\n"):
+                chunk = sock.recv(256)
+                if not chunk:
+                    return False
+                answer += chunk
+    except socket.timeout:
+        return None
+    except OSError:  # refused, reset
+        return False
+    return answer.startswith(proto.RETURN_MESSAGE.encode())
+
+
+def _gone(driver: _Driver) -> bool:
+    """Whether the driver JVM has died or is dying: its exit reported, or it no longer answers (`_answers`)."""
+    if not driver.gone and (_exit_status(driver) is not None or _answers(driver) is False):
+        driver.gone = True
+    return driver.gone
 
 
 @dataclass
@@ -169,20 +240,24 @@ def driver_death(spark: Any, after: BaseException | None = None) -> DriverDeath 
     """What is known of `spark`'s driver JVM if it has died; None while it lives (or for a session
     this process cannot see the JVM of).
 
-    `after`: the exception that made the caller ask. py4j sees its sockets close while the kernel
-    is still tearing the process down, a moment before the parent can reap it: after a lost
-    connection (`connection_lost`) the exit status is waited for, bounded (_DEATH_WAIT), polling."""
+    The death is decided by the JVM itself, not by when its exit is reported: a killed JVM's exit is
+    reported only once the kernel has torn it down, which on a loaded machine comes well after its
+    connections closed (a dead daemon's session then failed its next call with a raw Py4JError). So
+    the JVM is asked (`_answers`): one that no longer answers is dead, whatever the exception said
+    (py4j's "An error occurred while calling o34.conf" says nothing of a lost connection) or whether
+    one was raised at all (the check between tests, before any call reaches the session).
+
+    `after`: the exception that made the caller ask (kept for the callers; the JVM decides). Once
+    dead, its exit status is waited for, bounded (_DEATH_WAIT), for the message: how it ended."""
     gateway = _gateway_of(spark)
     driver = _DRIVERS.get(id(gateway)) if gateway is not None else None
-    if driver is None:
+    if driver is None or not _gone(driver):
         return None
-    deadline = time.monotonic() + (_death_wait([driver]) if connection_lost(after) else 0.0)
+    deadline = time.monotonic() + _death_wait([driver])
     status = _exit_status(driver)
     while status is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.05)  # how it ended, for the message; that it died is decided
         status = _exit_status(driver)
-    if status is None:
-        return None
     error_file = None
     for directory in driver.dirs:
         found = glob.glob(os.path.join(directory, f"hs_err_pid{driver.pid}.log"))
@@ -244,10 +319,12 @@ def _any_dead(within: float = 0.0) -> bool:
     and may have launched a live one, and then no driver left is dead."""
     deadline = time.monotonic() + min(within, _death_wait(list(_DRIVERS.values())))
     discarded = len(_DISCARDED_GATEWAYS)
+    if within > 0 and any(_gone(d) for d in list(_DRIVERS.values())):
+        return True  # a lost connection: the JVM says whether it lives, whenever its exit is reported
     while True:
         if len(_DISCARDED_GATEWAYS) > discarded:
             return True
-        if any(_exit_status(d) is not None for d in list(_DRIVERS.values())) or _launch_died():
+        if any(d.gone or _exit_status(d) is not None for d in list(_DRIVERS.values())) or _launch_died():
             return True
         if time.monotonic() >= deadline:
             return False

@@ -127,17 +127,33 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
 
     from .warm import NOTES, NOTES_ON_STDERR, attached_pid
 
-    try:
-        spark, note = attach(master, conf, settings)
-    except WarmUnavailable as exc:
-        NOTES.append(f"warm Spark not used, this run started its own: {exc}")
-        if NOTES_ON_STDERR[0]:
-            print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
-        return None
+    from .driverdeath import gateway_gone
+
+    for attempt in range(2):  # a daemon killed while this run attaches: once more, on a new one
+        try:
+            spark, note = attach(master, conf, settings)
+        except WarmUnavailable as exc:
+            NOTES.append(f"warm Spark not used, this run started its own: {exc}")
+            if NOTES_ON_STDERR[0]:
+                print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+            return None
+        pid = attached_pid()
+        try:
+            spark = prepare_session(spark)
+            break
+        except Exception:
+            if not gateway_gone(spark.sparkContext._gateway):
+                raise
+            discard_dead_session()  # this thread holds SESSION_LOCK (reentrant)
+            if attempt:
+                NOTES.append(f"warm Spark not used, this run started its own: the warm Spark (pid {pid}) "
+                             "died while this run attached to it, twice")
+                if NOTES_ON_STDERR[0]:
+                    print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+                return None
     NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
     if NOTES_ON_STDERR[0]:
         print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
-    spark = prepare_session(spark)
     _prepare_queries_meanwhile(spark)
     return spark
 

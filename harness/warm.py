@@ -350,6 +350,7 @@ def attach(master: str, conf: Mapping[str, str], settings: Mapping[str, str], *,
                              {**worker_conf(conf), MARKER_KEY: attachment.client})
         except Exception as exc:
             sock.close()
+            _undo(attachment)
             raise WarmUnavailable(f"attaching to the warm Spark (pid {state.get('pid')}) failed: {exc}") from exc
         _ATTACHED.append(attachment)
         if reply.get("driver_log"):  # the JVM's output (a failing UDF's traceback) is in the daemon's log
@@ -475,6 +476,19 @@ def _accumulator_server_done() -> None:
 
 
 _ORIGINAL_INIT: list[Any] = []  # PySpark's SparkContext._initialize_context, while this process is attached
+
+
+def _undo(attachment: _Attachment) -> None:
+    """What an attach that failed half-way (the daemon killed meanwhile) left in PySpark: its gateway to
+    the daemon's JVM, and the context made on it; the run then starts a JVM of its own."""
+    from pyspark import SparkContext
+
+    if attachment.gateway is not None and getattr(SparkContext, "_gateway", None) is attachment.gateway:
+        from .driverdeath import discard_dead_session
+
+        discard_dead_session()  # restores PySpark's own context start too (`forget`)
+    elif _ORIGINAL_INIT:
+        SparkContext._initialize_context = _ORIGINAL_INIT.pop()  # type: ignore[method-assign]
 
 
 def forget() -> None:
