@@ -183,17 +183,17 @@ def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, st
     return [(p.scenario.name, p.scenario.path, str(p.implementation)) for p in pairs[len(results):]]
 
 
-def unimportable(targets: Sequence[str]) -> bool:
-    """Whether a pipeline does not import (each such one said, with why)."""
-    from ..userpipeline import PipelineError, resolve_pipeline
+def unimportable(targets: Sequence[str]) -> int:
+    """Whether a pipeline does not import, as the exit code to end with (0: every one imports); each
+    such one is said with why: a module that is not there is a usage error, a module whose own code
+    raised while it was imported fails the run, said at the user's file:line (never the kit's frames)."""
+    from ..userpipeline import PipelineError, PipelineImportError, resolve_pipeline
 
-    bad = False
+    codes = set()
     for target in targets:
         try:
             resolve_pipeline(target)
         except PipelineError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
-            bad = True
-    return bad
-
-
+            codes.add(ExitCode.FAILED if isinstance(exc, PipelineImportError) else ExitCode.USAGE_ERROR)
+    return ExitCode.USAGE_ERROR if ExitCode.USAGE_ERROR in codes else ExitCode.FAILED if codes else ExitCode.OK
