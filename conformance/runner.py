@@ -483,10 +483,16 @@ class _Build:
                 "did (docs/jobs.md, *Where the job writes*)")
 
     def __call__(self) -> tuple[Any, ...]:
+        from .jobs import _Bound, _bounded, _Overran, _OverranStill
+
         frames = {name: src.dataframe() for name, src in self.sources.items()}
+        bound = _Bound()
         try:
-            value = self.call(frames, self.scenario.params)
-        except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
+            with _bounded(self.timeout) as bound:  # the wait for the user's DataFrame, bounded as every wait is
+                value = self.call(frames, self.scenario.params)
+        except (Exception, _OverranStill) as exc:  # noqa: BLE001 - the user's code raised: its frames, not ours
+            if isinstance(exc, (_Overran, _OverranStill)) or bound.overran:
+                raise PipelineError(self._overran(exc)) from None
             raise PipelineRaised(self.impl_name, exc) from exc
         df, mode = ((value.df, value.output_mode or self.default_mode) if isinstance(value, Output)
                     else (value, self.default_mode))
@@ -499,6 +505,20 @@ class _Build:
         # by position, so that an output with two columns of one name stays readable
         positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
+
+    def _overran(self, exc: BaseException) -> str:
+        """What a pipeline stopped at the run's bound is told: its function, where it is defined and the
+        line it had reached."""
+        from .jobs import _exit_place
+
+        at = _exit_place(exc)
+        entry = _user_entry(exc)
+        function = f" {entry[0]} ({entry[1]})" if entry is not None else ""
+        return (f"pipeline {self.impl_name}: its function{function} did not return the query's DataFrame within "
+                f"{self.timeout:g}s (the run's timeout: --timeout, in pytest --eventtime-timeout) and was stopped"
+                + (f" at {at}" if at is not None else "") + ": the kit waits for a pipeline to build its query "
+                "and return it, and a loop waiting for something under test (a file, a table, a flag) never ends "
+                "(docs/reliability.md, *No hangs*)")
 
     def format_written(self, folder: str) -> str:
         """The format a job's file sink writes `folder` in (`written:` without `format:`), else parquet."""
@@ -694,6 +714,20 @@ class _JobBuild(_Build):
         query.sink = BatchFunctionSink(next(iter(self.sources.values())).spark, out.sink, lambda batch: read_rows(project(batch)))
         self.sink = query.sink
         return df, out.output_mode, query.sink
+
+
+def _user_entry(exc: BaseException) -> tuple[str, str] | None:
+    """The user's function the kit called that `exc` unwound, and `file:line` of its definition: the
+    outermost frame of the traceback that is the user's code (`jobs.users_code`)."""
+    import traceback
+
+    from .jobs import users_code
+
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if users_code(code.co_filename):
+            return code.co_qualname, f"{code.co_filename}:{code.co_firstlineno}"
+    return None
 
 
 def nothing_written(folder: str) -> bool:
@@ -958,6 +992,17 @@ class _SparkSteps:
                 "stop the query before the `static` step and start it after, or read the input in foreachBatch; "
                 "docs/jobs.md, *Static inputs*)")
 
+    def _stop_batch_functions(self) -> list[str]:
+        """A wait that ran out while a job's foreachBatch function ran: where each such function is, each
+        stopped (`jobs.BatchFunction`), so that none is left running after the scenario."""
+        from .jobs import BatchFunction
+
+        queries = getattr(self.build, "queries", {})
+        sinks = [q.sink for q in queries.values()] if queries else [self.build.sink]
+        said = [s.function.stop_running() for s in sinks
+                if s is not None and isinstance(getattr(s, "function", None), BatchFunction)]
+        return [s for s in said if s]
+
     def _surroundings_failed(self, sr: StepResult, chain: Any) -> bool:
         """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
         step says what it is, later steps are skipped and no expect of a failure can consume it."""
@@ -1006,7 +1051,8 @@ class _SparkSteps:
             sr.message = str(self.failure) + self._replaced_hint(str(self.failure))
             sr.status = ERROR
         except HarnessTimeout as exc:
-            sr.status, sr.message = ERROR, str(exc)
+            stopped = self._stop_batch_functions()
+            sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "")
             self.fatal = True
         except (HarnessError, PipelineError) as exc:
             sr.status, sr.message = ERROR, str(exc)
