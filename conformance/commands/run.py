@@ -25,6 +25,9 @@ def add_parser(sub: Any) -> None:
     from ..teeth import add_cli_option
 
     add_cli_option(r)  # --teeth: could each check have failed? (docs/teeth.md)
+    r.add_argument("-s", "--show-output", action="store_true",
+                   help="print what the pipelines and jobs print as it comes (default: kept per scenario and shown "
+                        "with a failing one only, as pytest does)")
     from ..snapshot import add_cli_options
 
     add_cli_options(r)
