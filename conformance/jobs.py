@@ -622,7 +622,7 @@ class _Bound:
                 if inside:
                     kind = _Overran if self.sent < RESENDS else _OverranStill
                     self.overran, self.sent = True, self.sent + 1
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), ctypes.py_object(kind))
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target or 0), ctypes.py_object(kind))
             if self.done.wait(RESEND_SECONDS):
                 return
 
@@ -633,7 +633,7 @@ class _Bound:
         with self.lock:
             self.done.set()
             if self.overran:  # one not delivered yet is withdrawn, so it never surfaces in the kit's code
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target), None)
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target or 0), None)
         if self.stopper is not None:
             self.stopper.join()
         if self.sent > RESENDS:  # py4j lets a BaseException pass without closing the connection it was
@@ -672,7 +672,8 @@ def _drop_thread_connection() -> None:
     try:
         from pyspark import SparkContext
 
-        client = SparkContext._gateway._gateway_client if SparkContext._gateway is not None else None
+        gateway: Any = SparkContext._gateway
+        client: Any = gateway._gateway_client if gateway is not None else None
         connection = client.get_thread_connection() if hasattr(client, "get_thread_connection") else None
         if connection is not None:
             connection.close()

@@ -59,7 +59,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
     if capture is not None:
         from ..runner import run_scenario
 
-        runner, sys.stdout = capture.around(runner or run_scenario), capture  # type: ignore[assignment]
+        runner, sys.stdout = capture.around(runner or run_scenario), capture
     try:
         results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
     finally:
@@ -219,7 +219,7 @@ class OutputCapture:
         import threading
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            ident, text = threading.get_ident(), []
+            ident, text = threading.get_ident(), list[str]()
             with self._lock:
                 self._running[ident] = text
             try:
