@@ -1082,7 +1082,8 @@ class _SparkSteps:
 
                 self.failure.summary = _in_query(exc, batch_error(raised[0], raised[1], self.build.writer_of(exc.query)))
                 sink.raised = None
-            sr.message = str(self.failure) + self._replaced_hint(str(self.failure)) + self._paths_hint(str(exc))
+            sr.message = (str(self.failure) + self._replaced_hint(str(self.failure))
+                          + self._paths_hint(f"{exc}\n{self.failure}"))
             sr.status = ERROR
         except HarnessTimeout as exc:
             stopped = self._stop_batch_functions()
