@@ -23,7 +23,8 @@ _EXPORTS: dict[str, str] = {
     "RowProblem": "sourcekinds", "ResultsFileError": "resultsfile", "UpgradeError": "report.upgrade",
     # the user's pipeline
     "PipelineError": "userpipeline", "SignatureError": "userpipeline", "OutputMismatch": "userpipeline",
-    "PipelineRaised": "userpipeline", "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
+    "PipelineRaised": "userpipeline", "PipelineImportError": "userpipeline", "ImplementationError": "userpipeline",
+    "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
     # the model
     "NotCovered": "semantics.plans", "ModelError": "semantics.microbatch", "WriteError": "semantics.fill",
     # Spark
@@ -36,7 +37,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = ["EventtimeError", "FileInvalid", "ScenarioInvalid", "ContractInvalid", "YamlSyntaxError", "SettingsError",
            "ContractConflict", "TimeFormatError", "TypeSyntaxError", "ValueProblem", "RowProblem", "ResultsFileError",
-           "UpgradeError", "PipelineError", "SignatureError", "OutputMismatch", "PipelineRaised", "SubstitutionError",
+           "UpgradeError", "PipelineError", "SignatureError", "OutputMismatch", "PipelineRaised", "PipelineImportError",
+           "ImplementationError", "SubstitutionError",
            "PathOutside", "NotCovered", "ModelError", "WriteError", "HarnessError", "HarnessTimeout", "QueryFailed",
            "ConnectLimit", "ClockWaitTimeout", "MasterURLError", "ClusterError", "ConnectServerError", "CrossLineError"]
 if sorted(__all__) != sorted(["EventtimeError", *_EXPORTS]):  # pragma: no cover - guards refactors
@@ -76,7 +78,8 @@ if TYPE_CHECKING:
     from .semantics.fill import WriteError
     from .semantics.microbatch import ModelError
     from .semantics.plans import NotCovered
-    from .userpipeline import OutputMismatch, PipelineError, PipelineRaised, SignatureError
+    from .userpipeline import (ImplementationError, OutputMismatch, PipelineError, PipelineImportError, PipelineRaised,
+                               SignatureError)
     from .sourcekinds import RowProblem
     from .timeparse import TimeFormatError
     from .yamlsource import YamlSyntaxError

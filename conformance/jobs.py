@@ -26,8 +26,8 @@ from .contracts import Contract, SourceSpec
 from .userpipeline import ScriptJob, user_frames
 from .topics import Topics
 
-__all__ = ["JobOutput", "JobTopics", "build_job", "run_job", "ScriptJob", "query_names", "SubstitutionError",
-           "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
+__all__ = ["JobOutput", "JobTopics", "BatchFunction", "build_job", "run_job", "ScriptJob", "query_names",
+           "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
 # Reader options that size a production batch: under the kit the scenario decides what each batch
 # reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
@@ -279,7 +279,7 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
                                        "write it with `foreachBatch`, whose function the kit runs for real")
     if fmt == "foreachBatch":
         assert writer.foreach_batch is not None
-        return keeping(writer.foreach_batch, folder)  # its batch writes and reads, in the stream's thread
+        return BatchFunction(writer.foreach_batch, keeping(writer.foreach_batch, folder))  # writes and reads kept
     if writer.table is not None:
         provider, location = _table_sink(writer.df.sparkSession, writer)
         return _file_sink(provider, location, writer.partition_by,
@@ -301,6 +301,39 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
                                                        f"run folder: {exc}; a job's paths are kept inside it "
                                                        "(docs/jobs.md, *Where the job writes*)") from None
     return _file_sink(fmt, kept, writer.partition_by, writer.options)
+
+
+class BatchFunction:
+    """A job's `foreachBatch` function as the kit calls it in each micro-batch (`call`: with its paths
+    kept to the run). While a batch runs, `running` is its call's bound (`_bounded`) and `batch_id` its
+    batch: when the run's wait for the batch runs out, `stop_running` says where the function is and
+    stops it, so that no call of it is left running after the scenario."""
+
+    def __init__(self, function: Callable[[Any, int], Any], call: Callable[[Any, int], Any]):
+        self.function, self.call = function, call
+        self.running: _Bound | None = None
+        self.batch_id: int | None = None
+
+    def __call__(self, batch: Any, batch_id: int) -> Any:
+        with _bounded(None) as bound:
+            self.running, self.batch_id = bound, batch_id
+            try:
+                return self.call(batch, batch_id)
+            finally:
+                self.running = None
+
+    def stop_running(self) -> str | None:
+        """Stop the call in progress, if any; what the run's verdict says of it."""
+        from .userpipeline import _defined_at
+
+        running = self.running
+        if running is None:
+            return None
+        at = running.where()
+        running.stop()
+        name = getattr(self.function, "__qualname__", None) or repr(self.function)
+        return (f"the job's foreachBatch function {name}{_defined_at(self.function)} was still running batch "
+                f"{self.batch_id}" + (f" at {at}" if at is not None else "") + "; it was stopped there")
 
 
 def _sink_made(spark: Any, writer: WriterCall, folder: str) -> None:
@@ -509,54 +542,143 @@ class _Tail:
         return getattr(self.under, name)
 
 
-def _exit_place(exc: BaseException) -> Place | None:
-    """The innermost frame of the job's own code (not the kit's, pyspark's or Python's) that led to `exc`."""
+def users_code(filename: str) -> bool:
+    """Whether a frame's file is the user's code: not the kit's, PySpark's or Python's own."""
     import sysconfig
 
     from eventtime import harness
 
     stdlib = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
     own = tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in (__file__, str(harness.__file__)))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not os.path.abspath(f.filename).startswith((stdlib, *own))
-              and f"{os.sep}pyspark{os.sep}" not in f.filename and not f.filename.startswith("<")]
+    return (not os.path.abspath(filename).startswith((stdlib, *own))
+            and f"{os.sep}pyspark{os.sep}" not in filename and not filename.startswith("<"))
+
+
+def _exit_place(exc: BaseException) -> Place | None:
+    """The innermost frame of the job's own code (not the kit's, pyspark's or Python's) that led to `exc`."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if users_code(f.filename)]
     last = frames[-1] if frames else None
     return Place(last.filename, last.lineno or 0, last.name) if last is not None else None
 
 
 class _Overran(Exception):
-    """Raised inside a job's call that ran past its bound (`_bounded`)."""
+    """Raised inside a job's or a pipeline's call that ran past its bound (`_bounded`)."""
+
+
+class _OverranStill(BaseException):
+    """Raised instead of `_Overran` in a block that went on after several of them (a loop catching every
+    Exception and retrying); a BaseException, as KeyboardInterrupt is, so `except Exception` passes it."""
+
+
+class _Bound:
+    """One block of user code run under a bound (`_bounded`): whether it ran past it (`overran`), so
+    that an error the user's code made of the `_Overran` it got (py4j turns one that lands in a call
+    into its network error; an `except Exception` may log it and raise another) is still said as the
+    bound; `stop()` stops the block now (a batch function whose batch the run's wait gave up on)."""
+
+    def __init__(self) -> None:
+        self.overran = False
+        self.sent = 0  # the exceptions raised in the block
+        self.target: int | None = None  # the thread running the block
+        self.caller: Any = None  # the frame of its `with`
+        self.lock, self.done = threading.Lock(), threading.Event()
+        self.stopper: threading.Thread | None = None
+
+    def where(self) -> Place | None:
+        """The line of the user's code the block's thread is running now (None: none, or it has ended)."""
+        frame = sys._current_frames().get(self.target) if self.target is not None and not self.done.is_set() else None
+        frames = [f for f in traceback.extract_stack(frame) if users_code(f.filename)] if frame is not None else []
+        return Place(frames[-1].filename, frames[-1].lineno or 0, frames[-1].name) if frames else None
+
+    def stop(self, after: float = 0.0) -> None:
+        """Raise `_Overran` in the block's thread after `after` seconds, again every RESEND_SECONDS while it
+        is still in the block (a loop that catches every exception and retries; after RESENDS of them
+        `_OverranStill`), never once it has left it."""
+        with self.lock:
+            if self.stopper is None and not self.done.is_set():
+                self.stopper = threading.Thread(target=self._interrupt, args=(after,), name="eventtime-bound",
+                                                daemon=True)
+                self.stopper.start()
+
+    def _in_block(self) -> bool | None:
+        """Whether the thread runs the block's code now (None: it has left the `with`'s frame)."""
+        frame, child = sys._current_frames().get(self.target), None  # type: ignore[arg-type]
+        while frame is not None and frame is not self.caller:
+            frame, child = frame.f_back, frame
+        if frame is None:
+            return None
+        return child is not None and child.f_code not in _LEAVING
+
+    def _interrupt(self, after: float) -> None:
+        import ctypes
+
+        if self.done.wait(after):
+            return
+        while True:
+            with self.lock:
+                inside = self._in_block()
+                if self.done.is_set() or inside is None:
+                    return
+                if inside:
+                    kind = _Overran if self.sent < RESENDS else _OverranStill
+                    self.overran, self.sent = True, self.sent + 1
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target or 0), ctypes.py_object(kind))
+            if self.done.wait(RESEND_SECONDS):
+                return
+
+    def leave(self) -> None:
+        """The block has ended: nothing more is raised in its thread, and a raise not delivered yet is withdrawn."""
+        import ctypes
+
+        with self.lock:
+            self.done.set()
+            if self.overran:  # one not delivered yet is withdrawn, so it never surfaces in the kit's code
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.target or 0), None)
+        if self.stopper is not None:
+            self.stopper.join()
+        if self.sent > RESENDS:  # py4j lets a BaseException pass without closing the connection it was
+            _drop_thread_connection()  # using: an answer may wait on it, so this thread gets a new one
+
+
+RESEND_SECONDS = 1.0  # how often a stopped block gets `_Overran` again while it has not ended
+RESENDS = 3  # the `_Overran`s a block gets before `_OverranStill`
 
 
 @contextlib.contextmanager
-def _bounded(seconds: float | None) -> Iterator[None]:
-    """Raise `_Overran` in this thread if the block runs longer than `seconds`: a job's `main` that
-    never returns (a loop waiting on something the kit does not end) is stopped where it is, at its
-    next Python instruction, instead of holding the run until it is killed."""
-    if not seconds:
-        yield
-        return
-    import ctypes
-
-    target, lock, state = threading.get_ident(), threading.Lock(), {"done": False, "sent": False}
-
-    def interrupt() -> None:
-        with lock:
-            if not state["done"]:
-                state["sent"] = True
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(_Overran))
-
-    timer = threading.Timer(seconds, interrupt)
-    timer.daemon = True
-    timer.start()
+def _bounded(seconds: float | None) -> Iterator[_Bound]:
+    """Stop the block (`_Bound.stop`) if it runs longer than `seconds` (None: only when asked): user code
+    that never returns (a job's `main`, a pipeline's function or a batch function looping on something
+    the kit does not end) is stopped where it is, at its next Python instruction, instead of holding
+    the run until it is killed. The bound's thread ends with the block. Code blocked in one call into C
+    (a `sleep(600)`, a JVM call that never answers) is stopped only when that call returns."""
+    bound = _Bound()
+    bound.target = threading.get_ident()
+    bound.caller = sys._getframe(2)  # the frame of the `with` (above it: contextlib's __enter__, this generator)
+    if seconds:
+        bound.stop(after=seconds)
     try:
-        yield
+        yield bound
     finally:
-        with lock:
-            state["done"] = True
-            if state["sent"]:  # not delivered yet: withdrawn, so it never surfaces in the kit's code
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), None)
-        timer.cancel()
+        bound.leave()
+
+
+_LEAVING = {contextlib._GeneratorContextManager.__exit__.__code__,  # a thread in these has left the block
+            _bounded.__wrapped__.__code__}  # type: ignore[attr-defined]
+
+
+def _drop_thread_connection() -> None:
+    """Close this thread's py4j connection (pinned-thread mode), whatever it was doing; the next call
+    opens another."""
+    try:
+        from pyspark import SparkContext
+
+        gateway: Any = SparkContext._gateway
+        client: Any = gateway._gateway_client if gateway is not None else None
+        connection = client.get_thread_connection() if hasattr(client, "get_thread_connection") else None
+        if connection is not None:
+            connection.close()
+    except Exception:  # noqa: BLE001 - no classic session in this process: nothing to close
+        pass
 
 
 def _enter(entry: JobEntry, spark: Any, timeout: float | None = None) -> Any:
@@ -564,10 +686,13 @@ def _enter(entry: JobEntry, spark: Any, timeout: float | None = None) -> Any:
     another code its error."""
     tail = _Tail(sys.stderr)
     sys.stderr = tail
+    bound = _Bound()
     try:
-        with _bounded(timeout):
+        with _bounded(timeout) as bound:
             return entry(spark)
-    except _Overran as exc:
+    except (Exception, _OverranStill) as exc:
+        if not (isinstance(exc, (_Overran, _OverranStill)) or bound.overran):
+            raise
         raise SubstitutionError(_exit_place(exc), f"the job's entry point did not return within {timeout:g}s "
                                                   "(the run's --timeout) and was stopped at this line: under the kit "
                                                   "a job's main must return once it has started its queries; "

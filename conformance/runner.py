@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -483,10 +484,16 @@ class _Build:
                 "did (docs/jobs.md, *Where the job writes*)")
 
     def __call__(self) -> tuple[Any, ...]:
+        from .jobs import _Bound, _bounded, _Overran, _OverranStill
+
         frames = {name: src.dataframe() for name, src in self.sources.items()}
+        bound = _Bound()
         try:
-            value = self.call(frames, self.scenario.params)
-        except Exception as exc:  # noqa: BLE001 - the user's code raised: show its frames, not ours
+            with _bounded(self.timeout) as bound:  # the wait for the user's DataFrame, bounded as every wait is
+                value = self.call(frames, self.scenario.params)
+        except (Exception, _OverranStill) as exc:  # noqa: BLE001 - the user's code raised: its frames, not ours
+            if isinstance(exc, (_Overran, _OverranStill)) or bound.overran:
+                raise PipelineError(self._overran(exc)) from None
             raise PipelineRaised(self.impl_name, exc) from exc
         df, mode = ((value.df, value.output_mode or self.default_mode) if isinstance(value, Output)
                     else (value, self.default_mode))
@@ -499,6 +506,20 @@ class _Build:
         # by position, so that an output with two columns of one name stays readable
         positional = df.toDF(*[f"_{i}" for i in range(len(fields))])
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
+
+    def _overran(self, exc: BaseException) -> str:
+        """What a pipeline stopped at the run's bound is told: its function, where it is defined and the
+        line it had reached."""
+        from .jobs import _exit_place
+
+        at = _exit_place(exc)
+        entry = _user_entry(exc)
+        function = f" {entry[0]} ({entry[1]})" if entry is not None else ""
+        return (f"pipeline {self.impl_name}: its function{function} did not return the query's DataFrame within "
+                f"{self.timeout:g}s (the run's timeout: --timeout, in pytest --eventtime-timeout) and was stopped"
+                + (f" at {at}" if at is not None else "") + ": the kit waits for a pipeline to build its query "
+                "and return it, and a loop waiting for something under test (a file, a table, a flag) never ends "
+                "(docs/reliability.md, *No hangs*)")
 
     def format_written(self, folder: str) -> str:
         """The format a job's file sink writes `folder` in (`written:` without `format:`), else parquet."""
@@ -694,6 +715,32 @@ class _JobBuild(_Build):
         query.sink = BatchFunctionSink(next(iter(self.sources.values())).spark, out.sink, lambda batch: read_rows(project(batch)))
         self.sink = query.sink
         return df, out.output_mode, query.sink
+
+
+_MISSING_PATH = re.compile(r"Path does not exist: (\S+?)\.?(?:\s|$)")
+
+
+def _in_query(exc: BaseException, message: str) -> str:
+    """`message` with the job's query it is about first (`jobrun.QueryGroup` notes it on the exception),
+    unless it names it already."""
+    name = getattr(exc, "eventtime_query", None) or getattr(exc, "query", None)
+    if not isinstance(name, str) or f"query {name!r}" in message:
+        return message
+    return f"query {name!r}: {message}"
+
+
+def _user_entry(exc: BaseException) -> tuple[str, str] | None:
+    """The user's function the kit called that `exc` unwound, and `file:line` of its definition: the
+    outermost frame of the traceback that is the user's code (`jobs.users_code`)."""
+    import traceback
+
+    from .jobs import users_code
+
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if users_code(code.co_filename):
+            return code.co_qualname, f"{code.co_filename}:{code.co_firstlineno}"
+    return None
 
 
 def nothing_written(folder: str) -> bool:
@@ -958,6 +1005,38 @@ class _SparkSteps:
                 "stop the query before the `static` step and start it after, or read the input in foreachBatch; "
                 "docs/jobs.md, *Static inputs*)")
 
+    def _paths_hint(self, message: str) -> str:
+        """Where a path Spark did not find came from, when it is one of the job's paths kept to the run
+        folder (`jobpaths.kept_path`): the name the job gave it, the working directory a relative one
+        starts at, and where it landed; the message of Spark's PATH_NOT_FOUND says none of that."""
+        if "PATH_NOT_FOUND" not in message and "Path does not exist" not in message:
+            return ""
+        files = os.path.join(os.path.realpath(self.build.workdir), FILES)
+        found = []
+        for match in _MISSING_PATH.finditer(message):
+            path = os.path.realpath(match.group(1).removeprefix("file://").removeprefix("file:"))
+            if path.startswith(files + os.sep):
+                found.append((os.path.relpath(path, files), path))
+        if not found:
+            return ""
+        name, path = found[0]
+        return (f" (the kit keeps every path a job names inside the scenario's own run folder, keeping its name: "
+                f"{name!r} is kept at {path}; a relative path is named from the working directory, {os.getcwd()}, "
+                "an absolute one from the root. Neither the job nor the scenario put anything there: an input the "
+                "job reads is a contract `static:` input the scenario gives rows (docs/jobs.md, *Static inputs*), "
+                "or what the job's own queries write before it reads it (docs/jobs.md, *Where the job writes*))")
+
+    def _stop_batch_functions(self) -> list[str]:
+        """A wait that ran out while a job's foreachBatch function ran: where each such function is, each
+        stopped (`jobs.BatchFunction`), so that none is left running after the scenario."""
+        from .jobs import BatchFunction
+
+        queries = getattr(self.build, "queries", {})
+        sinks = [q.sink for q in queries.values()] if queries else [self.build.sink]
+        said = [s.function.stop_running() for s in sinks
+                if s is not None and isinstance(getattr(s, "function", None), BatchFunction)]
+        return [s for s in said if s]
+
     def _surroundings_failed(self, sr: StepResult, chain: Any) -> bool:
         """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
         step says what it is, later steps are skipped and no expect of a failure can consume it."""
@@ -1001,15 +1080,17 @@ class _SparkSteps:
             if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's
                 from .jobs import batch_error
 
-                self.failure.summary = batch_error(raised[0], raised[1], self.build.writer_of(exc.query))
+                self.failure.summary = _in_query(exc, batch_error(raised[0], raised[1], self.build.writer_of(exc.query)))
                 sink.raised = None
-            sr.message = str(self.failure) + self._replaced_hint(str(self.failure))
+            sr.message = (str(self.failure) + self._replaced_hint(str(self.failure))
+                          + self._paths_hint(f"{exc}\n{self.failure}"))
             sr.status = ERROR
         except HarnessTimeout as exc:
-            sr.status, sr.message = ERROR, str(exc)
+            stopped = self._stop_batch_functions()
+            sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "")
             self.fatal = True
         except (HarnessError, PipelineError) as exc:
-            sr.status, sr.message = ERROR, str(exc)
+            sr.status, sr.message = ERROR, _in_query(exc, str(exc))
             self.fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
             if isinstance(exc, PipelineError):
                 self.failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), sr.index)
@@ -1018,18 +1099,19 @@ class _SparkSteps:
             contract = self.scenario.contract
             sr.status, sr.message = FAILED, "the output does not match the contract"
             sr.failures = [CheckFailure("output_schema", contract.output_where or contract.where or self.scenario.where,
-                                        f"pipeline {self.impl_name}: {exc}")]
+                                        _in_query(exc, f"pipeline {self.impl_name}: {exc}"))]
         except PipelineRaised as exc:  # the user's pipeline raised while the query was built
             self.failure = _failure_from(exc.original, self.compat, sr.index)
-            self.failure.summary = str(exc)
-            sr.status, sr.message = ERROR, str(exc)
+            self.failure.summary = _in_query(exc, str(exc))
+            sr.status, sr.message = ERROR, self.failure.summary + self._paths_hint(str(exc))
         except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
             java = getattr(exc, "java_exception", None)
             if self._surroundings_failed(sr, [(type(exc).__name__, None, str(exc)),
                                               *(self.compat.java_error_classes(java) if java is not None else [])]):
                 return []
             self.failure = _failure_from(exc, self.compat, sr.index)
-            sr.status, sr.message = ERROR, str(self.failure)
+            self.failure.summary = _in_query(exc, self.failure.summary)
+            sr.status, sr.message = ERROR, str(self.failure) + self._paths_hint(str(exc))
         return []
 
 

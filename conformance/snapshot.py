@@ -353,7 +353,7 @@ def settle(review: Review, results: Sequence[ScenarioResult | Observation], yes:
 
 # -- the command -------------------------------------------------------------------------------------------
 def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
-                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], bool]) -> int:
+                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], int]) -> int:
     """`eventtime run PATH... --snapshot MODE [--yes] [--snapshot-on-spark]`: run, review, write
     (`open_session` and `unimportable` are the run command's: its session, its check of the pipelines)."""
     from eventtime.scenarios import display_path
@@ -389,8 +389,9 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
     if not pairs:
         print("eventtime: error: nothing ran: no scenario to snapshot (see above)", file=sys.stderr)
         return ExitCode.FAILED
-    if unimportable(list(dict.fromkeys(str(p.implementation) for p in pairs))):
-        return ExitCode.USAGE_ERROR
+    failed_import = unimportable(list(dict.fromkeys(str(p.implementation) for p in pairs)))
+    if failed_import:
+        return failed_import
     spark, code = open_session(args)
     if spark is None:
         return code

@@ -34,7 +34,8 @@ from eventtime.harness.errors import EventtimeError
 
 from .contracts import Column, Contract
 
-__all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "PipelineError", "Pipeline", "pipeline_caller",
+__all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "PipelineError", "PipelineImportError",
+           "ImplementationError", "Pipeline", "pipeline_caller",
            "check_output", "user_frames", "is_job", "resolve_pipeline", "implementation", "implementation_info",
            "ImplementationInfo", "UNJUDGEABLE", "ScriptJob"]
 
@@ -80,12 +81,16 @@ def implementation(*, requires: tuple[str, ...] | list[str] = (), supports: Mapp
 
     for f in requires:
         if f not in FEATURES:
-            raise ValueError(f"unknown Spark feature {f!r} (known: {', '.join(sorted(FEATURES))})")
+            from .problems import did_you_mean
+
+            raise ImplementationError(f"@implementation(requires=...): unknown Spark feature {f!r}"
+                                      f"{did_you_mean(f, sorted(FEATURES))} (known: {', '.join(sorted(FEATURES))})")
     for c in unjudged:
         if c not in UNJUDGEABLE:
-            raise ValueError(f"unjudged takes {', '.join(UNJUDGEABLE)}, not {c!r}")
+            raise ImplementationError(f"@implementation(...): unjudged takes {', '.join(UNJUDGEABLE)}, not {c!r}")
     if unjudged and not note:
-        raise ValueError("say in `note` why the checks do not apply to this implementation")
+        raise ImplementationError("@implementation(unjudged=...): say in `note` why the checks do not apply to this "
+                                  "implementation")
     info = ImplementationInfo(tuple(requires), {k: tuple(v) for k, v in (supports or {}).items()},
                               tuple(unjudged), note, dict(conf or {}))
 
@@ -104,6 +109,11 @@ class PipelineError(EventtimeError):
     """A pipeline reference that cannot be resolved, or a pipeline that breaks its contract."""
 
 
+class ImplementationError(PipelineError, ValueError):
+    """An `@implementation(...)` declaration the kit cannot honour (an unknown feature, a check that
+    cannot be left unjudged, no note saying why)."""
+
+
 def resolve_pipeline(ref: str) -> Pipeline:
     """`module:function` (or `module.function`) -> the callable; a script run as `__main__`, bound by its
     path (`jobs/medallion.py`, from the current folder) or as `module:__main__` -> a `ScriptJob`;
@@ -117,9 +127,13 @@ def resolve_pipeline(ref: str) -> Pipeline:
         raise PipelineError(f"pipeline {ref!r} is not of the form 'module:function'")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
+        if not _is_module_of(module_name, exc.name):  # a module the user's module imports is missing
+            raise PipelineImportError(ref, module_name, exc) from None
         raise PipelineError(f"cannot import module {module_name!r} for pipeline {ref!r}: {exc} (is the project "
                             "installed, `pip install -e .`, or its folder on PYTHONPATH?)") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the module's own code raised while it was imported
+        raise PipelineImportError(ref, module_name, exc) from None
     fn: Any = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
@@ -131,6 +145,69 @@ def resolve_pipeline(ref: str) -> Pipeline:
     if not callable(fn):
         raise PipelineError(f"pipeline {ref!r} is not callable")
     return fn
+
+
+def _is_module_of(module_name: str, missing: str | None) -> bool:
+    """Whether the module not found is `module_name` itself or a package it is in (the binding names a
+    module that is not there), rather than one the user's module imports."""
+    return missing is None or module_name == missing or module_name.startswith(missing + ".")
+
+
+class PipelineImportError(PipelineError):
+    """The user's module raised while it was imported (a SyntaxError, a KeyError of a module-level
+    `os.environ[...]`, a bad `@implementation(...)`, a module it imports that is missing): said at the
+    user's file:line with the user's own frames, never the kit's. `original` is the exception."""
+
+    def __init__(self, ref: str, module: str, exc: BaseException):
+        self.original = exc
+        self.place = _raised_at(exc)
+        text = str(exc.msg if isinstance(exc, SyntaxError) else exc) if not isinstance(exc, SystemExit) else (
+            f"sys.exit({exc.code!r})")
+        frames = _import_frames(exc)
+        super().__init__(f"{self.place + ': ' if self.place else ''}importing module {module!r} (pipeline {ref!r}) "
+                         f"raised {type(exc).__name__}: {text}{_import_hint(exc)}" + (f"\n{frames}" if frames else ""))
+
+
+def _kits_or_libraries(filename: str) -> bool:
+    """Frames that are not the user's: the kit's, PySpark's and py4j's, Python's own import machinery."""
+    return (filename.startswith(_OWN) or filename.startswith(("<frozen", _IMPORTLIB))
+            or any(part in filename for part in (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}")))
+
+
+def _shown(filename: str) -> str:
+    """A file as a person finds it: from the current folder when it is below it."""
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def _raised_at(exc: BaseException) -> str:
+    """`file:line` of the user's code where `exc` was raised while importing: a SyntaxError's own place,
+    else the innermost frame that is not the kit's, PySpark's or Python's import machinery."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{_shown(exc.filename)}:{exc.lineno or 0}"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _kits_or_libraries(f.filename)]
+    return f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+
+
+def _import_frames(exc: BaseException, limit: int = 8) -> str:
+    """The user's frames of an error raised while importing (a SyntaxError: its line and caret)."""
+    if isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception_only(type(exc), exc)[:-1]).rstrip()
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _kits_or_libraries(f.filename)]
+    return "".join(traceback.format_list(frames[-limit:])).rstrip()
+
+
+def _import_hint(exc: BaseException) -> str:
+    """What the kit knows of a module that reads the environment at import: a scenario's `job: {env: ...}`
+    applies while a job runs, after its module was imported."""
+    if isinstance(exc, KeyError) and any("environ" in (f.line or "") for f in traceback.extract_tb(exc.__traceback__)):
+        return (f" (the module reads environment variable {exc.args[0] if exc.args else ''} when it is imported, "
+                "before any scenario runs: set it in the environment of the run, or read it inside the function; "
+                "a scenario's `job: {env: ...}` applies while a job runs, docs/jobs.md)")
+    return ""
 
 
 def _resolve_script(ref: str) -> Pipeline:
@@ -352,6 +429,7 @@ def check_output(fields: list[tuple[str, str]], contract: Contract) -> list[int]
 # the kit's own code: this package and the harness (a sibling folder in the repository, inside it
 # once installed), whose frames sit between Spark and a job's batch function
 _OWN = tuple({os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(_harness.__file__))})
+_IMPORTLIB = os.path.dirname(importlib.__file__) + os.sep  # Python's import machinery, between the kit and the module
 
 
 def user_frames(exc: BaseException, limit: int = 8) -> str:

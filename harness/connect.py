@@ -29,7 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
 from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
-from .stream import BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline, observation
+from .stream import (BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline,
+                     observation, python_user_frames)
 
 __all__ = ["ConnectStaging", "ConnectSource", "ConnectStreamRun", "ConnectLimit", "STAGING_CONF", "REMOTE_FORM",
            "check_remote", "connect_session", "remote_from_environment"]
@@ -378,7 +379,8 @@ class ConnectStreamRun:
         text = str(exc)
         message = _headline(text)
         named = f" [{error_class}]" if error_class and error_class not in message else ""
-        raise QueryFailed(f"the query failed during {what}{named}: {message}", error_class=error_class,
+        raise QueryFailed(f"the query failed during {what}{named}: {message}{python_user_frames(text)}",
+                          error_class=error_class,
                           chain=[(type(exc).__module__ + "." + type(exc).__name__, error_class, text)]) from None
 
     def _committed_batches(self) -> int:

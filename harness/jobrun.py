@@ -229,4 +229,11 @@ class QueryGroup:
             raise
         except HarnessError as exc:
             raise type(exc)(f"query {name!r}: {exc}") from exc
+        except Exception as exc:  # Spark's own error at the query's start, its pipeline's: the verdict names the query
+            if getattr(exc, "eventtime_query", None) is None:
+                try:
+                    exc.eventtime_query = name  # type: ignore[attr-defined]
+                except AttributeError:  # an exception without a __dict__
+                    pass
+            raise
         return [replace(b, query=name) for b in batches]

@@ -434,8 +434,8 @@ class StreamRun:
         named = f" [{error_class}]" if error_class and error_class not in message else ""
         hint = self.compat.environment_hint([m for _, _, m in chain])
         raise QueryFailed(f"the query failed during {what}{named}: {inner[0].rsplit('.', 1)[-1]}"
-                          + (f": {message}" if message else "") + (f" ({hint})" if hint else ""),
-                          error_class=error_class, chain=chain)
+                          + (f": {message}" if message else "") + (f" ({hint})" if hint else "")
+                          + python_user_frames(inner[2]), error_class=error_class, chain=chain)
 
     def _committed_batches(self) -> int:
         commits = os.path.join(self.checkpoint, "commits")
@@ -498,6 +498,34 @@ def restore_conf(spark: Any, previous: Mapping[str, str | None]) -> None:
 
 
 _PY_EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+_PY_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<name>.+)$')
+_NOT_USERS = (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}", os.path.dirname(os.path.abspath(__file__)) + os.sep)
+
+
+def python_user_frames(message: str, limit: int = 8) -> str:
+    """For an error a Python worker raised (a UDF's, a pandas function's), the user's code in the
+    traceback Spark's message carries: `, raised at FILE:LINE (in FUNCTION)` of the innermost frame, then
+    the user's frames (file, line, code) as Python prints them; "" when the message holds none (its
+    line is otherwise only in the driver's log)."""
+    if "Traceback (most recent call last)" not in (message or ""):
+        return ""
+    lines = message.splitlines()
+    frames: list[tuple[str, str, str, str]] = []
+    for i, line in enumerate(lines):
+        found = _PY_FRAME.match(line)
+        if found is None or any(part in found.group("file") for part in _NOT_USERS) \
+                or found.group("file").startswith("<"):
+            continue
+        code = lines[i + 1].strip() if i + 1 < len(lines) and not _PY_FRAME.match(lines[i + 1]) else ""
+        frames.append((found.group("file"), found.group("line"), found.group("name").strip(), code))
+    if not frames:
+        return ""
+    file, line, name, _ = frames[-1]
+    shown = "".join(f'\n  File "{f}", line {n}, in {fn}' + (f"\n    {code}" if code else "")
+                    for f, n, fn, code in frames[-limit:])
+    return f", raised at {file}:{line} (in {name}){shown}"
 
 
 def _headline(message: str) -> str:

@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
             print("eventtime: error: --pipeline certifies one implementation of one contract: "
                   "give exactly one --contract, or --pipeline CONTRACT=MODULE:FUNCTION", file=sys.stderr)
             return ExitCode.USAGE_ERROR
-        if unimportable([args.pipeline]):
-            return ExitCode.USAGE_ERROR
+        failed_import = unimportable([args.pipeline])
+        if failed_import:
+            return failed_import
     files = scenario_files(None) or []
     if args.scenarios:
         extra = scenario_files(args.scenarios, allow_empty=True)

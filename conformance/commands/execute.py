@@ -16,7 +16,7 @@ from ..results import DRIVER_DIED, FAILING, NOT_APPLICABLE
 from . import spark as _spark
 from .files import rerun_command
 
-__all__ = ["execute", "unimportable"]
+__all__ = ["execute", "unimportable", "OutputCapture"]
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
             certify: bool = False, unbound: int = 0, runner: Any = None, allowed: frozenset[str] = frozenset()) -> int:
@@ -55,7 +55,16 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         return session
 
     recovery = Recovery(fresh=fresh, limit=_spark.MAX_DEATHS)
-    results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
+    capture = None if getattr(args, "show_output", False) else OutputCapture(sys.stdout)
+    if capture is not None:
+        from ..runner import run_scenario
+
+        runner, sys.stdout = capture.around(runner or run_scenario), capture
+    try:
+        results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
+    finally:
+        if capture is not None and sys.stdout is capture:
+            sys.stdout = capture.terminal
     seconds = time.monotonic() - t0
     not_run = _not_run(pairs, results)
     reason = ended[0] if ended else (recovery.gave_up if not_run else None)
@@ -66,7 +75,7 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
               + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
         return ended[1]
     failures = [r for r in results if r.status in FAILING]
-    _print_outcome(results, failures, not_run, recovery, certify)
+    _print_outcome(results, failures, not_run, recovery, certify, capture)
     toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else False
     from ..projectconfig import nothing_judged
     from ..textreport import certification_markdown, totals, totals_line
@@ -146,8 +155,10 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
     return results, (_spark.STOP[0] if _spark.STOP else None)  # a signal swallowed during the last pair still ends it so
 
 
-def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], recovery: Any, certify: bool) -> None:
-    """Each failure described, the pairs not run, and for certify the verdict tables per contract."""
+def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], recovery: Any, certify: bool,
+                   capture: OutputCapture | None = None) -> None:
+    """Each failure described (with what its scenario printed, when it was captured), the pairs not
+    run, and for certify the verdict tables per contract."""
     from ..textreport import certification, describe_failure, verdict_table
 
     for r in failures:
@@ -155,8 +166,15 @@ def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], 
         if r.cause == DRIVER_DIED:  # its message was printed when it happened: once is enough
             print(f"ERROR {r.scenario.name} ({r.scenario.path}) with {r.implementation}: the Spark driver "
                   f"died under it (the message above says how); re-run: {r.rerun}")
-            continue
-        print(describe_failure(r))
+        else:
+            print(describe_failure(r))
+        printed = capture.printed(r) if capture is not None else ""
+        if printed:
+            lines = printed.rstrip("\n").splitlines()
+            print(f"  what it printed ({len(lines)} line{'s' if len(lines) != 1 else ''} of stdout; --show-output "
+                  "prints it as it comes):")
+            for line in lines:
+                print(f"  | {line}")
     if not_run:
         print()
         print(f"{len(not_run)} not run: {recovery.gave_up}")
@@ -178,22 +196,80 @@ def _print_outcome(results: list[Any], failures: list[Any], not_run: list[Any], 
             print(f"the Spark driver's log (its errors and warnings during the run): {log.keep()}")
 
 
+class OutputCapture:
+    """What each scenario prints to stdout (a job's `print`s, `df.show()`, its foreachBatch function's),
+    kept with its result instead of burying the verdict lines, as pytest captures a test's output: the
+    run shows it with a failing scenario only (`--show-output`: as it comes, not captured). Installed as
+    `sys.stdout` for the run. A write belongs to the scenario its thread runs; a write of another thread
+    (a foreachBatch function runs in py4j's thread) to the scenario running then, or with several
+    running (`--jobs`), to each of them; the kit's own lines, printed between or beside the scenarios,
+    go to the terminal."""
+
+    def __init__(self, terminal: Any):
+        import threading
+
+        self.terminal = terminal
+        self._lock = threading.Lock()
+        self._running: dict[int, list[str]] = {}  # thread -> the output of the scenario it runs
+        self._kept: dict[int, str] = {}  # id(result) -> what its scenario printed
+        self._kit = threading.get_ident()  # the thread printing the verdicts
+
+    def around(self, runner: Any) -> Any:
+        """`runner` with what each call prints kept for its result."""
+        import threading
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            ident, text = threading.get_ident(), list[str]()
+            with self._lock:
+                self._running[ident] = text
+            try:
+                result = runner(*args, **kwargs)
+            finally:
+                with self._lock:
+                    del self._running[ident]
+            self._kept[id(result)] = "".join(text)
+            return result
+        return run
+
+    def printed(self, result: Any) -> str:
+        return self._kept.get(id(result), "")
+
+    def write(self, text: str) -> int:
+        import threading
+
+        ident = threading.get_ident()
+        with self._lock:
+            own = self._running.get(ident)
+            targets = [own] if own is not None else [] if ident == self._kit else list(self._running.values())
+            for target in targets:
+                target.append(text)
+        if not targets:
+            return self.terminal.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.terminal.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno: the terminal's
+        return getattr(self.terminal, name)
+
+
 def _not_run(pairs: Sequence[Any], results: Sequence[Any]) -> list[tuple[str, str, str]]:
     """(scenario, file, implementation) of each pair without a verdict: `pairs` are yielded in order."""
     return [(p.scenario.name, p.scenario.path, str(p.implementation)) for p in pairs[len(results):]]
 
 
-def unimportable(targets: Sequence[str]) -> bool:
-    """Whether a pipeline does not import (each such one said, with why)."""
-    from ..userpipeline import PipelineError, resolve_pipeline
+def unimportable(targets: Sequence[str]) -> int:
+    """Whether a pipeline does not import, as the exit code to end with (0: every one imports); each
+    such one is said with why: a module that is not there is a usage error, a module whose own code
+    raised while it was imported fails the run, said at the user's file:line (never the kit's frames)."""
+    from ..userpipeline import PipelineError, PipelineImportError, resolve_pipeline
 
-    bad = False
+    codes = set()
     for target in targets:
         try:
             resolve_pipeline(target)
         except PipelineError as exc:
             print(f"eventtime: error: {exc}", file=sys.stderr)
-            bad = True
-    return bad
-
-
+            codes.add(ExitCode.FAILED if isinstance(exc, PipelineImportError) else ExitCode.USAGE_ERROR)
+    return ExitCode.USAGE_ERROR if ExitCode.USAGE_ERROR in codes else ExitCode.FAILED if codes else ExitCode.OK

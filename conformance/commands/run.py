@@ -25,6 +25,9 @@ def add_parser(sub: Any) -> None:
     from ..teeth import add_cli_option
 
     add_cli_option(r)  # --teeth: could each check have failed? (docs/teeth.md)
+    r.add_argument("-s", "--show-output", action="store_true",
+                   help="print what the pipelines and jobs print as it comes (default: kept per scenario and shown "
+                        "with a failing one only, as pytest does)")
     from ..snapshot import add_cli_options
 
     add_cli_options(r)
@@ -80,8 +83,9 @@ def run(args: argparse.Namespace) -> int:
     for scenarios in unbound.values():  # never a green run that tested nobody's code
         more = f" (and {len(scenarios) - 1} more scenario file(s) of it)" if len(scenarios) > 1 else ""
         print(f"eventtime: error: {unbound_message(scenarios[0].contract, scenarios[0].path)}{more}", file=sys.stderr)
-    if unimportable(list(dict.fromkeys(target for _, _, target in plan))):
-        return ExitCode.USAGE_ERROR
+    failed_import = unimportable(list(dict.fromkeys(target for _, _, target in plan)))
+    if failed_import:
+        return failed_import
     from ..previous import run_across
 
     # --previous, --previous-ref, --previous-python: a run across a change (docs/upgrade.md)
