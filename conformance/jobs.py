@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
                                      substitution, writer_call)
-from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
+from eventtime.harness.jobpaths import PathOutside, WrittenWith, kept_path, kept_to, keeping, record_written
 
 from .contracts import Contract, SourceSpec
 from .userpipeline import ScriptJob, user_frames
@@ -300,7 +300,10 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
         raise SubstitutionError(writer.place or place, f"the {fmt} sink's path {path!r} would leave the scenario's "
                                                        f"run folder: {exc}; a job's paths are kept inside it "
                                                        "(docs/jobs.md, *Where the job writes*)") from None
-    return _file_sink(fmt, kept, writer.partition_by, writer.options)
+    written = record_written(folder, kept, WrittenWith(fmt, {k: v for k, v in writer.options.items()
+                                                            if k.lower() not in ("path", "checkpointlocation")},
+                                                       writer.partition_by, writer.df.schema, handed={}))
+    return _file_sink(fmt, kept, writer.partition_by, writer.options, written.handed)
 
 
 def _sink_made(spark: Any, writer: WriterCall, folder: str) -> None:
@@ -366,12 +369,15 @@ def _table_sink(spark: Any, writer: WriterCall) -> tuple[str, str]:
     return provider, location
 
 
-def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str]
-               ) -> Callable[[Any, int], Any]:
+def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str],
+               handed: dict[int, list[tuple]] | None = None) -> Callable[[Any, int], Any]:
     """Spark's own file sink (`FileStreamSink`) for one query start, handed each batch the kit observed:
     it writes the batch and records it in `path/_spark_metadata`, and skips a batch id already recorded
-    (a batch re-run after a crash between its write and its commit), as in production."""
+    (a batch re-run after a crash between its write and its commit), as in production. `handed` gets the
+    rows of each batch the sink writes (not of one it skips), for the kit to cross-check its reading of
+    the folder against."""
     from eventtime.harness.compat import SparkCompat
+    from eventtime.harness.stream import read_rows
 
     options = {**options, "path": path}
     made: list[Any] = []  # the JVM sink, made with the first batch's session
@@ -381,8 +387,21 @@ def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapp
             session = batch.sparkSession  # the query's own session (not cached: one sink per start)
             made.append(SparkCompat(session).file_stream_sink(session._jsparkSession, path, fmt, partition_by,
                                                                dict(options)))
+        if handed is not None and batch_id > _latest_logged(path):
+            handed[batch_id] = read_rows(batch)
         made[0].addBatch(batch_id, batch._jdf)
     return write_files
+
+
+def _latest_logged(path: str) -> int:
+    """The latest batch id a file sink's `_spark_metadata` log records in `path` (-1: none): the sink skips
+    a batch id at or below it (`FileStreamSink.addBatch`)."""
+    try:
+        names = os.listdir(os.path.join(path, "_spark_metadata"))
+    except OSError:
+        return -1
+    ids = [int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit() and not n.endswith(".crc")]
+    return max(ids, default=-1)
 
 
 @dataclass

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
-from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths
+from eventtime.harness.jobpaths import (FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths,
+                                       written_with)
+from eventtime.harness.readback import ReadBackMismatch, cross_check, read_folder
 
 from . import spec as m
 from .contracts import Contract
@@ -501,7 +503,11 @@ class _Build:
         return positional.select(*[f"_{i}" for i in positions]).toDF(*self.scenario.contract.output_names), mode
 
     def format_written(self, folder: str) -> str:
-        """The format a job's file sink writes `folder` in (`written:` without `format:`), else parquet."""
+        """The format the job writes `folder` in (`written:` without `format:`): its file sink's or batch
+        write's, else parquet."""
+        how = written_with(self.workdir, folder)
+        if how is not None:
+            return how.format
         for query in getattr(self, "queries", {}).values():
             writer = query.writer
             if writer is not None and writer.path and writer.table is None:
@@ -527,10 +533,10 @@ class _Build:
                 self._unnamed(check, folder)
                 return []
             fmt = check.format or self.format_written(folder)
-            reader = spark.read.format(fmt)
-            if fmt == "csv":
-                reader = reader.option("header", "true").option("inferSchema", "true")
-            frame = reader.load(folder)
+            how = written_with(self.workdir, folder)
+            frame = read_folder(spark, folder, fmt, how, [(c.name, c.ctype.ddl) for c in contract.output])
+            if how is not None and how.format == fmt:
+                cross_check(frame, how, str(check.path))  # ReadBackMismatch: the kit's error, not a verdict
         names = list(contract.output_names)
         present = [n for n in names if n in frame.columns]
         wanted = [n for n, _ in check.filter if n not in present]
@@ -538,7 +544,7 @@ class _Build:
             raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
         types = {c.name: c.ctype for c in contract.output}
-        if check.table is None and fmt in ("json", "csv"):  # text files: values in the output's types
+        if check.table is None:  # in the output's types (a partition column as written, a CSV's text)
             frame = frame.selectExpr(*[f"CAST(`{c}` AS {types[c].ddl}) AS `{c}`" for c in present])
         rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
         rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
@@ -918,6 +924,9 @@ class _SparkSteps:
         try:
             rows = self.build.written_rows(self.query_run.spark, check, contract)
             self.unwritten += [(sr, c, folder) for c, folder in self.build.unwritten[unwritten:]]
+        except ReadBackMismatch as exc:  # the kit misread the folder: its own error, never a verdict on the job
+            sr.status, sr.message = ERROR, f"{check.where}: {exc}"
+            return True
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
             what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
             sr.status = FAILED
