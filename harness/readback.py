@@ -22,14 +22,14 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-from .errors import EventtimeError
 from .jobpaths import WrittenWith
 
 __all__ = ["ReadBackMismatch", "read_folder", "cross_check", "partition_columns"]
 
 
-class ReadBackMismatch(EventtimeError):
-    """What the kit read back from a folder disagrees with the rows it handed the sink that wrote it."""
+class ReadBackMismatch(RuntimeError):
+    """What the kit read back from a folder disagrees with the rows it handed the sink that wrote it: a
+    bug of the kit's (not an EventtimeError, which is a person's to fix), reported at the step."""
 
 
 def partition_columns(folder: str) -> tuple[str, ...]:
