@@ -6,7 +6,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -561,6 +561,8 @@ class _Query:
     schema: list[tuple[str, str, bool]] | None = None
     output_mode: str = "append"
     declared: bool = False  # its rows are checked and read in the columns the contract declares for it
+    anew: bool = False  # no checkpoint location: each start begins anew, on a new checkpoint (`jobs.checkpoint_anew`)
+    reads: Mapping[str, Any] = field(default_factory=dict)  # source name -> the job's ReaderCall of it
 
 
 class _JobBuild(_Build):
@@ -650,6 +652,24 @@ class _JobBuild(_Build):
             self.topics.subscribe(topic, feed)
         return sources[key].copy(self._index).dataframe()
 
+    def anew(self, index: int) -> bool:
+        """Before query `index` starts again: whether it starts anew (it has no checkpoint location, so
+        Spark gives it a new checkpoint); if so its sources are given as a first start reads them: a Kafka
+        reader from `latest` (its default) none of what was added so far, any other (files, a table,
+        Kafka from `earliest`) all of it again."""
+        query = list(self.queries.values())[index] if index < len(self.queries) else None
+        if query is None or not query.anew:
+            return False
+        for name, source in self.sources.items():
+            call = query.reads.get(name)
+            latest = call is not None and call.format == "kafka" and \
+                (call.option("startingOffsets") or "latest").strip().lower() == "latest"
+            if latest:
+                source.restart_empty(index)
+            else:
+                source.replay(index)
+        return True
+
     def discover(self) -> list[str]:
         """The queries the job starts, by name, in the order it starts them (at the first start)."""
         self._first = self._call(0)  # query 0's build at this start: the job need not be called again for it
@@ -676,7 +696,7 @@ class _JobBuild(_Build):
                                 "each start of each query, so it must start the same queries every time")
         out = outs[index]
         query = self.queries[out.name]
-        query.writer, query.output_mode = out.writer, out.output_mode
+        query.writer, query.output_mode, query.anew, query.reads = out.writer, out.output_mode, out.anew, out.reads
         df = out.df
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"job {self.impl_name} writes {type(df).__name__} in query {out.name!r}, not a "
@@ -741,7 +761,8 @@ def _new_run(scenario: m.Scenario, spark: Any, build: _Build, backend: Any, work
         job = build
         group = QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
             session, lambda: job.build_query(i), Path(workdir) / "checkpoint" / str(i)),
-            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners) or job.reads_own)
+            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners) or job.reads_own,
+            anew=job.anew)
         job.clock = group
         return group
     return stream_run(spark, build, Path(workdir) / "checkpoint")
@@ -823,8 +844,9 @@ class _SparkSteps:
                                                 f"{contract.name!r} does not declare: declare them under `queries: "
                                                 f"{{{name}: {{columns: ...}}}}` to check its rows")
                 return True
-        observed = Observed(since_expect, list(run.history.values()), mode, [c.name for c in contract.output],
-                            self.failure, schema, since_check=self.since_check.get(name, []))
+        observed = Observed(since_expect, [*getattr(run, "earlier", []), *run.history.values()], mode,
+                            [c.name for c in contract.output], self.failure, schema,
+                            since_check=self.since_check.get(name, []))
         judge_expect(sr, step, observed, self.scenario if contract is self.scenario.contract
                      else replace(self.scenario, contract=contract), self.unjudged)
         if sr.status == SKIPPED:

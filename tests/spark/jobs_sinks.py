@@ -36,3 +36,9 @@ def _write_pipes(batch: Any, batch_id: int) -> None:
 def batch_write(spark: Any) -> None:
     """A foreachBatch function writing each batch as `|`-separated CSV, partitioned by date, with no header."""
     _rows(spark).writeStream.foreachBatch(_write_pipes).option("checkpointLocation", "/checkpoints/b").start()
+
+
+def update_file_sink(spark: Any) -> None:
+    """A file sink in update mode, which Spark refuses to start."""
+    counts = _rows(spark).groupBy("page").count()
+    counts.writeStream.format("parquet").outputMode("update").option("checkpointLocation", "/c").start("data/c")  # <- update sink

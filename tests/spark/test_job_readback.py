@@ -138,3 +138,15 @@ def test_a_misreading_of_the_folder_is_the_kits_error_not_a_verdict(spark, scena
 def test_a_batch_write_is_read_back_with_its_own_options_and_partitioning(spark, scenario_of):
     result = run_scenario(scenario_of(WRITTEN, "data/batches"), jobs.batch_write, session=spark)
     assert result.status == "passed", describe_failure(result)
+
+
+def test_a_file_sink_in_update_mode_is_refused_as_spark_refuses_it(spark, scenario_of):
+    result = run_scenario(scenario_of(NONE_EXPECTED), jobs.update_file_sink, session=spark)
+    assert result.status == "error", describe_failure(result)
+    assert "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE" in result.reason, result.reason
+    assert f"{jobs.__file__}:{_marked('update sink')}" in result.reason, result.reason
+
+
+def _marked(marker: str) -> int:
+    with open(jobs.__file__, encoding="utf-8") as fh:
+        return next(n for n, line in enumerate(fh, 1) if line.rstrip().endswith(f"# <- {marker}"))
