@@ -15,12 +15,12 @@ import os
 import sys
 import threading
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
                                      substitution, writer_call)
-from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to, keeping
+from eventtime.harness.jobpaths import PathOutside, WrittenWith, kept_path, kept_to, keeping, record_written
 
 from .contracts import Contract, SourceSpec
 from .userpipeline import ScriptJob, user_frames
@@ -64,6 +64,10 @@ class JobOutput:
     notes: tuple[str, ...] = ()  # what of the job's code the kit did not exercise, for the result
     name: str = ""  # the name the user knows the query by (`query_names`)
     chained: bool = False  # a query of the job reads a folder or table another of its queries writes
+    # the query has no checkpoint location: Spark gives it a new temporary checkpoint at every start
+    # (`checkpoint_anew`), so each start begins anew
+    anew: bool = False
+    reads: Mapping[str, ReaderCall] = field(default_factory=dict)  # contract source -> the job's reader of it
 
 
 def _is_kit(path: str) -> bool:
@@ -161,9 +165,8 @@ def _own_output(call: ReaderCall, folder: str) -> str | None:
 
 
 def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], output: JobTopics | None,
-              topic_reads: list[tuple[str, ReaderCall]], own_reads: list[ReaderCall], folder: str
-              ) -> Callable[[ReaderCall], Any]:
-    used: dict[str, ReaderCall] = {}
+              topic_reads: list[tuple[str, ReaderCall]], own_reads: list[ReaderCall], folder: str,
+              used: dict[str, ReaderCall]) -> Callable[[ReaderCall], Any]:
 
     def resolve(call: ReaderCall) -> Any:
         fitting = [s for s in contract.sources if _matches(call, reads_of(s))]
@@ -212,7 +215,8 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
     notes: list[str] = []
     topic_reads: list[tuple[str, ReaderCall]] = []
     own_reads: list[ReaderCall] = []
-    resolve = _resolver(frames, contract, notes, output, topic_reads, own_reads, folder)
+    used: dict[str, ReaderCall] = {}
+    resolve = _resolver(frames, contract, notes, output, topic_reads, own_reads, folder, used)
     with substitution(resolve, lambda w: _sink_made(spark, w, folder)) as active, kept_to(folder):
         try:
             value = fn(spark)
@@ -220,6 +224,7 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
             raise
         except Exception as exc:  # noqa: BLE001 - the job's own code raised: its frames, not ours
             raise PipelineRaised(impl_name, exc) from exc
+        conf_location = spark.conf.get(CHECKPOINT_CONF, None)  # as the job's settings leave it for its queries
     returned = writer_call(value) if value is not None else None
     writers = list(active.writers)
     if returned is not None and not any(returned is w for w in writers):
@@ -250,8 +255,55 @@ def build_job(fn: Callable[..., Any], spark: Any, frames: Mapping[str, Any], con
             if note not in notes:
                 notes.append(note)
     names = query_names(writers)
+    reads = {**used, **{f"topic {topic}": call for topic, call in topic_reads}}  # as the run keys its sources
+    anew = []
+    for w in writers:
+        starts_anew, said = checkpoint_anew(w, conf_location)
+        anew.append(starts_anew)
+        if said is not None and said not in notes:
+            notes.append(said)
     return [JobOutput(w.df, (w.output_mode or "append").lower(), w, _sink(w, folder, output), tuple(notes), name,
-                      bool(own_reads)) for w, name in zip(writers, names)]
+                      bool(own_reads), fresh, reads) for w, name, fresh in zip(writers, names, anew)]
+
+
+CHECKPOINT_CONF = "spark.sql.streaming.checkpointLocation"
+# Sinks Spark starts with no checkpoint location, on a temporary checkpoint (DataStreamWriter: the
+# one-time-query sinks and foreachBatch); any other sink (a file sink, kafka, toTable) needs one.
+TEMPORARY_CHECKPOINT_SINKS = ("foreachBatch", "memory", "console", "noop")
+
+
+def checkpoint_anew(writer: WriterCall, conf_location: str | None) -> tuple[bool, str | None]:
+    """Whether Spark starts the query `writer` starts on a new checkpoint at every start, and what the
+    result notes at the job's line. Spark's rule (`ResolveWriteToStream.resolveCheckpointLocation`): the
+    writer's `checkpointLocation` option; else `spark.sql.streaming.checkpointLocation`/<queryName, else
+    a random id>; else, for a sink that allows it, a new temporary folder (deleted at stop). So a query
+    with neither the option nor a queryName under that setting starts anew each time: batch 0, no state,
+    its sources read as at a first start (a file source: every file again; Kafka: from
+    `startingOffsets`, `latest` by default)."""
+    if writer.option("checkpointLocation"):
+        return False, None
+    place = writer.place or writer.format_place
+    named = writer.query_name or writer.option("queryName")
+    what = f"the {writer.format or 'parquet'} sink" if not writer.table else f"toTable({writer.table!r})"
+    anew_note = ("after a `restart` (or `stop` and `start`) the kit starts it anew as Spark does: batch 0, no state, "
+                 "its sources read as at a first start (docs/stand-ins.md, *Checkpoints*)")
+    if conf_location:
+        if named:
+            return False, None
+        return True, (f"{place}: the query has no checkpointLocation and no queryName, so under "
+                      f"{CHECKPOINT_CONF}={conf_location!r} Spark checkpoints it in a folder of a new random "
+                      f"name at every start; {anew_note}")
+    if (writer.format or "") in TEMPORARY_CHECKPOINT_SINKS and not writer.table:
+        return True, (f"{place}: the query has no checkpointLocation ({what} allows none), so Spark gives it a new "
+                      f"temporary checkpoint at every start; {anew_note}")
+    # Spark refuses to start it unless the setting comes from outside the code (spark-submit --conf): run
+    # it as under that setting
+    return (not named), (f"{place}: the query has no checkpointLocation, which {what} needs: Spark starts it only "
+                         f"with {CHECKPOINT_CONF} set outside the code (spark-submit --conf), and fails to start "
+                         "otherwise; the kit runs it as under that setting: "
+                         + ("with its queryName, its checkpoint is the same folder at every start" if named else
+                            "with no queryName, in a folder of a new random name at every start, so each start "
+                            "begins anew (batch 0, no state, its sources read as at a first start)"))
 
 
 def query_names(writers: list[WriterCall]) -> list[str]:
@@ -280,6 +332,14 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
     if fmt == "foreachBatch":
         assert writer.foreach_batch is not None
         return BatchFunction(writer.foreach_batch, keeping(writer.foreach_batch, folder))  # writes and reads kept
+    mode = (writer.output_mode or "append").lower()
+    if mode != "append" and (writer.table is not None or fmt in FILE_FORMATS):
+        # Spark's DataSource.createSink: a file format's sink (a folder, a file-format table) appends only
+        raise SubstitutionError(place, f"{'toTable(' + repr(writer.table) + ')' if writer.table else f'the {fmt} sink'} "
+                                       f"is written in {mode} output mode, and Spark's file sink supports append "
+                                       "only: Spark refuses to start this query ([STREAMING_OUTPUT_MODE."
+                                       f"UNSUPPORTED_DATASOURCE] Invalid streaming output mode: {mode}); use append, "
+                                       "or write it in foreachBatch")
     if writer.table is not None:
         provider, location = _table_sink(writer.df.sparkSession, writer)
         return _file_sink(provider, location, writer.partition_by,
@@ -300,7 +360,10 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
         raise SubstitutionError(writer.place or place, f"the {fmt} sink's path {path!r} would leave the scenario's "
                                                        f"run folder: {exc}; a job's paths are kept inside it "
                                                        "(docs/jobs.md, *Where the job writes*)") from None
-    return _file_sink(fmt, kept, writer.partition_by, writer.options)
+    written = record_written(folder, kept, WrittenWith(fmt, {k: v for k, v in writer.options.items()
+                                                            if k.lower() not in ("path", "checkpointlocation")},
+                                                       writer.partition_by, writer.df.schema, handed={}))
+    return _file_sink(fmt, kept, writer.partition_by, writer.options, written.handed)
 
 
 class BatchFunction:
@@ -399,12 +462,15 @@ def _table_sink(spark: Any, writer: WriterCall) -> tuple[str, str]:
     return provider, location
 
 
-def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str]
-               ) -> Callable[[Any, int], Any]:
+def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapping[str, str],
+               handed: dict[int, list[tuple]] | None = None) -> Callable[[Any, int], Any]:
     """Spark's own file sink (`FileStreamSink`) for one query start, handed each batch the kit observed:
     it writes the batch and records it in `path/_spark_metadata`, and skips a batch id already recorded
-    (a batch re-run after a crash between its write and its commit), as in production."""
+    (a batch re-run after a crash between its write and its commit), as in production. `handed` gets the
+    rows of each batch the sink writes (not of one it skips), for the kit to cross-check its reading of
+    the folder against."""
     from eventtime.harness.compat import SparkCompat
+    from eventtime.harness.stream import read_rows
 
     options = {**options, "path": path}
     made: list[Any] = []  # the JVM sink, made with the first batch's session
@@ -414,8 +480,21 @@ def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapp
             session = batch.sparkSession  # the query's own session (not cached: one sink per start)
             made.append(SparkCompat(session).file_stream_sink(session._jsparkSession, path, fmt, partition_by,
                                                                dict(options)))
+        if handed is not None and batch_id > _latest_logged(path):
+            handed[batch_id] = read_rows(batch)
         made[0].addBatch(batch_id, batch._jdf)
     return write_files
+
+
+def _latest_logged(path: str) -> int:
+    """The latest batch id a file sink's `_spark_metadata` log records in `path` (-1: none): the sink skips
+    a batch id at or below it (`FileStreamSink.addBatch`)."""
+    try:
+        names = os.listdir(os.path.join(path, "_spark_metadata"))
+    except OSError:
+        return -1
+    ids = [int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit() and not n.endswith(".crc")]
+    return max(ids, default=-1)
 
 
 @dataclass

@@ -33,7 +33,8 @@ class Observed:
         # the batches since the previous `*_since_check` check of the query, or its last start
         # (`spec.checks_since_check`); the caller keeps that span, else it is the expect's own
         self.since_check = self.since_expect if since_check is None else list(since_check)
-        self.history = sorted(history, key=lambda b: b.batch_id)
+        # in batch order within a checkpoint; a query that started anew (no checkpoint location) counts from 0
+        self.history = sorted(history, key=lambda b: (getattr(b, "checkpoint", 0), b.batch_id))
         self.output_mode = output_mode
         self.columns = list(columns)
         self.failure = failure

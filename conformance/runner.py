@@ -7,12 +7,14 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from eventtime.harness.driver import QueryDriver
-from eventtime.harness.jobpaths import FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths
+from eventtime.harness.jobpaths import (FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths,
+                                       written_with)
+from eventtime.harness.readback import ReadBackMismatch, cross_check, read_folder
 
 from . import spec as m
 from .contracts import Contract
@@ -522,7 +524,11 @@ class _Build:
                 "(docs/reliability.md, *No hangs*)")
 
     def format_written(self, folder: str) -> str:
-        """The format a job's file sink writes `folder` in (`written:` without `format:`), else parquet."""
+        """The format the job writes `folder` in (`written:` without `format:`): its file sink's or batch
+        write's, else parquet."""
+        how = written_with(self.workdir, folder)
+        if how is not None:
+            return how.format
         for query in getattr(self, "queries", {}).values():
             writer = query.writer
             if writer is not None and writer.path and writer.table is None:
@@ -548,10 +554,10 @@ class _Build:
                 self._unnamed(check, folder)
                 return []
             fmt = check.format or self.format_written(folder)
-            reader = spark.read.format(fmt)
-            if fmt == "csv":
-                reader = reader.option("header", "true").option("inferSchema", "true")
-            frame = reader.load(folder)
+            how = written_with(self.workdir, folder)
+            frame = read_folder(spark, folder, fmt, how, [(c.name, c.ctype.ddl) for c in contract.output])
+            if how is not None and how.format == fmt:
+                cross_check(frame, how, str(check.path))  # ReadBackMismatch: the kit's error, not a verdict
         names = list(contract.output_names)
         present = [n for n in names if n in frame.columns]
         wanted = [n for n, _ in check.filter if n not in present]
@@ -559,7 +565,7 @@ class _Build:
             raise PipelineError(f"{what} has no column {', '.join(map(repr, wanted))} to filter on "
                                 f"(it has {', '.join(frame.columns)})")
         types = {c.name: c.ctype for c in contract.output}
-        if check.table is None and fmt in ("json", "csv"):  # text files: values in the output's types
+        if check.table is None:  # in the output's types (a partition column as written, a CSV's text)
             frame = frame.selectExpr(*[f"CAST(`{c}` AS {types[c].ddl}) AS `{c}`" for c in present])
         rows = [dict(zip(present, r)) for r in read_rows(frame.select(*[f"`{c}`" for c in present]))]
         rows = [r for r in rows if all(types[n].equal(types[n].canonical(r[n]), v) for n, v in check.filter)]
@@ -576,6 +582,8 @@ class _Query:
     schema: list[tuple[str, str, bool]] | None = None
     output_mode: str = "append"
     declared: bool = False  # its rows are checked and read in the columns the contract declares for it
+    anew: bool = False  # no checkpoint location: each start begins anew, on a new checkpoint (`jobs.checkpoint_anew`)
+    reads: Mapping[str, Any] = field(default_factory=dict)  # source name -> the job's ReaderCall of it
 
 
 class _JobBuild(_Build):
@@ -665,6 +673,24 @@ class _JobBuild(_Build):
             self.topics.subscribe(topic, feed)
         return sources[key].copy(self._index).dataframe()
 
+    def anew(self, index: int) -> bool:
+        """Before query `index` starts again: whether it starts anew (it has no checkpoint location, so
+        Spark gives it a new checkpoint); if so its sources are given as a first start reads them: a Kafka
+        reader from `latest` (its default) none of what was added so far, any other (files, a table,
+        Kafka from `earliest`) all of it again."""
+        query = list(self.queries.values())[index] if index < len(self.queries) else None
+        if query is None or not query.anew:
+            return False
+        for name, source in self.sources.items():
+            call = query.reads.get(name)
+            latest = call is not None and call.format == "kafka" and \
+                (call.option("startingOffsets") or "latest").strip().lower() == "latest"
+            if latest:
+                source.restart_empty(index)
+            else:
+                source.replay(index)
+        return True
+
     def discover(self) -> list[str]:
         """The queries the job starts, by name, in the order it starts them (at the first start)."""
         self._first = self._call(0)  # query 0's build at this start: the job need not be called again for it
@@ -691,7 +717,7 @@ class _JobBuild(_Build):
                                 "each start of each query, so it must start the same queries every time")
         out = outs[index]
         query = self.queries[out.name]
-        query.writer, query.output_mode = out.writer, out.output_mode
+        query.writer, query.output_mode, query.anew, query.reads = out.writer, out.output_mode, out.anew, out.reads
         df = out.df
         if not hasattr(df, "isStreaming") or not df.isStreaming:
             raise PipelineError(f"job {self.impl_name} writes {type(df).__name__} in query {out.name!r}, not a "
@@ -782,7 +808,8 @@ def _new_run(scenario: m.Scenario, spark: Any, build: _Build, backend: Any, work
         job = build
         group = QueryGroup(spark, job.discover, lambda i, _name, session: stream_run(
             session, lambda: job.build_query(i), Path(workdir) / "checkpoint" / str(i)),
-            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners) or job.reads_own)
+            checkpoint=str(Path(workdir) / "checkpoint"), chained=lambda: bool(job.topics.listeners) or job.reads_own,
+            anew=job.anew)
         job.clock = group
         return group
     return stream_run(spark, build, Path(workdir) / "checkpoint")
@@ -864,8 +891,9 @@ class _SparkSteps:
                                                 f"{contract.name!r} does not declare: declare them under `queries: "
                                                 f"{{{name}: {{columns: ...}}}}` to check its rows")
                 return True
-        observed = Observed(since_expect, list(run.history.values()), mode, [c.name for c in contract.output],
-                            self.failure, schema, since_check=self.since_check.get(name, []))
+        observed = Observed(since_expect, [*getattr(run, "earlier", []), *run.history.values()], mode,
+                            [c.name for c in contract.output], self.failure, schema,
+                            since_check=self.since_check.get(name, []))
         judge_expect(sr, step, observed, self.scenario if contract is self.scenario.contract
                      else replace(self.scenario, contract=contract), self.unjudged)
         if sr.status == SKIPPED:
@@ -965,6 +993,9 @@ class _SparkSteps:
         try:
             rows = self.build.written_rows(self.query_run.spark, check, contract)
             self.unwritten += [(sr, c, folder) for c, folder in self.build.unwritten[unwritten:]]
+        except ReadBackMismatch as exc:  # the kit misread the folder: its own error, never a verdict on the job
+            sr.status, sr.message = ERROR, f"{check.where}: {exc}"
+            return True
         except Exception as exc:  # noqa: BLE001 - a missing table, a folder Spark cannot read: the step says so
             what = f"table {check.table!r}" if check.table is not None else f"what was written to {check.path!r}"
             sr.status = FAILED

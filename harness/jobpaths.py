@@ -30,12 +30,14 @@ import os
 import posixpath
 import re
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from .errors import EventtimeError
 from .jobio import SubstitutionError, caller_place
 
-__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "written_paths", "forget_paths"]
+__all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "written_paths", "forget_paths",
+           "WrittenWith", "record_written", "written_with"]
 
 FILES = "files"  # the run folder's folder where a job's paths land
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at least: not a drive letter
@@ -44,6 +46,40 @@ _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(.*)$", re.S)  # two letters at 
 _lock = threading.Lock()
 _named: dict[str, set[str]] = {}  # run folder -> the paths its job named, as kept
 _written: dict[str, set[str]] = {}  # run folder -> the paths its job writes (a sink, a batch write), as kept
+_written_how: dict[str, dict[str, "WrittenWith"]] = {}  # run folder -> kept folder -> how the job last wrote it
+
+
+@dataclass
+class WrittenWith:
+    """How a job writes a folder, so that a check reads it back as it was written: the format, the
+    writer's options (`header`, `sep`, `timestampFormat`, `compression`...), its `partitionBy` columns and
+    the schema of the DataFrame it writes (a StructType: the written columns' order and types). `handed`
+    is, for a folder a streaming file sink writes, the rows (in `schema`'s order) of each batch id the
+    sink wrote, as the kit handed them to it (None: a batch write, whose rows the kit does not see)."""
+
+    format: str
+    options: dict[str, str]
+    partition_by: tuple[str, ...]
+    schema: Any
+    handed: dict[int, list[tuple]] | None = None
+
+
+def record_written(run_folder: str, folder: str, how: WrittenWith) -> WrittenWith:
+    """Remember how the run's job writes `folder` (as kept); a streaming sink's rows handed so far are kept
+    when the query starts again. Returns the record in force."""
+    with _lock:
+        known = _written_how.setdefault(os.path.abspath(run_folder), {})
+        before = known.get(folder)
+        if how.handed is not None and before is not None and before.handed is not None:
+            how.handed = before.handed
+        known[folder] = how
+        return how
+
+
+def written_with(run_folder: str, folder: str) -> WrittenWith | None:
+    """How the run's job last wrote `folder` (as kept), None when the kit saw no write of it."""
+    with _lock:
+        return _written_how.get(os.path.abspath(run_folder), {}).get(folder)
 
 
 class PathOutside(EventtimeError, ValueError):
@@ -123,6 +159,7 @@ def forget_paths(run_folder: str) -> None:
     with _lock:
         _named.pop(os.path.abspath(run_folder), None)
         _written.pop(os.path.abspath(run_folder), None)
+        _written_how.pop(os.path.abspath(run_folder), None)
 
 
 # -- the patches ------------------------------------------------------------------------------------
@@ -201,9 +238,66 @@ def _patched(key: str, original: Callable[..., Any], *, first: bool, every: bool
             for name in list(kwargs):
                 if name.lower() in ("path", "paths"):
                     kwargs[name] = _keep(kwargs[name], root, what, writes)
-        return original(self, *args, **kwargs)  # held here: a call under way outlives an uninstall
+        out = original(self, *args, **kwargs)  # held here: a call under way outlives an uninstall
+        if root is not None and writes:
+            _remember_write(self, verb, original, args, kwargs, root)
+        return out
     method.__name__ = verb
     return method
+
+
+def _text(value: Any) -> str:
+    """An option's value as Spark gets it from pyspark (`True` -> "true")."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+_WRITES = ("save", "csv", "json", "parquet", "orc", "text", "xml")
+_NOT_OPTIONS = ("self", "path", "mode", "partitionBy", "format", "options")
+
+
+def _remember_write(writer: Any, verb: str, original: Callable[..., Any], args: tuple, kwargs: dict, root: str
+                    ) -> None:
+    """Record on a DataFrameWriter what a later read of its folder needs (its options and `partitionBy`),
+    and at a write of a folder inside the run (`save`, `csv`, ...) how that folder was written
+    (`record_written`)."""
+    import inspect
+
+    options: dict[str, str] = writer.__dict__.setdefault("_eventtime_options", {})
+    if verb == "option" and len(args) >= 2:
+        if str(args[0]).lower() == "path":
+            writer._eventtime_path = args[1]
+        else:
+            options[str(args[0])] = _text(args[1])
+        return
+    if verb == "options":
+        for k, v in kwargs.items():
+            if k.lower() == "path":
+                writer._eventtime_path = v
+            elif v is not None:
+                options[k] = _text(v)
+        return
+    if verb == "partitionBy":
+        cols = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        writer._eventtime_partition_by = tuple(str(c) for c in cols)
+        return
+    if verb not in _WRITES:
+        return
+    try:
+        given = inspect.signature(original).bind(writer, *args, **kwargs).arguments
+    except TypeError:
+        return
+    path = given.get("path") or getattr(writer, "_eventtime_path", None)
+    if not isinstance(path, str):
+        return
+    fmt = verb if verb != "save" else (given.get("format") or getattr(writer, "_eventtime_format", None)
+                                       or writer._spark.conf.get("spark.sql.sources.default"))
+    named = {k: _text(v) for k, v in given.items() if k not in _NOT_OPTIONS and v is not None}
+    named.update({k: _text(v) for k, v in (given.get("options") or {}).items() if k.lower() != "path" and v is not None})
+    partition = given.get("partitionBy")
+    partition_by = ((partition,) if isinstance(partition, str) else tuple(partition)) if partition else \
+        getattr(writer, "_eventtime_partition_by", ())
+    record_written(root, os.path.normpath(path), WrittenWith(str(fmt).lower(), {**options, **named}, partition_by,
+                                                             writer._df.schema))
 
 
 # Batch connectors the kit cannot stand in for: a call of the job's that reads or writes through one
@@ -252,7 +346,7 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
             out[key] = (cls, name, _connector_guard(cls.__name__, name, cls.__dict__[name]))
     for cls in (DataFrameReader, DataFrameWriter):
         for name in ("load", "save", "json", "csv", "orc", "text", "xml", "parquet", "option", "options",
-                     "saveAsTable"):
+                     "saveAsTable", "partitionBy"):
             if name not in cls.__dict__:
                 continue
             key = f"{cls.__name__}.{name}"
@@ -260,7 +354,7 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
             if name in ("load", "save"):  # a connector's load or save is refused before its path is looked at
                 original = _connector_guard(cls.__name__, name, original)
             out[key] = (cls, name, _patched(key, original,
-                                            first=name not in ("options", "saveAsTable", "option"),
+                                            first=name not in ("options", "saveAsTable", "option", "partitionBy"),
                                             every=cls is DataFrameReader and name == "parquet",
                                             option=name == "option"))
     return out

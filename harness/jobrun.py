@@ -64,6 +64,13 @@ class SourceCopies:
         for c in self.copies:
             c.add_partitions(parts)
 
+    def restart_empty(self, index: int) -> None:
+        """Query `index`'s copy made anew with nothing in it: a query that starts on a new checkpoint and
+        reads Kafka from `latest` reads none of what was added before it started."""
+        if index < len(self.copies):
+            old = self.copies[index]
+            self.copies[index] = MemorySource(old.spark, old.name, old.columns, old.num_partitions)
+
     def replay(self, index: int) -> None:
         """Query `index`'s copy made anew with every add so far, for it alone to read its input again."""
         if index < len(self.copies):
@@ -82,11 +89,15 @@ class QueryGroup:
 
     def __init__(self, spark: Any, discover: Callable[[], Sequence[str]],
                  make_run: Callable[[int, str, Any], StreamRun], *, checkpoint: str,
-                 chained: Callable[[], bool] = lambda: True):
+                 chained: Callable[[], bool] = lambda: True, anew: Callable[[int], bool] = lambda index: False):
         self.spark = spark
         self.checkpoint = checkpoint  # the folder holding each query's checkpoint
         self._discover, self._make_run = discover, make_run
         self._chained = chained  # whether a query reads what another writes (else one round is enough)
+        # called before query `index` starts again: True when it starts anew, on a new checkpoint (a query
+        # with no checkpoint location, which Spark gives a new temporary one at every start); the callable
+        # has then given it its sources as such a start reads them
+        self._anew = anew
         self.runs: dict[str, StreamRun] = {}
         # what an earlier run of the same queries in the same folder did (a run across Spark lines, whose
         # steps before the restart ran in another process): query -> (its batches, its starts), given to
@@ -124,10 +135,16 @@ class QueryGroup:
         batch ids each count from 0: ask `query(name).history`."""
         return next(iter(self.runs.values())).history if len(self.runs) == 1 else {}
 
+    @property
+    def earlier(self) -> list[BatchObservation]:
+        """The only query's batches of its checkpoints before the current one (`StreamRun.new_checkpoint`)."""
+        return next(iter(self.runs.values())).earlier if len(self.runs) == 1 else []
+
     def start(self, conf: Mapping[str, str] | None = None, *, only: str | None = None) -> list[BatchObservation]:
         """Start every query (or the one named `only`), in the order the job started them."""
         if only is not None:
             run = self.query(only)
+            self._renew(list(self.runs).index(only), run)
             return self._each(only, lambda: run.start(conf))
         if not self.runs:  # the job is called with the settings each query is built with
             previous = apply_conf(self.spark, conf or {})
@@ -145,9 +162,15 @@ class QueryGroup:
                 self._uncommit_at_start = False
                 self.uncommit_last()
         out: list[BatchObservation] = []
-        for name, run in self.runs.items():
+        for index, (name, run) in enumerate(self.runs.items()):
+            self._renew(index, run)
             out += self._each(name, lambda r=run: r.start(conf))  # type: ignore[misc]
         return out
+
+    def _renew(self, index: int, run: StreamRun) -> None:
+        """A query started again that has no checkpoint location of its own starts on a new checkpoint."""
+        if run.runs and not run.running and self._anew(index):
+            run.new_checkpoint()
 
     def process(self) -> list[BatchObservation]:
         out: list[BatchObservation] = []

@@ -30,6 +30,9 @@ class BatchObservation:
     event_time: dict[str, Any] = field(default_factory=dict)
     duration_ms: int | None = None
     run: int = 0  # which start of the query ran it (0 = first)
+    # which checkpoint of the query ran it (0 = its first): a query with no checkpoint location gets a new
+    # one at every start, as Spark gives it a new temporary checkpoint, so its batch ids count from 0 again
+    checkpoint: int = 0
     query: str | None = None  # which query of a job that starts several ran it (`jobrun.QueryGroup`)
     # the scenario's added rows this batch read, as (source, row in its column order), where the step
     # interpreter can tell (`eventtime.drive`); None: not known. Not written to results files.
@@ -46,5 +49,6 @@ class BatchObservation:
             "watermark_after_ms": self.watermark_after_ms, "rows": [list(r) for r in self.rows],
             "dropped": self.dropped, "state_rows": self.state_rows, "operators": self.operators,
             "event_time": self.event_time, "duration_ms": self.duration_ms, "run": self.run,
+            **({"checkpoint": self.checkpoint} if self.checkpoint else {}),
             **({"query": self.query} if self.query is not None else {}),
         }

@@ -242,8 +242,11 @@ class StreamRun:
         self._struct: Any = None
         self._jschema: Any = None
         self._select: list[str] = []
-        self.history: dict[int, BatchObservation] = {}
+        self.history: dict[int, BatchObservation] = {}  # the batches of the current checkpoint, by id
+        self.earlier: list[BatchObservation] = []  # the batches of the checkpoints before it (`new_checkpoint`)
         self.runs = 0
+        self.checkpoints = 0  # how many times the query was given a new checkpoint
+        self._checkpoint_root = checkpoint
         self._next_batch = 0
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -287,6 +290,17 @@ class StreamRun:
             self._restore_conf(applied)
         self.runs += 1
         return self._after_trigger(seen, "the first trigger after start")
+
+    def new_checkpoint(self) -> None:
+        """Start the next start on a new, empty checkpoint: what Spark does at every start of a query that
+        has no checkpoint location (a new temporary checkpoint: batch ids from 0, no state, no offsets, so
+        its sources are read as at a first start). The batches seen so far move to `earlier`."""
+        if self._query is not None:
+            raise HarnessError("stop the query before giving it a new checkpoint")
+        self.checkpoints += 1
+        self.checkpoint = f"{self._checkpoint_root}-{self.checkpoints}"
+        self.earlier += [self.history[b] for b in sorted(self.history)]
+        self.history = {}
 
     def move_to(self, spark: Any) -> None:
         """Run the next start in another SparkSession (the query must be stopped): nothing of the old
@@ -452,6 +466,7 @@ class StreamRun:
             progress = {}  # the trigger ran this batch but reported nothing about it
         obs = observation(batch_id, offsets=offsets, commit=commit, progress=progress, rows=self._sink_rows(batch_id),
                           run=self.runs - 1 if self.runs else 0)
+        obs.checkpoint = self.checkpoints
         self.history[batch_id] = obs  # a batch re-run after a restart replaces its first run
         return obs
 

@@ -19,6 +19,7 @@ import textwrap
 import pytest
 
 from eventtime import jobs as kit_jobs
+from eventtime import runner as kit_runner
 from eventtime import load_scenario, run_scenario
 from eventtime.textreport import describe_failure
 
@@ -75,9 +76,14 @@ def kept_scenario(tmp_path):
     return _loader(tmp_path, NO_PARAMS)
 
 
-def _appending_stand_in(fmt, path, partition_by, options):
-    """The kit's earlier file sink: each batch appended to the folder, no metadata log (the control)."""
+def _appending_stand_in(fmt, path, partition_by, options, handed=None):
+    """The kit's earlier file sink: each batch appended to the folder, no metadata log (the control). It
+    records the rows of each batch id it is handed, as the kit's sink does for its cross-check."""
+    from eventtime.harness.stream import read_rows
+
     def append_to_folder(batch, batch_id):
+        if handed is not None:
+            handed[batch_id] = read_rows(batch)
         out = batch.write.mode("append").format(fmt)
         if partition_by:
             out = out.partitionBy(*partition_by)
@@ -94,11 +100,25 @@ def test_a_file_sink_skips_a_batch_that_runs_again_as_spark_does(spark, scenario
 
 def test_control_an_appending_stand_in_writes_the_batch_that_runs_again_twice(spark, scenario_of, monkeypatch):
     monkeypatch.setattr(kit_jobs, "_file_sink", _appending_stand_in)
+    monkeypatch.setattr(kit_runner, "cross_check", lambda *a: None)  # the earlier kit had none
     result = run_scenario(scenario_of(RERUN), jobs.file_sink, session=spark)
     assert result.status == "failed", describe_failure(result)
     failed = [s.index for s in result.steps if s.status == "failed"]
     assert failed == [10], describe_failure(result)
     assert "2 unexpected" in describe_failure(result), describe_failure(result)
+
+
+def test_a_stand_in_that_writes_unlike_spark_is_caught_by_the_cross_check_as_the_kits_error(spark, scenario_of,
+                                                                                         monkeypatch):
+    """The same appending stand-in, with the kit's cross-check: the folder holds batch 2 twice, the sink
+    was handed it once; the step is the kit's error, not a verdict on the job."""
+    monkeypatch.setattr(kit_jobs, "_file_sink", _appending_stand_in)
+    result = run_scenario(scenario_of(RERUN), jobs.file_sink, session=spark)
+    assert result.status == "error", describe_failure(result)
+    step = next(s for s in result.steps if s.status == "error")
+    assert step.index == 10, describe_failure(result)
+    assert "read 4 row(s) back" in step.message and "1 row(s)" not in step.message, step.message
+    assert "This is the kit's error in reading the folder back" in step.message, step.message
 
 
 # -- paths kept to the scenario ------------------------------------------------------------------------
