@@ -20,6 +20,9 @@ import pytest
 from eventtime import run_scenario
 from eventtime.textreport import describe_failure
 
+from tests.spark.test_job_ends import CONTRACT as JOB_CONTRACT  # a one-query job's contract
+from tests.spark.test_job_ends import ONE  # one click
+
 pytestmark = [pytest.mark.spark, pytest.mark.any_line]  # the kit's own machinery (tests/README.md)
 
 HANG_BOUND = 600  # seconds before a child run counts as hung (its own bound on the pipeline is 10 s)
@@ -118,25 +121,6 @@ def test_pytest_stops_a_pipeline_looping_while_it_builds_its_dataframe_and_leave
     assert "1 failed, 1 passed" in out.splitlines()[-1], out[-3000:]
     assert "PASSED test_zz_after.py::test_nothing_of_the_stopped_pipeline_is_left_running" in out, out[-3000:]
     _says_where(out, tmp_path)
-
-
-JOB_CONTRACT = textwrap.dedent("""\
-    contract: click_copy
-    description: clicks, kept as they are.
-    sources:
-      clicks: {columns: "page string, ts timestamp", event_time: ts, from: {format: json, path: /data/clicks}}
-    output: {columns: "page string, ts timestamp"}
-    """)
-
-ONE = textwrap.dedent("""\
-    scenario: one
-    description: one click
-    contract: click_copy
-    steps:
-      - add: {clicks: [{page: home, ts: "00:00:10"}]}
-      - process
-      - expect: {rows: [[home, "00:00:10"]]}
-    """)
 
 
 def batch_waits_forever(batch, batch_id):

@@ -5,7 +5,6 @@ only in the driver's log)."""
 from __future__ import annotations
 
 import os
-import textwrap
 
 import pytest
 from pyspark.sql import functions as F
@@ -15,26 +14,9 @@ from eventtime import run_scenario
 from eventtime.textreport import describe_failure
 
 from tests.spark.jobs_of_queries import _clicks
+from tests.spark.test_job_ends import CONTRACT, ONE  # a one-query job's contract and one click
 
 pytestmark = pytest.mark.spark
-
-CONTRACT = textwrap.dedent("""\
-    contract: click_copy
-    description: clicks, kept as they are.
-    sources:
-      clicks: {columns: "page string, ts timestamp", event_time: ts, from: {format: json, path: /data/clicks}}
-    output: {columns: "page string, ts timestamp"}
-    """)
-
-ONE = textwrap.dedent("""\
-    scenario: one
-    description: one click
-    contract: click_copy
-    steps:
-      - add: {clicks: [{page: home, ts: "00:00:10"}]}
-      - process
-      - expect: {rows: [[home, "00:00:10"]]}
-    """)
 
 PAGES = {"home": "landing"}
 
