@@ -36,7 +36,8 @@ def bite(item: Any, result: Any) -> None:
     lines = report_lines(teeth, result.scenario.lines)
     item.user_properties.append((_KEY, json.dumps({**teeth.to_dict(), "lines": lines})))
     if teeth.toothless:
-        raise TeethMissing("\n".join([f"the scenario passed, but {len(teeth.vacuous) + len(teeth.weak)} of its checks are "
+        n = len(teeth.vacuous) + len(teeth.weak)
+        raise TeethMissing("\n".join([f"the scenario passed, but {n} of its checks {'is' if n == 1 else 'are'} "
                                        "vacuous or weak (--eventtime-teeth, docs/teeth.md):", *lines]))
 
 

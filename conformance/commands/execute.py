@@ -76,18 +76,25 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         return ended[1]
     failures = [r for r in results if r.status in FAILING]
     _print_outcome(results, failures, not_run, recovery, certify, capture)
-    toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else False
+    toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else 0
     from ..projectconfig import nothing_judged
     from ..textreport import certification_markdown, totals, totals_line
 
-    unjudged = nothing_judged(((r.scenario.contract.name, r.implementation, r.scenario.name, r.scenario.path,
-                                r.status != NOT_APPLICABLE, r.reason) for r in results), allowed)
+    records = [(r.scenario.contract.name, r.implementation, r.scenario.name, r.scenario.path,
+                r.status != NOT_APPLICABLE, r.reason) for r in results]
+    unjudged = nothing_judged(records, allowed)
     for group in unjudged:  # never a green run that tested nobody's code
         print()
         print(f"ERROR {group.message('--allow-not-applicable')}")
+    allowed_unjudged = [g for g in nothing_judged(records) if g not in unjudged]
+    for group in allowed_unjudged:  # a green that judged nothing of a contract says so, though allowed
+        print(f"note: contract {group.contract!r} [{group.implementation}]: nothing judged, as "
+              "--allow-not-applicable allows")
     print()
     print(totals_line(totals(results), invalid, unbound)
           + (f", {len(unjudged)} with nothing judged" if unjudged else "")
+          + (f", {len(allowed_unjudged)} with nothing judged (allowed)" if allowed_unjudged else "")
+          + (f", {toothless} with vacuous or weak checks (--teeth)" if toothless else "")
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
           + f" on Spark {version} in {seconds:.1f}s")
@@ -97,10 +104,10 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
     return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged or toothless else ExitCode.OK
 
 
-def _print_teeth(results: list[Any], args: argparse.Namespace) -> bool:
+def _print_teeth(results: list[Any], args: argparse.Namespace) -> int:
     """`--teeth`: each passing run's checks judged again with mutated expectations (`eventtime.teeth`),
-    a line per run (with -q only the runs with a vacuous or weak check) and the totals; whether any
-    check was vacuous or weak."""
+    a line per run (with -q only the runs with a vacuous or weak check) and the totals; how many runs
+    had a vacuous or weak check."""
     from ..teeth import examine, report_lines, totals_line
 
     examined = [examine(r) for r in results]
@@ -112,7 +119,7 @@ def _print_teeth(results: list[Any], args: argparse.Namespace) -> bool:
             for line in report_lines(teeth, result.scenario.lines):
                 print(line)
     print(totals_line(examined))
-    return any(t.toothless for t in examined)
+    return sum(1 for t in examined if t.toothless)
 
 
 def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None

@@ -70,6 +70,7 @@ def test_a_vacuous_check_is_reported_at_its_line_and_fails_the_run(tmp_path: Pat
                and line.endswith(", 0 vacuous)") for line in lines), out
     assert any(line.startswith("teeth: 11 checks, ") and ", 1 vacuous, 0 weak in 2 passing runs; judged in "
                in line for line in lines), out
+    assert ", 1 with vacuous or weak checks (--teeth) on Spark " in out, out  # the totals say why it is red
     # the control: without --teeth the same run is green
     plain = _eventtime(tmp_path)
     assert plain.returncode == 0, plain.stdout + plain.stderr
