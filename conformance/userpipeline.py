@@ -206,7 +206,8 @@ def _import_hint(exc: BaseException) -> str:
     if isinstance(exc, KeyError) and any("environ" in (f.line or "") for f in traceback.extract_tb(exc.__traceback__)):
         return (f" (the module reads environment variable {exc.args[0] if exc.args else ''} when it is imported, "
                 "before any scenario runs: set it in the environment of the run, or read it inside the function; "
-                "a scenario's `job: {env: ...}` applies while a job runs, docs/jobs.md)")
+                "a scenario's `job: {env: ...}` applies while a job runs, and to the module's own top level "
+                "when the job is bound as a script, `CONTRACT=path/to/job.py`: docs/jobs.md, *Entry points*)")
     return ""
 
 
