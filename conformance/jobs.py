@@ -363,6 +363,10 @@ def _sink(writer: WriterCall, folder: str, output: JobTopics | None = None) -> C
     written = record_written(folder, kept, WrittenWith(fmt, {k: v for k, v in writer.options.items()
                                                             if k.lower() not in ("path", "checkpointlocation")},
                                                        writer.partition_by, writer.df.schema, handed={}))
+    if written.handed is not None and not _logged(kept) <= set(written.handed):
+        # batches in the folder's log that this process never handed the sink (the earlier side of a run
+        # across Spark lines wrote them): their rows are unknown here, so the reading cannot be cross-checked
+        written.handed = None
     return _file_sink(fmt, kept, writer.partition_by, writer.options, written.handed)
 
 
@@ -486,15 +490,19 @@ def _file_sink(fmt: str, path: str, partition_by: tuple[str, ...], options: Mapp
     return write_files
 
 
-def _latest_logged(path: str) -> int:
-    """The latest batch id a file sink's `_spark_metadata` log records in `path` (-1: none): the sink skips
-    a batch id at or below it (`FileStreamSink.addBatch`)."""
+def _logged(path: str) -> set[int]:
+    """The batch ids a file sink's `_spark_metadata` log records in `path` (none when it has no log)."""
     try:
         names = os.listdir(os.path.join(path, "_spark_metadata"))
     except OSError:
-        return -1
-    ids = [int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit() and not n.endswith(".crc")]
-    return max(ids, default=-1)
+        return set()
+    return {int(n.split(".")[0]) for n in names if n.split(".")[0].isdigit() and not n.endswith(".crc")}
+
+
+def _latest_logged(path: str) -> int:
+    """The latest batch id a file sink's `_spark_metadata` log records in `path` (-1: none): the sink skips
+    a batch id at or below it (`FileStreamSink.addBatch`)."""
+    return max(_logged(path), default=-1)
 
 
 @dataclass
