@@ -12,13 +12,14 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["CHECKPOINT_UNWRITABLE", "NO_SPACE", "CALLBACK_SERVER_FAILED", "Fault", "classify_failure",
-           "classify_os_error"]
+__all__ = ["CHECKPOINT_UNWRITABLE", "NO_SPACE", "CALLBACK_SERVER_FAILED", "PYTHON_WORKER_LATE", "Fault",
+           "classify_failure", "classify_os_error"]
 
 # The causes of an `error` that is not the pipeline's making (beside `results.DRIVER_DIED`).
 CHECKPOINT_UNWRITABLE = "checkpoint_unwritable"
 NO_SPACE = "no_space"
 CALLBACK_SERVER_FAILED = "callback_server_failed"
+PYTHON_WORKER_LATE = "python_worker_late"
 
 Chain = Sequence[tuple[str, "str | None", str]]  # (Java class, error class, message), outer to inner
 
@@ -37,6 +38,13 @@ _CHECKPOINT_ERROR_CLASSES = ("CANNOT_WRITE_STATE_STORE", "CANNOT_LOAD_STATE_STOR
 # raised by the Python Proxy"): that one is the pipeline's.
 _CALLBACK_TEXTS = ("Error while obtaining a new communication channel", "Error while sending a command",
                    "Received empty command", "Cannot obtain a new communication channel")
+
+# Spark's words when a Python worker it started outside its daemon (a Python data source's reader, a
+# foreachBatch function Spark Connect runs) did not connect back within the driver's wait, which is a
+# constant 10 s in Spark 3.4 to 4.3 (PythonWorkerFactory.createSimpleWorker; no setting lengthens it).
+# The worker's imports alone take 8 s for a Connect foreachBatch on an idle two-core machine and 14 s at a
+# load average of 26 (measured): a loaded machine, never the pipeline.
+_WORKER_LATE_TEXTS = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
 
 
 @dataclass(frozen=True)
@@ -59,15 +67,26 @@ def _short(name: str) -> str:
 
 
 def classify_failure(chain: Chain, *, checkpoint: str | None, tempdir: str | None = None,
-                     device_full: bool = False, callback_stopped: bool = False) -> Fault | None:
+                     device_full: bool = False, callback_stopped: bool = False,
+                     load: tuple[float, int] | None = None) -> Fault | None:
     """The fault behind a failed query, or None when it is (as far as the chain says) the pipeline's.
 
     `checkpoint`: the query's checkpoint directory; `tempdir`: the temporary directory (named as the
     place that is full when the checkpoint is in it); `device_full`: whether the checkpoint's file
     system was seen with no free block or file (Hadoop's `mkdirs` reports only "Mkdirs failed", so
     a checkpoint that cannot be written on a full device is told by this); `callback_stopped`: whether
-    this process's py4j callback server is known to have stopped (what the harness sees of it)."""
+    this process's py4j callback server is known to have stopped (what the harness sees of it); `load`:
+    the machine's load average and its number of cores, named when a Python worker started late."""
     links = [(_short(cls), err or "", msg or "") for cls, err, msg in chain]
+    late = next((link for link in links if any(t in link[2] for t in _WORKER_LATE_TEXTS)), None)
+    if late is not None:
+        busy = f" (load average {load[0]:.1f} on {load[1]} cores)" if load is not None else ""
+        return Fault(PYTHON_WORKER_LATE,
+                     f"Spark started a Python worker for the query (a Python data source's reader or a foreachBatch "
+                     f"function run by the server) and it did not connect back within the driver's wait, a constant "
+                     f"10 s in Spark ({_said(links, late)}): the machine is too busy to start Python in time{busy}. "
+                     "An error of the run, not a verdict on the pipeline: run it where fewer processes compete "
+                     "(fewer pytest-xdist workers or parallel jobs)")
     where = os.path.dirname(checkpoint.rstrip(os.sep)) if checkpoint else None
     if checkpoint and tempdir and os.path.commonpath([checkpoint, tempdir]) == os.path.normpath(tempdir):
         where = tempdir

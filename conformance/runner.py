@@ -112,7 +112,16 @@ def _fault_of(chain: Any, spark: Any, checkpoint: str) -> Fault | None:
     from eventtime.harness.session import callback_server_stopped
 
     return classify_failure(chain, checkpoint=checkpoint, tempdir=tempfile.gettempdir(),
-                            device_full=_device_full(checkpoint), callback_stopped=callback_server_stopped(spark))
+                            device_full=_device_full(checkpoint), callback_stopped=callback_server_stopped(spark),
+                            load=_load())
+
+
+def _load() -> tuple[float, int] | None:
+    """This machine's load average over the last minute and its cores (None where the system has none)."""
+    try:
+        return os.getloadavg()[0], os.cpu_count() or 1
+    except OSError:
+        return None
 
 
 def _device_full(path: str) -> bool:
@@ -1071,7 +1080,9 @@ class _SparkSteps:
     def _surroundings_failed(self, sr: StepResult, chain: Any) -> bool:
         """Whether the query failed for a fault of the run's surroundings, not the pipeline's; if so the
         step says what it is, later steps are skipped and no expect of a failure can consume it."""
-        fault = None if self.compat.connect else _fault_of(chain, self.query_run.spark, self.query_run.checkpoint)
+        # over Connect the checkpoint, the callback server and the load are the server's: only what the chain says
+        fault = (classify_failure(chain, checkpoint=None) if self.compat.connect
+                 else _fault_of(chain, self.query_run.spark, self.query_run.checkpoint))
         if fault is not None:
             self.faults.append(fault)
             sr.status, sr.message, self.fatal = ERROR, fault.reason, True

@@ -17,7 +17,8 @@ from types import SimpleNamespace
 import jsonschema
 import pytest
 
-from eventtime.faults import (CALLBACK_SERVER_FAILED, CHECKPOINT_UNWRITABLE, NO_SPACE, classify_failure,
+from eventtime.faults import (CALLBACK_SERVER_FAILED, CHECKPOINT_UNWRITABLE, NO_SPACE, PYTHON_WORKER_LATE,
+                             classify_failure,
                               classify_os_error)
 from eventtime.harness import driverdeath as dd
 from eventtime.harness import session as hs
@@ -457,3 +458,24 @@ def test_a_lost_connection_seen_while_the_run_replaces_the_dead_driver_is_not_lo
         discard.cancel()
     _no_driver_dead(monkeypatch, 0.3)
     assert dd._FILTER.filter(record) is True  # control: nothing discarded during the wait, the record is shown
+
+
+def test_a_python_worker_spark_started_late_is_the_machines_load_never_a_verdict():
+    # the consumer's suite over Spark Connect at a load average above 20 (CI): the chain a step's error left,
+    # as the Connect client raises it (a SparkException with the server's words), and the driver's own word
+    for chain in ([("pyspark.errors.exceptions.connect.SparkException", None,
+                    "Python worker failed to connect back.")],
+                  [("org.apache.spark.sql.streaming.StreamingQueryException", "STREAM_FAILED", "[STREAM_FAILED] ..."),
+                   ("org.apache.spark.SparkException", None, "Python worker failed to connect back."),
+                   ("java.net.SocketTimeoutException", None,
+                    "Timed out while waiting for the Python worker to connect back")]):
+        fault = classify_failure(chain, checkpoint=CHECKPOINT, tempdir=TMP, load=(21.5, 2))
+        assert fault is not None and fault.cause == PYTHON_WORKER_LATE
+        assert "constant 10 s" in fault.reason and "load average 21.5 on 2 cores" in fault.reason
+        assert "not a verdict on the pipeline" in fault.reason
+    # without a known load (over Connect the load is the server's) the reason names none
+    assert "load average" not in classify_failure(chain, checkpoint=None).reason
+    # control: a Python worker's own exception (the pipeline's UDF raising) is no fault
+    udf = [("org.apache.spark.api.python.PythonException", "PYTHON_EXCEPTION",
+            "[PYTHON_EXCEPTION] An exception was thrown from the Python worker.\nValueError: worker failed")]
+    assert classify_failure(udf, checkpoint=CHECKPOINT, tempdir=TMP, load=(21.5, 2)) is None
