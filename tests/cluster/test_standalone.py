@@ -3,7 +3,7 @@
 The fixture starts Spark's own Master and Workers from the installed pyspark (eventtime.harness.cluster) and
 stops them afterwards; `eventtime certify` runs in a child process (its SparkSession is the cluster's
 application; this process starts no JVM). A subset of the suite keeps CI within minutes; the whole
-suite, local vs cluster, is `python benchmarks/cluster_vs_local.py` (README, "On a cluster").
+suite, local vs cluster, is `python benchmarks/cluster_vs_local.py` (docs/cluster.md).
 """
 from __future__ import annotations
 
