@@ -32,6 +32,7 @@ Needs the `hypothesis` package (the `test` extra).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Mapping
 
 from hypothesis import strategies as st
@@ -148,13 +149,26 @@ def typed_values(ctype: Any, *, nullable: bool = True, pool: Any = None) -> st.S
     `{base64: ...}`, maps as `[key, value]` pairs, structs by field name. With `nullable`, null too
     (nested elements and fields as well). `pool`: the values to draw from instead (a narrowed
     strategy), null still added where nullable."""
+    from .coltypes import parse_type
+
+    t = parse_type(ctype) if isinstance(ctype, str) else ctype
+    values = None if pool is None else tuple(pool)
+    try:
+        hash(values)
+    except TypeError:  # a pool of lists or mappings: built each time
+        return _typed.__wrapped__(t, nullable, values)
+    return _typed(t, nullable, values)
+
+
+@lru_cache(maxsize=256)
+def _typed(t: Any, nullable: bool, pool: tuple | None) -> st.SearchStrategy[Any]:
+    """`typed_values`, built once per type (a strategy is built and validated once, then drawn from often)."""
     import base64
     import datetime as _dt
     import decimal
 
-    from .coltypes import INTEGRAL_RANGES, parse_type
+    from .coltypes import INTEGRAL_RANGES
 
-    t = parse_type(ctype) if isinstance(ctype, str) else ctype
     k = t.kind
     base: st.SearchStrategy[Any]
     if pool is not None:
@@ -190,19 +204,19 @@ def typed_values(ctype: Any, *, nullable: bool = True, pool: Any = None) -> st.S
         base = st.binary(max_size=4).map(lambda b: {"base64": base64.b64encode(b).decode("ascii")})
     elif k == "array":
         assert t.element is not None
-        base = st.lists(typed_values(t.element), max_size=3)
+        base = st.lists(_typed(t.element, True, None), max_size=3)
     elif k == "map":
         assert t.key is not None and t.value is not None
         vt = t.value
-        base = st.lists(typed_values(t.key, nullable=False), max_size=2, unique_by=repr).flatmap(
-            lambda keys: st.tuples(*[typed_values(vt) for _ in keys]).map(
+        base = st.lists(_typed(t.key, False, None), max_size=2, unique_by=repr).flatmap(
+            lambda keys: st.tuples(*[_typed(vt, True, None) for _ in keys]).map(
                 lambda values: [[key, v] for key, v in zip(keys, values)]))
     elif k == "struct":
-        base = st.fixed_dictionaries({name: typed_values(ft) for name, ft in t.fields})
+        base = st.fixed_dictionaries({name: _typed(ft, True, None) for name, ft in t.fields})
     else:
         raise ValueError(f"no generated values for the type {t.ddl} (column type {k!r})")
     # null one draw in five (it shrinks to null: a null that breaks a job is the simplest value)
-    return st.integers(0, 4).flatmap(lambda i: st.none() if i == 0 else base) if nullable else base
+    return st.one_of(st.none(), base, base, base, base) if nullable else base
 
 
 @st.composite
