@@ -42,7 +42,8 @@ from .registry import CONTRACTS
 from .spec import Scenario
 from .timeparse import format_time, parse_duration, parse_time
 
-__all__ = ["Event", "event_times", "events", "contract_params", "scenarios", "typed_values", "GENERATED_CONTRACTS",
+__all__ = ["Event", "event_times", "events", "contract_params", "scenarios", "typed_values", "not_generated",
+           "GENERATED_CONTRACTS",
            "T0", "TEXT_EDGES"]
 
 T0 = parse_time("2024-01-01T00:00:00Z")  # epoch microseconds
@@ -315,6 +316,16 @@ def _row(event: Event, contract: Contract) -> list[Any]:
     return out
 
 
+def not_generated(contract: Contract) -> str | None:
+    """Why streams cannot be generated for `contract` yet (None: they can): rows sources only."""
+    unsupported = [f"source {s.name!r} (kind {s.kind})" for s in contract.sources if s.kind != "rows"]
+    unsupported += [f"static input {s.name!r}" for s in contract.statics]
+    if unsupported:
+        return (f"contract {contract.name}: no generated streams for its {', '.join(unsupported)} yet "
+                "(rows sources only)")
+    return None
+
+
 @st.composite
 def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapping[str, Any] | None = None,
               max_events: int = 12, out_of_orderness: str | int | None | Mapping[str, Any] = "5s",
@@ -338,12 +349,9 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
 
     c = contract if isinstance(contract, Contract) else CONTRACTS[contract or draw(st.sampled_from(GENERATED_CONTRACTS))]
     name = c.name
-    if not c.bundled:
-        unsupported = [f"source {s.name!r} (kind {s.kind})" for s in c.sources if s.kind != "rows"]
-        unsupported += [f"static input {s.name!r}" for s in c.statics]
-        if unsupported:
-            raise ValueError(f"contract {name}: no generated streams for its {', '.join(unsupported)} yet "
-                             "(rows sources only)")
+    refused = not_generated(c)
+    if refused is not None:
+        raise ValueError(refused)
     if params is not None:
         p = dict(params)
     elif c.bundled:

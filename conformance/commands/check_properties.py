@@ -90,6 +90,19 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return ExitCode.USAGE_ERROR
     contract, lookup, place = found
+    from ..strategies import not_generated
+
+    refused = not_generated(contract)
+    if refused is None and args.delay is not None:
+        from ..timeparse import TimeFormatError, parse_duration
+
+        try:
+            parse_duration(args.delay)
+        except (TimeFormatError, ValueError) as exc:
+            refused = f"--delay {args.delay!r}: {exc}"
+    if refused is not None:  # said before Spark starts
+        print(f"eventtime: error: {refused}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     conf = conf_pairs(args.spark_conf)
     targets = project.targets(SimpleNamespace(contract=contract), place)
     if not targets:
