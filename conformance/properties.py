@@ -202,7 +202,10 @@ def _header(prop: str, why: Sequence[str], note: str) -> str:
 
 
 def _renamed(text: str, prop: str) -> str:
-    return re.sub(r"^scenario: generated-", f"scenario: {prop}-", text, count=1, flags=re.M)
+    """The generated scenario named and described for the property it breaks."""
+    text = re.sub(r"^scenario: generated-", f"scenario: {prop}-", text, count=1, flags=re.M)
+    return re.sub(r"^description: .*$", f"description: 'Shrunk by eventtime check-properties: {TITLES[prop]}.'",
+                  text, count=1, flags=re.M)
 
 
 def filled(variant_text: str, reference: RunObservation, *, lookup: Any, keep: Callable[[str], bool]) -> str:
