@@ -350,8 +350,10 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         reports.append(report)
         tell(f"eventtime: checking {prop} ({TITLES[prop]}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
+        target = pipeline if isinstance(pipeline, str) else (
+            f"{getattr(pipeline, '__module__', '')}:{getattr(pipeline, '__qualname__', repr(pipeline))}")
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
-                   lookup)
+                   lookup, key=f"eventtime check-properties {contract.name} {prop} {target}")
         if report.counterexample is not None and out_dir is not None and not in_ci():
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
@@ -359,8 +361,11 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
 
 
 def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, seed: int | None,
-               run: Callable[[str], RunObservation], ends: Sequence[str], contract: Contract, lookup: Any) -> None:
-    """Run one property's Hypothesis test; its outcome goes into `report`."""
+               run: Callable[[str], RunObservation], ends: Sequence[str], contract: Contract, lookup: Any, *,
+               key: str) -> None:
+    """Run one property's Hypothesis test; its outcome goes into `report`. `key`: where Hypothesis's database
+    keeps its examples (one per contract, property and pipeline, so a broken stream is tried first on the
+    next check of the same three, and never replayed for another)."""
     from hypothesis import given, seed as hseed, strategies as st
 
     prop = report.prop
@@ -450,6 +455,8 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         report.counterexample = Counterexample(prop, contract.name, _header(prop, why, note) + body, why)
         raise _Broken("\n".join(why))
 
+    # the test function is the same code for every property: Hypothesis would key them all alike
+    holds._hypothesis_internal_database_key = key.encode("utf-8")
     test = hseed(seed)(holds) if seed is not None else holds
     try:
         test()
