@@ -13,8 +13,8 @@ import time
 from types import ModuleType
 from typing import NoReturn, Sequence
 
-from .commands import (certify, check_model, cluster, connect_server, expect, listing, profiles, report, run,
-                       validate, warm, watch)
+from .commands import (certify, check_model, check_properties, cluster, connect_server, expect, listing, profiles,
+                       report, run, validate, warm, watch)
 from .commands.options import Parser
 from .commands.spark import guarded
 from .exitcodes import ExitCode
@@ -25,7 +25,7 @@ __all__ = ["console_main", "main", "COMMANDS"]
 COMMANDS: dict[str, ModuleType] = {
     "validate": validate, "run": run, "watch": watch, "certify": certify, "report": report, "list": listing,
     "check-model": check_model, "expect": expect, "compare-profiles": profiles, "cluster": cluster, "connect-server": connect_server,
-    "warm": warm,
+    "warm": warm, "check-properties": check_properties,
 }
 
 

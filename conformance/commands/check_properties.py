@@ -1,0 +1,145 @@
+"""`eventtime check-properties CONTRACT`: a job's properties checked on streams generated from its contract,
+with no expected values written (`eventtime.properties`, docs/properties.md)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ..exitcodes import ExitCode
+from .options import conf_pairs, contracts_parent, pipelines_parent, positive_int, spark_parent
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    from ..properties import PROPERTIES
+
+    c = sub.add_parser("check-properties", parents=[pipelines_parent(), spark_parent(), contracts_parent("the contract")],
+                       help="check a job's properties on streams generated from its contract (no expected values)")
+    c.add_argument("contract", metavar="CONTRACT",
+                   help="a contract's name (found in --contracts, the project's eventtime_contracts, or bundled) "
+                        "or its *.contract.yaml file")
+    c.add_argument("--property", action="append", choices=PROPERTIES, dest="properties", metavar="NAME",
+                   help=f"a property to check (repeatable; default all: {', '.join(PROPERTIES)})")
+    c.add_argument("--max-examples", type=positive_int, default=20, metavar="N",
+                   help="generated streams per property (Hypothesis's max_examples; default 20)")
+    c.add_argument("--seed", type=int, default=None, help="Hypothesis's seed: the same streams on every run")
+    c.add_argument("--derandomize", action="store_true",
+                   help="streams drawn from a seed fixed by the check itself (Hypothesis's derandomize)")
+    c.add_argument("--no-database", action="store_true",
+                   help="neither read nor save examples in Hypothesis's database (.hypothesis/ in the working "
+                        "directory: a broken property's stream is tried first on the next run)")
+    c.add_argument("--delay", metavar="DURATION", default=None,
+                   help="the watermark delay the job uses, which late rows are drawn around (default: a "
+                        "contract parameter named for it, else 10 seconds)")
+    c.add_argument("--max-events", type=positive_int, default=8, metavar="N", help="events per stream (default 8)")
+    c.add_argument("--table", action="append", default=[], metavar="NAME",
+                   help="a table the job writes, read back and compared like its path parameters' folders "
+                        "(repeatable)")
+    c.add_argument("--out", metavar="DIR", default="counterexamples",
+                   help="where a broken property's shrunk stream is written as a scenario file (default "
+                        "./counterexamples; never written where CI is set)")
+
+
+def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path] | None:
+    from ..contractfile import load_contract_file
+    from ..problems import FileInvalid
+    from ..registry import ContractLookup
+
+    given = Path(args.contract)
+    try:
+        if given.suffix in (".yaml", ".yml") or given.is_file():
+            if not given.is_file():
+                print(f"eventtime: error: no such contract file: {args.contract}", file=sys.stderr)
+                return None
+            c = load_contract_file(given)
+            return c, ContractLookup([*dirs, str(given.parent)], extra=[c]), given
+    except FileInvalid as exc:
+        print(exc, file=sys.stderr)
+        return None
+    lookup = ContractLookup(dirs)
+    beside = Path.cwd() / "check-properties"  # contract files in the working directory and above it
+    found, reason = lookup.resolve(args.contract, beside)
+    if found is None:
+        from ..problems import did_you_mean
+
+        names = lookup.names(beside)
+        detail = reason if isinstance(reason, str) else ("; ".join(map(str, reason)) if reason else
+                                                         f"known here: {', '.join(names)}")
+        print(f"eventtime: error: unknown contract {args.contract!r}{did_you_mean(args.contract, names)} ({detail})",
+              file=sys.stderr)
+        return None
+    return found, lookup, beside
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..projectconfig import unbound_message
+    from ..properties import PROPERTIES, check_properties
+    from ..snapshot import in_ci
+    from .execute import unimportable
+    from .files import read_project
+    from .spark import open_session
+
+    project = read_project([], args.pipeline, args.contracts, args.timeout)
+    if project is None:
+        return ExitCode.USAGE_ERROR
+    found = _contract(args, project.contract_dirs)
+    if found is None:
+        return ExitCode.USAGE_ERROR
+    contract, lookup, place = found
+    from ..strategies import not_generated
+
+    refused = not_generated(contract)
+    if refused is None and args.delay is not None:
+        from ..timeparse import TimeFormatError, parse_duration
+
+        try:
+            parse_duration(args.delay)
+        except (TimeFormatError, ValueError) as exc:
+            refused = f"--delay {args.delay!r}: {exc}"
+    if refused is not None:  # said before Spark starts
+        print(f"eventtime: error: {refused}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    conf = conf_pairs(args.spark_conf)
+    targets = project.targets(SimpleNamespace(contract=contract), place)
+    if not targets:
+        print(f"eventtime: error: {unbound_message(contract, str(place))}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    if unimportable(targets):
+        return ExitCode.FAILED
+    if args.remote is not None:
+        print("eventtime: error: check-properties re-runs batches from a checkpoint on this machine: not over "
+              "Spark Connect (--remote)", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    spark, code = open_session(args)
+    if spark is None:
+        return code
+    properties = args.properties or list(PROPERTIES)
+    failed = False
+    for target in targets:
+        print(f"eventtime: {contract.name} against {target}: {', '.join(properties)}", flush=True)
+        try:
+            report = check_properties(
+                contract, target, session=spark, properties=properties, lookup=lookup,
+                max_examples=args.max_examples, seed=args.seed, derandomize=args.derandomize,
+                database=None if args.no_database else "default", delay=args.delay, max_events=args.max_events,
+                tables=args.table, out_dir=args.out, timeout=project.timeout, conf=conf or None,
+                progress=lambda line: print(line, flush=True))
+        except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
+            print(f"eventtime: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        for p in report.properties:
+            if p.counterexample is not None and p.written is None:
+                why = "CI is set: not written" if in_ci() else "not written"
+                print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
+            elif p.written is not None:
+                print(f"eventtime: reproduce: eventtime run {p.written} --pipeline {contract.name}={target}"
+                      + "".join(f" --contracts {d}" for d in args.contracts), flush=True)
+        held = sum(p.held for p in report.properties)
+        print(f"eventtime: {held} of {len(report.properties)} properties held for {contract.name} against {target}",
+              flush=True)
+        failed = failed or not report.held
+    return ExitCode.FAILED if failed else ExitCode.OK

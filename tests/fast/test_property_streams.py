@@ -1,0 +1,125 @@
+"""Streams generated from a user's contract for the property checks (`eventtime.strategies`, typed=True):
+every declared column of its declared type, nulls where a column may be null (never the event time), edge
+values, rows late by less than, exactly and more than the watermark delay, duplicates; each scenario
+loads through the same loader as a file; narrowed by value pools; what cannot be generated refused by name."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from eventtime import spec as m
+from eventtime.contractfile import load_contract_file
+from eventtime.strategies import TEXT_EDGES, scenarios
+
+WIDE = textwrap.dedent("""\
+    contract: wide
+    description: a column of every kind of type
+    sources:
+      clicks:
+        columns: "page string, n int, amount decimal(12,2), ok boolean, day date, at timestamp, tags array<string>, attrs map<string,int>, who struct<id: long, name: string>, blob binary, x double, ts timestamp"
+        event_time: ts
+    output:
+      columns: "page string, clicks bigint"
+      modes: [update, append]
+    """)
+S = 1_000_000
+EXAMPLES = 40
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory):
+    path = tmp_path_factory.mktemp("c") / "wide.contract.yaml"
+    path.write_text(WIDE)
+    return load_contract_file(path)
+
+
+_DRAWN: dict[str, list[list[tuple]]] = {}
+
+
+def _draw(contract, n=EXAMPLES, **kw):
+    """Every row of `n` derandomized generated scenarios, per source, in arrival order per scenario (drawn
+    once per arguments in this module)."""
+    key = repr((contract.name, n, sorted(kw.items())))
+    if key in _DRAWN:
+        return _DRAWN[key]
+    out: list[list[tuple]] = []
+
+    @settings(max_examples=n, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+    @given(scenarios(contract, typed=True, restarts=False, triggers=False, max_events=8, **kw))
+    def collect(sc):
+        assert isinstance(sc, m.Scenario)
+        out.append([r for s in sc.steps if isinstance(s, m.AddStep) for r in s.rows["clicks"]])
+
+    collect()
+    _DRAWN[key] = out
+    return out
+
+
+def test_every_column_gets_nulls_but_the_event_time(wide):
+    names = [c.name for c in wide.sources[0].columns]
+    nulls = Counter(name for rows in _draw(wide) for r in rows for name, v in zip(names, r) if v is None)
+    assert set(nulls) == set(names) - {"ts"}, nulls
+
+
+def test_edge_values_of_the_declared_types_are_drawn(wide):
+    names = [c.name for c in wide.sources[0].columns]
+    seen: dict[str, set] = {n: set() for n in names}
+    for rows in _draw(wide):
+        for r in rows:
+            for n, v in zip(names, r):
+                seen[n].add(v if not isinstance(v, (list, tuple, dict)) and not hasattr(v, "items") else repr(v))
+    assert seen["page"] & set(TEXT_EDGES), "text that looks like a time, empty or unicode text"
+    assert {2 ** 31 - 1, -(2 ** 31)} & seen["n"], "an int's bounds"
+    assert any(isinstance(v, int) and v % S for v in seen["ts"]), "an event time off its whole second"
+    assert any(isinstance(v, int) and v % 1000 for v in seen["ts"]), "a sub-millisecond event time"
+
+
+def test_rows_are_late_within_exactly_at_and_beyond_the_delay(wide):
+    delay = 10 * S
+    lags = Counter()
+    for rows in _draw(wide, delay="10s", resolution="1s", max_step="20s"):
+        top = None
+        for r in rows:
+            ts = r[-1] - r[-1] % S  # the whole second (edges move a time by under a second)
+            if top is not None and ts < top:
+                lag = top - ts
+                lags["within" if lag < delay else "at" if lag == delay else "beyond"] += 1
+            top = ts if top is None else max(top, ts)
+    assert lags["within"] and lags["beyond"], lags
+    assert lags["at"] or lags["beyond"] > 5, lags
+
+
+def test_duplicate_rows_are_drawn(wide):
+    assert any(len(set(map(repr, rows))) < len(rows) for rows in _draw(wide))
+
+
+def test_a_pool_narrows_a_column(wide):
+    values = {r[0] for rows in _draw(wide, n=30, pools={"page": ["home", "cart"]}) for r in rows}
+    assert values <= {"home", "cart", None} and {"home", "cart"} & values, values
+    # control: without the pool, other text is drawn
+    assert {r[0] for rows in _draw(wide) for r in rows} - {"home", "cart", None}
+
+
+def test_a_kafka_source_is_refused_by_name(tmp_path):
+    path = tmp_path / "k.contract.yaml"
+    path.write_text(textwrap.dedent("""\
+        contract: k
+        description: kafka
+        sources:
+          orders: {kind: kafka, topic: orders}
+        output:
+          columns: "n bigint"
+        """))
+    contract = load_contract_file(path)
+
+    @settings(max_examples=1, database=None)
+    @given(scenarios(contract, typed=True))
+    def draw(sc):
+        pass
+
+    with pytest.raises(ValueError, match=r"source 'orders' \(kind kafka\)"):
+        draw()
+
