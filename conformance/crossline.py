@@ -544,11 +544,11 @@ def _serve_one(request_file: str) -> None:
         for step in result.steps:
             step.observed = None  # what a snapshot writes: not handed over
         run = keep.run
-        group = run is not None and isinstance(getattr(run, "runs", None), dict)  # a job's queries
+        group = run is not None and hasattr(run, "query_runs")  # a job's queries (`QueryGroup`)
         answer = {"status": result.status, "reason": result.reason, "steps": result.steps, "notes": result.notes,
                   "history": list(run.history.values()) if run is not None and not group else [],
                   "runs": run.runs if run is not None and not group else 0, "spark": result.spark_version,
-                  "queries": {name: (list(r.history.values()), r.runs) for name, r in run.runs.items()} if group
+                  "queries": {name: (list(r.history.values()), r.runs) for name, r in run.query_runs.items()} if group
                   else None}
         topics = getattr(getattr(keep.steps, "build", None), "topics", None)
         if topics is not None:

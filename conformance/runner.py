@@ -1179,7 +1179,7 @@ def _current_watermark(run: Any) -> int | None:
     from eventtime.harness.jobrun import QueryGroup
 
     if not run.history:
-        return None if isinstance(run, QueryGroup) and len(run.runs) > 1 else 0
+        return None if isinstance(run, QueryGroup) and len(run.query_runs) > 1 else 0
     last = run.history[max(run.history)]
     return last.watermark_after_ms
 
