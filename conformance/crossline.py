@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from eventtime.harness.errors import EventtimeError
+from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .results import ERROR, NOT_APPLICABLE, SKIPPED, ScenarioResult, StepResult
@@ -301,7 +302,7 @@ class EarlierSpark:
     def _before(self, scenario: m.Scenario, target: str, until: int, folder: Path, kwargs: Mapping[str, Any]
                 ) -> dict[str, Any]:
         """Run the steps before step `until` on the earlier side in `folder`/run; what it hands over."""
-        timeout = float(kwargs.get("timeout") or 60.0)
+        timeout = float(kwargs.get("timeout") or DEFAULT_TIMEOUT)
         request = {"text": "\n".join(scenario.lines), "display": scenario.path, "file": str(_scenario_file(scenario)),
                    "contract_dirs": self.contract_dirs, "pipeline": target, "until": until,
                    "workdir": str(folder / "run"), "conf": dict(kwargs.get("conf") or {}), "timeout": timeout,
