@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from .errors import EventtimeError
+from . import threadpatch
 from .threadpatch import ThreadPatch
 
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
@@ -48,16 +49,16 @@ class SubstitutionError(EventtimeError):
 
 
 _PYSPARK = f"{os.sep}pyspark{os.sep}"
-_HERE = os.path.abspath(__file__)
+_HERE = (os.path.abspath(__file__), os.path.abspath(threadpatch.__file__))  # the patches' own frames
 
 
 def caller_place(skip: Callable[[str], bool] | None = None) -> Place | None:
-    """The innermost frame of the caller's stack that is neither pyspark's nor this module's (nor one
-    `skip` says to pass over): the line of the job's own code that made the call."""
+    """The innermost frame of the caller's stack that is neither pyspark's nor this module's nor
+    `threadpatch`'s (nor one `skip` says to pass over): the line of the job's own code that made the call."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (os.path.abspath(name) == _HERE or _PYSPARK in name or (skip is not None and skip(name))):
+        if not (os.path.abspath(name) in _HERE or _PYSPARK in name or (skip is not None and skip(name))):
             return Place(name, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back  # type: ignore[assignment]
     return None
@@ -247,19 +248,6 @@ def _passthrough(name: str, record: Callable[..., Any]) -> Callable[[Any], Calla
     return wrap
 
 
-def _replacing(name: str, replace: Callable[..., Any]) -> Callable[[Any], Callable[..., Any]]:
-    """A method replaced under a substitution; pyspark's own otherwise."""
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            active = _active()
-            if active is None:
-                return original(self, *args, **kwargs)
-            return replace(active, self, *args, **kwargs)
-        method.__name__ = name
-        return method
-    return wrap
-
-
 def _set_option(call: ReaderCall | WriterCall, key: str, value: Any) -> None:
     if value is None:
         return
@@ -436,8 +424,9 @@ def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
         out.append((cls, name, _passthrough(name, record)))
 
     def replacing(cls: Any, name: str, replace: Callable[..., Any]) -> None:
+        """A method replaced under a substitution; pyspark's own otherwise."""
         if hasattr(cls, name):
-            out.append((cls, name, _replacing(name, replace)))
+            out.append((cls, name, _PATCH.instead(name, replace)))
 
     passthrough(DataStreamReader, "format", _r_format)
     passthrough(DataStreamReader, "option", _r_option)

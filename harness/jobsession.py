@@ -199,19 +199,6 @@ def _process_settings(argv: Sequence[str], env: Mapping[str, str], path: Sequenc
 
 
 # -- the patches ------------------------------------------------------------------------------------
-def _own(name: str, fn: Callable[..., Any]) -> Callable[[Any], Callable[..., Any]]:
-    """A method that runs `fn(scope, self, ...)` in a thread with a job session, pyspark's own otherwise."""
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            scope = _scope()
-            if scope is None:
-                return original(self, *args, **kwargs)
-            return fn(scope, self, *args, **kwargs)
-        method.__name__ = name
-        return method
-    return wrap
-
-
 def _builder_config(original: Callable[..., Any]) -> Callable[..., Any]:
     """`Builder.config` as pyspark's, also remembering the job's line that set each key."""
     def config(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -281,15 +268,15 @@ def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
             out.append((cls, name, wrap))
 
     patch(builder, "config", _builder_config)
-    patch(builder, "getOrCreate", _own("getOrCreate", _get_or_create))
-    patch(builder, "create", _own("create", _get_or_create))
-    patch(SparkSession, "stop", _own("stop", _stop_session))
-    patch(SparkContext, "stop", _own("stop", _stop_context))
-    patch(RuntimeConfig, "set", _own("set", _conf_set))
+    patch(builder, "getOrCreate", _PATCH.instead("getOrCreate", _get_or_create))
+    patch(builder, "create", _PATCH.instead("create", _get_or_create))
+    patch(SparkSession, "stop", _PATCH.instead("stop", _stop_session))
+    patch(SparkContext, "stop", _PATCH.instead("stop", _stop_context))
+    patch(RuntimeConfig, "set", _PATCH.instead("set", _conf_set))
     for name in ("getActiveSession", "active"):  # classmethods: the kit's session in a job's thread
         patch(SparkSession, name, _active_session)
     patch(StreamingQueryManager, "active", _active_queries)
-    patch(StreamingQueryManager, "addListener", _own("addListener", _add_listener))
+    patch(StreamingQueryManager, "addListener", _PATCH.instead("addListener", _add_listener))
     return out
 
 

@@ -14,8 +14,9 @@
   another thread keeps pyspark's own method even when the last leave uninstalls meanwhile.
 
 `patches()` is called at each install (it imports pyspark then, not when this module is imported) and
-returns `(class, attribute name, wrap)` triples; `original(obj, name)` is pyspark's own attribute of
-`obj`'s class, patched or not (the kit's own calls from a patched thread).
+returns `(class, attribute name, wrap)` triples (`instead(name, fn)` makes the common wrap: `fn(state,
+self, ...)` inside, pyspark's own outside); `original(obj, name)` is pyspark's own attribute of `obj`'s
+class, patched or not (the kit's own calls from a patched thread).
 """
 from __future__ import annotations
 
@@ -69,6 +70,19 @@ class ThreadPatch(Generic[State]):
                 self._users -= 1
                 if self._users == 0:
                     self._uninstall()
+
+    def instead(self, name: str, fn: Callable[..., Any]) -> Callable[[Any], Callable[..., Any]]:
+        """A wrap for `patches()`: the method `name` calls `fn(state, self, ...)` in a thread inside
+        `entered`, pyspark's own elsewhere."""
+        def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+            def method(obj: Any, *args: Any, **kwargs: Any) -> Any:
+                state = self.current()
+                if state is None:
+                    return original(obj, *args, **kwargs)
+                return fn(state, obj, *args, **kwargs)
+            method.__name__ = name
+            return method
+        return wrap
 
     def original(self, obj: Any, name: str) -> Any:
         """pyspark's own attribute `name` of `obj`'s class (patched or not), as found on the class."""

@@ -24,12 +24,9 @@ OWN_HELLO, OWN_BYE = Target.__dict__["hello"], Target.__dict__["bye"]
 
 
 def _patch(nested=False, extra=()):
-    def wrap(original):
-        def hello(self):
-            state = patch.current()
-            return original(self) if state is None else f"patched for {state}"
-        return hello
-    patch = ThreadPatch("a greeting", lambda: [(Target, "hello", wrap), *extra], nested=nested)
+    # inside: "patched for STATE"; outside: pyspark's own (`instead`, the wrap jobio and jobsession use)
+    patch = ThreadPatch("a greeting", lambda: [(Target, "hello", patch.instead("hello", lambda state, self: (
+        f"patched for {state}"))), *extra], nested=nested)
     return patch
 
 
@@ -114,3 +111,18 @@ def test_a_patch_that_cannot_be_made_leaves_none_installed():
             pass
     assert Target.__dict__["bye"] is OWN_BYE
 
+
+
+def test_a_substituted_call_names_the_line_of_the_code_that_made_it_not_the_patchs():
+    # jobio's patched methods are threadpatch's: the place an error names passes over its frames too
+    import inspect
+
+    from pyspark.sql.streaming.readwriter import DataStreamReader
+
+    from eventtime.harness.jobio import substitution
+
+    reader = object.__new__(DataStreamReader)  # no session: the substitution never reaches pyspark's own
+    with substitution(lambda call: call):
+        call, line = reader.load("/data/clicks", format="json"), inspect.currentframe().f_lineno
+    assert (call.path, call.format) == ("/data/clicks", "json")
+    assert (call.place.file, call.place.line) == (__file__, line), call.place
