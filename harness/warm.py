@@ -90,7 +90,7 @@ def daemon_key(master: str, settings: Mapping[str, str], environ: Mapping[str, s
 
     here = Path(__file__).parent
     launch_code = hashlib.sha256()
-    for name in ("session.py", "warm.py", "warmd.py", "tuning.py", "jvmarchive.py"):
+    for name in ("session.py", "coldstart.py", "warm.py", "warmd.py", "tuning.py", "jvmarchive.py"):
         with contextlib.suppress(OSError):
             launch_code.update((here / name).read_bytes())
     payload = {
