@@ -455,9 +455,9 @@ def _spark(config: pytest.Config) -> Any:
         return config.stash[_SPARK]
     if _SPARK not in config.stash:
         from eventtime.harness.session import get_session
-        from eventtime.harness.warm import NOTES_ON_STDERR
+        from eventtime.harness.warm import NOTES
 
-        NOTES_ON_STDERR[0] = False  # the summary shows them (pytest_terminal_summary), not a test's capture
+        NOTES.on_stderr = False  # the summary shows them (pytest_terminal_summary), not a test's capture
         config.stash[_SPARK] = get_session(master=settings.master, warm=settings.warm)
     config.stash[_SPARK] = _live(config.stash[_SPARK], config)
     return config.stash[_SPARK]
@@ -711,9 +711,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _SPARK in config.stash:
-        from eventtime.harness.warm import NOTES_ON_STDERR
+        from eventtime.harness.warm import NOTES
 
-        NOTES_ON_STDERR[0] = True
+        NOTES.on_stderr = True
     settings = config.stash.get(_SETTINGS, None)
     if settings is not None and settings.previous is not None:
         settings.previous.close()

@@ -64,6 +64,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     """
     from pyspark.sql import SparkSession
 
+    global _warm_asked
     # Python workers (createDataFrame, UDFs) must run the interpreter that runs the harness, not
     # whichever `python3` comes first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -76,9 +77,9 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
         if warm is not None:
-            _WARM[0] = warm
+            _warm_asked = warm
         coldstart.numpy_converters_ask_only_with_numpy()
-        if _WARM[0]:
+        if _warm_asked:
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
                 return spark
@@ -118,14 +119,14 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         return spark
 
 
-_WARM = [False]  # whether this process's sessions are asked to be warm (the last get_session that said)
+_warm_asked = False  # whether this process's sessions are asked to be warm (the last get_session that said)
 
 
 def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, str]) -> Any:
     """A new session on a warm daemon's JVM (`warm`), or None (said on stderr) to start cold."""
     from .warm import WarmUnavailable, attach
 
-    from .warm import NOTES, NOTES_ON_STDERR, attached_pid
+    from .warm import NOTES, attached_pid
 
     from .driverdeath import gateway_gone
 
@@ -133,9 +134,7 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
         try:
             spark, note = attach(master, conf, settings)
         except WarmUnavailable as exc:
-            NOTES.append(f"warm Spark not used, this run started its own: {exc}")
-            if NOTES_ON_STDERR[0]:
-                print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+            NOTES.say(f"warm Spark not used, this run started its own: {exc}")
             return None
         pid = attached_pid()
         try:
@@ -146,14 +145,10 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
                 raise
             discard_dead_session()  # this thread holds SESSION_LOCK (reentrant)
             if attempt:
-                NOTES.append(f"warm Spark not used, this run started its own: the warm Spark (pid {pid}) "
-                             "died while this run attached to it, twice")
-                if NOTES_ON_STDERR[0]:
-                    print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+                NOTES.say(f"warm Spark not used, this run started its own: the warm Spark (pid {pid}) "
+                          "died while this run attached to it, twice")
                 return None
-    NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
-    if NOTES_ON_STDERR[0]:
-        print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+    NOTES.say(note or f"ran on the warm Spark (pid {attached_pid()})")
     coldstart.prepare_queries_meanwhile(spark)
     return spark
 
