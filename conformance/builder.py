@@ -18,6 +18,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from eventtime.harness.waits import DEFAULT_TIMEOUT
+
 __all__ = ["ScenarioBuilder"]
 
 
@@ -48,7 +50,7 @@ class ScenarioBuilder:
     def __init__(self, contract: Any, *, pipeline: Any = None, params: Mapping[str, Any] | None = None,
                  sources: Mapping[str, Any] | None = None, conf: Mapping[str, Any] | None = None,
                  clock: Mapping[str, Any] | None = None, name: str | None = None, date: str | None = None,
-                 session: Any = None, timeout: float = 60.0, contracts: Any = None,
+                 session: Any = None, timeout: float = DEFAULT_TIMEOUT, contracts: Any = None,
                  on_result: Any = None):
         """`contract`: a Contract, or a name looked up as a scenario file beside the calling test would
         look it up (contract files in the test's folder and above it, in `contracts`' folders (a

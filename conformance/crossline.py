@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from eventtime.harness.errors import EventtimeError
+from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .results import ERROR, NOT_APPLICABLE, SKIPPED, ScenarioResult, StepResult
@@ -301,7 +302,7 @@ class EarlierSpark:
     def _before(self, scenario: m.Scenario, target: str, until: int, folder: Path, kwargs: Mapping[str, Any]
                 ) -> dict[str, Any]:
         """Run the steps before step `until` on the earlier side in `folder`/run; what it hands over."""
-        timeout = float(kwargs.get("timeout") or 60.0)
+        timeout = float(kwargs.get("timeout") or DEFAULT_TIMEOUT)
         request = {"text": "\n".join(scenario.lines), "display": scenario.path, "file": str(_scenario_file(scenario)),
                    "contract_dirs": self.contract_dirs, "pipeline": target, "until": until,
                    "workdir": str(folder / "run"), "conf": dict(kwargs.get("conf") or {}), "timeout": timeout,
@@ -544,11 +545,11 @@ def _serve_one(request_file: str) -> None:
         for step in result.steps:
             step.observed = None  # what a snapshot writes: not handed over
         run = keep.run
-        group = run is not None and isinstance(getattr(run, "runs", None), dict)  # a job's queries
+        group = run is not None and hasattr(run, "query_runs")  # a job's queries (`QueryGroup`)
         answer = {"status": result.status, "reason": result.reason, "steps": result.steps, "notes": result.notes,
                   "history": list(run.history.values()) if run is not None and not group else [],
                   "runs": run.runs if run is not None and not group else 0, "spark": result.spark_version,
-                  "queries": {name: (list(r.history.values()), r.runs) for name, r in run.runs.items()} if group
+                  "queries": {name: (list(r.history.values()), r.runs) for name, r in run.query_runs.items()} if group
                   else None}
         topics = getattr(getattr(keep.steps, "build", None), "topics", None)
         if topics is not None:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from eventtime.harness.waits import DEFAULT_TIMEOUT
+
 from .drive import rows_seen
 from .registry import CONTRACTS
 from .loader import load_scenario_text
@@ -100,7 +102,7 @@ class Outcome:
 
 
 def compare_on_spark(case: DifferentialCase, *, session: Any = None, pipeline: Any = None,
-                     timeout: float = 60.0) -> Outcome:
+                     timeout: float = DEFAULT_TIMEOUT) -> Outcome:
     """Run the case on Spark (the contract's reference implementation unless `pipeline`).
 
     A run that ends in an error (not a failed check) is run once more: on a loaded machine Spark
@@ -205,7 +207,7 @@ class RestartCheck:
 
 
 def check_restarts(scenario: Scenario, *, session: Any = None, pipeline: Any = None,
-                   sessions: tuple[str, ...] = ("same", "new"), timeout: float = 60.0,
+                   sessions: tuple[str, ...] = ("same", "new"), timeout: float = DEFAULT_TIMEOUT,
                    progress: Any = None) -> list[RestartCheck]:
     """Run `scenario` uninterrupted, then every restart variant of it (`restart_variants`), on Spark;
     each variant is judged by the model step by step and by its whole output."""

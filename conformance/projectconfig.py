@@ -47,13 +47,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from eventtime.harness.errors import EventtimeError
+from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 __all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
            "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY", "ALLOW_NA_KEY", "allowed_not_applicable",
            "Unjudged", "nothing_judged", "contracts_under", "unknown_contract_message", "spark_conf_pairs"]
 
-DEFAULT_TIMEOUT = 60.0
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
 _TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from eventtime.harness.waits import DEFAULT_TIMEOUT
+
 from . import spec as m
 from .contracts import Contract
 from .results import ERROR, NOT_APPLICABLE, ScenarioResult
@@ -301,7 +303,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
                      database: Any = "default", delay: str | None = None, max_events: int = 8,
                      tables: Sequence[str] = (), pools: Mapping[str, Any] | None = None,
                      params: Mapping[str, Any] | None = None, out_dir: str | Path | None = None,
-                     timeout: float = 60.0, progress: Callable[[str], None] | None = None,
+                     timeout: float = DEFAULT_TIMEOUT, progress: Callable[[str], None] | None = None,
                      hypothesis_settings: Any = None, conf: Mapping[str, str] | None = None) -> CheckReport:
     """Check each of `properties` on up to `max_examples` streams generated from `contract`, run against
     `pipeline` on `session`. A broken property's shrunk stream is written under `out_dir` (None: not

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pytest
 
 from eventtime import projectconfig  # the rules both faces apply (standard library only)
+from eventtime.harness.waits import DEFAULT_TIMEOUT
 from eventtime.projectconfig import SettingsError
 
 SUFFIXES = (".scenario.yaml", ".scenario.yml")
@@ -137,7 +138,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--eventtime-report-json", metavar="PATH", default=None,
                     help="write the scenario results as JSON (by the controller only under xdist)")
     group.addoption("--eventtime-timeout", metavar="SECONDS", default=None,
-                    help="bound on each wait for Spark (default 60)")
+                    help=f"bound on each wait for Spark (default {DEFAULT_TIMEOUT:g})")
     group.addoption("--eventtime-spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark SQL setting for the queries, e.g. spark.sql.ansi.enabled=false (repeatable; "
                          "`eventtime run --spark-conf`; a scenario's own conf applies over it)")
@@ -147,7 +148,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   help="contract bindings, one 'CONTRACT = MODULE:FUNCTION' per line")
     parser.addini("eventtime_suite", type="args", default=[], help="contracts whose bundled suite to run")
     parser.addini("eventtime_report_json", default="", help="path of the JSON results file")
-    parser.addini("eventtime_timeout", default="60", help="bound on each wait for Spark, seconds")
+    parser.addini("eventtime_timeout", default=f"{DEFAULT_TIMEOUT:g}", help="bound on each wait for Spark, seconds")
     parser.addini("eventtime_master", default="", help="Spark master URL")
     group.addoption("--eventtime-warm", dest="eventtime_warm", action="store_true", default=None,
                     help="attach to a warm Spark kept between runs (started if none runs; local masters; docs/warm.md)")
@@ -454,9 +455,9 @@ def _spark(config: pytest.Config) -> Any:
         return config.stash[_SPARK]
     if _SPARK not in config.stash:
         from eventtime.harness.session import get_session
-        from eventtime.harness.warm import NOTES_ON_STDERR
+        from eventtime.harness.warm import NOTES
 
-        NOTES_ON_STDERR[0] = False  # the summary shows them (pytest_terminal_summary), not a test's capture
+        NOTES.on_stderr = False  # the summary shows them (pytest_terminal_summary), not a test's capture
         config.stash[_SPARK] = get_session(master=settings.master, warm=settings.warm)
     config.stash[_SPARK] = _live(config.stash[_SPARK], config)
     return config.stash[_SPARK]
@@ -710,9 +711,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _SPARK in config.stash:
-        from eventtime.harness.warm import NOTES_ON_STDERR
+        from eventtime.harness.warm import NOTES
 
-        NOTES_ON_STDERR[0] = True
+        NOTES.on_stderr = True
     settings = config.stash.get(_SETTINGS, None)
     if settings is not None and settings.previous is not None:
         settings.previous.close()

@@ -15,6 +15,7 @@ from eventtime.harness.driver import QueryDriver
 from eventtime.harness.jobpaths import (FILES, PathOutside, forget_paths, kept_path, named_paths, written_paths,
                                        written_with)
 from eventtime.harness.readback import ReadBackMismatch, cross_check, read_folder
+from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .contracts import Contract
@@ -28,7 +29,6 @@ from .userpipeline import (OutputMismatch, Pipeline, PipelineError, PipelineRais
 
 __all__ = ["Output", "run_scenario", "applicability", "connect_applicability", "DEFAULT_TIMEOUT"]
 
-DEFAULT_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -1179,7 +1179,7 @@ def _current_watermark(run: Any) -> int | None:
     from eventtime.harness.jobrun import QueryGroup
 
     if not run.history:
-        return None if isinstance(run, QueryGroup) and len(run.runs) > 1 else 0
+        return None if isinstance(run, QueryGroup) and len(run.query_runs) > 1 else 0
     last = run.history[max(run.history)]
     return last.watermark_after_ms
 

@@ -29,6 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .compat import SparkCompat, compat_for
 from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
+from .waits import DEFAULT_TIMEOUT
 from .stream import (BatchObservation, apply_conf, restore_conf, HarnessError, HarnessTimeout, QueryFailed, _headline,
                      observation, python_user_frames)
 
@@ -184,7 +185,7 @@ class ConnectStreamRun:
     `StreamRun` as far as Connect allows (no clock: `advance` raises HarnessError)."""
 
     def __init__(self, spark: Any, build: Callable[[], tuple[Any, str]], staging: ConnectStaging, *,
-                 timeout: float = 60.0, name: str | None = None):
+                 timeout: float = DEFAULT_TIMEOUT, name: str | None = None):
         self.spark = spark
         self.compat: SparkCompat = compat_for(spark)
         self.staging = staging
@@ -481,7 +482,7 @@ def remote_from_environment() -> str | None:
     return value or None
 
 
-def connect_session(url: str, *, timeout: float = 60.0) -> Any:
+def connect_session(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """A Spark Connect session to `url`, once the server has answered (bounded: a Connect client
     otherwise retries an unreachable server for minutes). HarnessError says what did not answer."""
     from pyspark.sql import SparkSession

@@ -31,7 +31,7 @@ class QueryDriver:
         """`only=query` for a run of several queries (a job's `QueryGroup`); {} when no query is named."""
         if query is None:
             return {}
-        if not hasattr(self.run, "runs"):
+        if not hasattr(self.run, "query_runs"):  # a single query's run (`StreamRun.runs` counts its starts)
             from .stream import HarnessError
 
             raise HarnessError(f"`query: {query}` names one query of a job that starts several; this pipeline "
@@ -89,7 +89,7 @@ class QueryDriver:
         so the sources are replayed (every add re-added, same offsets) for it to read its input again."""
         self.run.uncommit_last(**self._only(query))
         if query is not None:  # that query alone reads its input again; the others read on from theirs
-            index = list(self.run.runs).index(query)
+            index = list(self.run.query_runs).index(query)
             for source in self.sources.values():
                 source.replay(index)
             return

@@ -10,18 +10,19 @@ job's code it was made (`Place`), so an error can name it.
 Only classic PySpark's `DataStreamReader`/`DataStreamWriter` are substituted (Spark Connect's live in
 `pyspark.sql.connect.streaming.readwriter` and send the query to a server). The patch is installed
 once per process while any thread uses it; a thread with no active substitution (another scenario
-in a plain pipeline, the kit's own code) gets pyspark's own methods.
+in a plain pipeline, the kit's own code) gets pyspark's own methods (`threadpatch`).
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
-import threading
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from .errors import EventtimeError
+from . import threadpatch
+from .threadpatch import ThreadPatch
 
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
            "active_writers", "active_queries"]
@@ -48,16 +49,16 @@ class SubstitutionError(EventtimeError):
 
 
 _PYSPARK = f"{os.sep}pyspark{os.sep}"
-_HERE = os.path.abspath(__file__)
+_HERE = (os.path.abspath(__file__), os.path.abspath(threadpatch.__file__))  # the patches' own frames
 
 
 def caller_place(skip: Callable[[str], bool] | None = None) -> Place | None:
-    """The innermost frame of the caller's stack that is neither pyspark's nor this module's (nor one
-    `skip` says to pass over): the line of the job's own code that made the call."""
+    """The innermost frame of the caller's stack that is neither pyspark's nor this module's nor
+    `threadpatch`'s (nor one `skip` says to pass over): the line of the job's own code that made the call."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
-        if not (os.path.abspath(name) == _HERE or _PYSPARK in name or (skip is not None and skip(name))):
+        if not (os.path.abspath(name) in _HERE or _PYSPARK in name or (skip is not None and skip(name))):
             return Place(name, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back  # type: ignore[assignment]
     return None
@@ -194,14 +195,8 @@ class _Active:
         self.returned: WriterCall | None = None
 
 
-_local = threading.local()
-_lock = threading.Lock()
-_installed: dict[str, Any] = {}  # "Class.method" -> pyspark's own function, while patched
-_users = 0
-
-
 def _active() -> _Active | None:
-    return getattr(_local, "active", None)
+    return _PATCH.current()
 
 
 @contextlib.contextmanager
@@ -209,23 +204,8 @@ def substitution(resolve: Callable[[ReaderCall], Any], started: Callable[[Writer
                  ) -> Iterator[_Active]:
     """Substitute the readers and writers of the code run in this thread inside the block; `started` is
     called with each writer as the job starts it."""
-    global _users
-    if _active() is not None:
-        raise RuntimeError("a substitution is already active in this thread")
-    with _lock:
-        if _users == 0:
-            _install()
-        _users += 1
-    active = _Active(resolve, started)
-    _local.active = active
-    try:
+    with _PATCH.entered(_Active(resolve, started)) as active:
         yield active
-    finally:
-        _local.active = None
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                _uninstall()
 
 
 def active_writers() -> list[WriterCall]:
@@ -256,25 +236,16 @@ def _writer_of(obj: Any) -> WriterCall:
     return call
 
 
-def _passthrough(key: str, record: Callable[..., Any]) -> Callable[..., Any]:
+def _passthrough(name: str, record: Callable[..., Any]) -> Callable[[Any], Callable[..., Any]]:
     """A method that records the call under a substitution, then does what pyspark's does."""
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if _active() is not None:
-            record(self, *args, **kwargs)
-        return _installed[key](self, *args, **kwargs)
-    method.__name__ = key.rpartition(".")[2]
-    return method
-
-
-def _replacing(key: str, replace: Callable[..., Any]) -> Callable[..., Any]:
-    """A method replaced under a substitution; pyspark's own otherwise."""
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        active = _active()
-        if active is None:
-            return _installed[key](self, *args, **kwargs)
-        return replace(active, self, *args, **kwargs)
-    method.__name__ = key.rpartition(".")[2]
-    return method
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if _active() is not None:
+                record(self, *args, **kwargs)
+            return original(self, *args, **kwargs)
+        method.__name__ = name
+        return method
+    return wrap
 
 
 def _set_option(call: ReaderCall | WriterCall, key: str, value: Any) -> None:
@@ -306,8 +277,8 @@ def _r_schema(self: Any, schema: Any) -> None:
 def _load(active: _Active, self: Any, path: str | None = None, format: str | None = None,
           schema: Any = None, *, _opener: Callable[[str], Any] | None = None, **options: Any) -> Any:
     call = _reader_of(self)
-    call.opener = _opener or (lambda where: _installed["DataStreamReader.load"](self, where, format=format,
-                                                                                schema=schema, **options))
+    call.opener = _opener or (lambda where: _PATCH.original(self, "load")(self, where, format=format,
+                                                                          schema=schema, **options))
     if format is not None:
         call.format = format
     if schema is not None:
@@ -325,15 +296,15 @@ def _shortcut(fmt: str) -> Callable[..., Any]:
         call = _reader_of(self)
         call.format, call.method = fmt, fmt
         given = {**options, **({"schema": schema} if schema is not None else {})}
-        return _load(active, self, path, schema=schema, **options, _opener=lambda where: _installed[
-            f"DataStreamReader.{fmt}"](self, where, *args, **given))
+        return _load(active, self, path, schema=schema, **options, _opener=lambda where: _PATCH.original(
+            self, fmt)(self, where, *args, **given))
     return load
 
 
 def _table(active: _Active, self: Any, tableName: str) -> Any:  # noqa: N803 - pyspark's name
     call = _reader_of(self)
     call.table, call.method = tableName, "table"
-    call.opener = lambda where: _installed["DataStreamReader.table"](self, where)
+    call.opener = lambda where: _PATCH.original(self, "table")(self, where)
     call.place = caller_place()
     return active.resolve(call)
 
@@ -443,20 +414,19 @@ def active_queries() -> list[StandInQuery]:
     return [q for q in active.queries if q.isActive] if active is not None else []
 
 
-def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
+def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
     from pyspark.sql.streaming.query import StreamingQueryManager
     from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
 
-    out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
+    out: list[tuple[type, str, Callable[[Any], Any]]] = []
 
     def passthrough(cls: Any, name: str, record: Callable[..., Any]) -> None:
-        key = f"{cls.__name__}.{name}"
-        out[key] = (cls, name, _passthrough(key, record))
+        out.append((cls, name, _passthrough(name, record)))
 
     def replacing(cls: Any, name: str, replace: Callable[..., Any]) -> None:
+        """A method replaced under a substitution; pyspark's own otherwise."""
         if hasattr(cls, name):
-            key = f"{cls.__name__}.{name}"
-            out[key] = (cls, name, _replacing(key, replace))
+            out.append((cls, name, _PATCH.instead(name, replace)))
 
     passthrough(DataStreamReader, "format", _r_format)
     passthrough(DataStreamReader, "option", _r_option)
@@ -482,18 +452,4 @@ def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
     return out
 
 
-def _install() -> None:
-    for key, (cls, name, method) in _patches().items():
-        _installed[key] = cls.__dict__[name]
-        setattr(cls, name, method)
-
-
-def _uninstall() -> None:
-    from pyspark.sql.streaming.query import StreamingQueryManager
-    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
-
-    classes = {c.__name__: c for c in (DataStreamReader, DataStreamWriter, StreamingQueryManager)}
-    for key, original in list(_installed.items()):
-        cls_name, _, name = key.partition(".")
-        setattr(classes[cls_name], name, original)
-        del _installed[key]
+_PATCH: ThreadPatch[_Active] = ThreadPatch("a substitution", _patches)

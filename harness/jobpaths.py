@@ -21,11 +21,13 @@ While `kept_to(run_folder)` is active in a thread, the batch readers and writers
 thread calls (`spark.read...load/parquet/json/csv/orc/text/xml`, `df.write...save/parquet/...`,
 their `option("path", ...)`, `saveAsTable(..., path=...)`) get their paths kept; a path that cannot be
 kept raises `SubstitutionError` naming the job's line. Only classic PySpark's `DataFrameReader` and
-`DataFrameWriter` are patched, installed while any thread uses them (as `jobio` does for streams).
+`DataFrameWriter` are patched, installed while any thread uses them (`threadpatch`, as `jobio` does for
+streams).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import re
@@ -35,6 +37,7 @@ from typing import Any, Callable, Iterator
 
 from .errors import EventtimeError
 from .jobio import SubstitutionError, caller_place
+from .threadpatch import ThreadPatch
 
 __all__ = ["FILES", "PathOutside", "kept_path", "kept_to", "keeping", "named_paths", "written_paths", "forget_paths",
            "WrittenWith", "record_written", "written_with"]
@@ -163,34 +166,19 @@ def forget_paths(run_folder: str) -> None:
 
 
 # -- the patches ------------------------------------------------------------------------------------
-_local = threading.local()
-_installed: dict[str, tuple[Any, str, Any]] = {}  # "Class.method" -> (class, name, pyspark's own), while patched
-_users = 0
 _HERE = os.path.abspath(__file__)
 
 
 def _root() -> str | None:
-    return getattr(_local, "root", None)
+    return _PATCH.current()
 
 
 @contextlib.contextmanager
 def kept_to(run_folder: str) -> Iterator[None]:
-    """Keep the paths of the batch reads and writes this thread makes inside the block to `run_folder`."""
-    global _users
-    previous = _root()
-    with _lock:
-        if _users == 0:
-            _install()
-        _users += 1
-    _local.root = run_folder
-    try:
+    """Keep the paths of the batch reads and writes this thread makes inside the block to `run_folder`
+    (inside an outer `kept_to`, this one's folder until the block ends)."""
+    with _PATCH.entered(run_folder):
         yield
-    finally:
-        _local.root = previous
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                _uninstall()
 
 
 def keeping(function: Callable[..., Any], run_folder: str) -> Callable[..., Any]:
@@ -336,37 +324,29 @@ def _connector_guard(cls_name: str, verb: str, original: Callable[..., Any]) -> 
     return method
 
 
-def _patches() -> dict[str, tuple[Any, str, Callable[..., Any]]]:
+def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
     from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
-    out: dict[str, tuple[Any, str, Callable[..., Any]]] = {}
+    out: list[tuple[type, str, Callable[[Any], Any]]] = []
     for cls in (DataFrameReader, DataFrameWriter):
         for name in ("format", "jdbc"):
-            key = f"{cls.__name__}.{name}"
-            out[key] = (cls, name, _connector_guard(cls.__name__, name, cls.__dict__[name]))
+            out.append((cls, name, functools.partial(_connector_guard, cls.__name__, name)))
     for cls in (DataFrameReader, DataFrameWriter):
         for name in ("load", "save", "json", "csv", "orc", "text", "xml", "parquet", "option", "options",
                      "saveAsTable", "partitionBy"):
             if name not in cls.__dict__:
                 continue
-            key = f"{cls.__name__}.{name}"
-            original = cls.__dict__[name]
-            if name in ("load", "save"):  # a connector's load or save is refused before its path is looked at
-                original = _connector_guard(cls.__name__, name, original)
-            out[key] = (cls, name, _patched(key, original,
-                                            first=name not in ("options", "saveAsTable", "option", "partitionBy"),
-                                            every=cls is DataFrameReader and name == "parquet",
-                                            option=name == "option"))
+            out.append((cls, name, functools.partial(_path_patch, f"{cls.__name__}.{name}", cls is DataFrameReader)))
     return out
 
 
-def _install() -> None:
-    for key, (cls, name, method) in _patches().items():
-        _installed[key] = (cls, name, cls.__dict__[name])
-        setattr(cls, name, method)
+def _path_patch(key: str, reader: bool, original: Callable[..., Any]) -> Callable[..., Any]:
+    """pyspark's `key` (a path-taking method of DataFrameReader, `reader`, or DataFrameWriter) with its paths kept."""
+    cls_name, _, name = key.partition(".")
+    if name in ("load", "save"):  # a connector's load or save is refused before its path is looked at
+        original = _connector_guard(cls_name, name, original)
+    return _patched(key, original, first=name not in ("options", "saveAsTable", "option", "partitionBy"),
+                    every=reader and name == "parquet", option=name == "option")
 
 
-def _uninstall() -> None:
-    while _installed:
-        cls, name, original = _installed.popitem()[1]
-        setattr(cls, name, original)
+_PATCH: ThreadPatch[str] = ThreadPatch("kept paths", _patches, nested=True)

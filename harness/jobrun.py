@@ -98,7 +98,7 @@ class QueryGroup:
         # with no checkpoint location, which Spark gives a new temporary one at every start); the callable
         # has then given it its sources as such a start reads them
         self._anew = anew
-        self.runs: dict[str, StreamRun] = {}
+        self.query_runs: dict[str, StreamRun] = {}  # query name -> its run, in the order the job starts them
         # what an earlier run of the same queries in the same folder did (a run across Spark lines, whose
         # steps before the restart ran in another process): query -> (its batches, its starts), given to
         # each query's run when it is made at the restart, with its last batch forgotten first if asked
@@ -107,53 +107,53 @@ class QueryGroup:
 
     @property
     def names(self) -> list[str]:
-        return list(self.runs)
+        return list(self.query_runs)
 
     def query(self, name: str) -> StreamRun:
-        if name not in self.runs:
+        if name not in self.query_runs:
             import difflib
 
-            close = difflib.get_close_matches(name, list(self.runs), n=1)
+            close = difflib.get_close_matches(name, list(self.query_runs), n=1)
             raise HarnessError(f"the job started no query named {name!r}"
                                + (f" (did you mean {close[0]!r}?)" if close else "") + "; it started "
-                               f"{', '.join(map(repr, self.runs))} (a query is known by its queryName, else the "
+                               f"{', '.join(map(repr, self.query_runs))} (a query is known by its queryName, else the "
                                "path, table or topic it writes)")
-        return self.runs[name]
+        return self.query_runs[name]
 
     @property
     def now_ms(self) -> int | None:
         """Processing time on the queries' clocks (each query has its own, all moved alike)."""
-        return next(iter(self.runs.values())).clock.now_ms if self.runs else None
+        return next(iter(self.query_runs.values())).clock.now_ms if self.query_runs else None
 
     @property
     def running(self) -> bool:
-        return any(r.running for r in self.runs.values())
+        return any(r.running for r in self.query_runs.values())
 
     @property
     def history(self) -> dict[int, BatchObservation]:
         """The batches of the only query (a group of one is a single query); {} with several, whose
         batch ids each count from 0: ask `query(name).history`."""
-        return next(iter(self.runs.values())).history if len(self.runs) == 1 else {}
+        return next(iter(self.query_runs.values())).history if len(self.query_runs) == 1 else {}
 
     @property
     def earlier(self) -> list[BatchObservation]:
         """The only query's batches of its checkpoints before the current one (`StreamRun.new_checkpoint`)."""
-        return next(iter(self.runs.values())).earlier if len(self.runs) == 1 else []
+        return next(iter(self.query_runs.values())).earlier if len(self.query_runs) == 1 else []
 
     def start(self, conf: Mapping[str, str] | None = None, *, only: str | None = None) -> list[BatchObservation]:
         """Start every query (or the one named `only`), in the order the job started them."""
         if only is not None:
             run = self.query(only)
-            self._renew(list(self.runs).index(only), run)
+            self._renew(list(self.query_runs).index(only), run)
             return self._each(only, lambda: run.start(conf))
-        if not self.runs:  # the job is called with the settings each query is built with
+        if not self.query_runs:  # the job is called with the settings each query is built with
             previous = apply_conf(self.spark, conf or {})
             try:
                 names = list(self._discover())
             finally:
                 restore_conf(self.spark, previous)
-            self.runs = {name: self._make_run(i, name, self.spark) for i, name in enumerate(names)}
-            for name, run in self.runs.items():
+            self.query_runs = {name: self._make_run(i, name, self.spark) for i, name in enumerate(names)}
+            for name, run in self.query_runs.items():
                 if name in self.handed_over:
                     batches, starts = self.handed_over[name]
                     run.history.update({b.batch_id: b for b in batches})
@@ -162,7 +162,7 @@ class QueryGroup:
                 self._uncommit_at_start = False
                 self.uncommit_last()
         out: list[BatchObservation] = []
-        for index, (name, run) in enumerate(self.runs.items()):
+        for index, (name, run) in enumerate(self.query_runs.items()):
             self._renew(index, run)
             out += self._each(name, lambda r=run: r.start(conf))  # type: ignore[misc]
         return out
@@ -176,18 +176,18 @@ class QueryGroup:
         out: list[BatchObservation] = []
         for _ in range(MAX_PASSES):
             ran: list[BatchObservation] = []
-            for name, run in self.runs.items():
+            for name, run in self.query_runs.items():
                 if run.running:  # a query stopped on its own (`stop: {query: ...}`) runs nothing
                     ran += self._each(name, run.process)
             out += ran
             if not ran or not self._chained():  # queries that read only the scenario's sources are done
                 return out
-        raise HarnessError(f"process went round the job's {len(self.runs)} queries {MAX_PASSES} times and they still "
+        raise HarnessError(f"process went round the job's {len(self.query_runs)} queries {MAX_PASSES} times and they still "
                            "had work: do they feed each other in a loop?")
 
     def advance(self, ms: int) -> list[BatchObservation]:
         out: list[BatchObservation] = []
-        for name, run in self.runs.items():
+        for name, run in self.query_runs.items():
             if run.running:
                 out += self._each(name, lambda r=run: r.advance(ms))  # type: ignore[misc]
             else:  # stopped on its own: its clock moves all the same
@@ -195,7 +195,7 @@ class QueryGroup:
         return out
 
     def advance_stopped(self, ms: int) -> None:
-        for run in self.runs.values():
+        for run in self.query_runs.values():
             run.advance_stopped(ms)
 
     def stop(self, *, only: str | None = None) -> None:
@@ -214,11 +214,11 @@ class QueryGroup:
         if only is not None:
             self.query(only).uncommit_last()
             return
-        if not self.runs and self.handed_over:  # made at the next start, from the earlier run's checkpoints
+        if not self.query_runs and self.handed_over:  # made at the next start, from the earlier run's checkpoints
             self._uncommit_at_start = True
             return
         done = 0
-        for run in self.runs.values():
+        for run in self.query_runs.values():
             try:
                 run.uncommit_last()
                 done += 1
@@ -228,13 +228,13 @@ class QueryGroup:
             raise HarnessError("no query of the job has read data and committed yet, so none can run again")
 
     def move_to(self, spark: Any) -> None:
-        for run in self.runs.values():
+        for run in self.query_runs.values():
             run.move_to(spark)
         self.spark = spark
 
     def _all(self, action: Callable[[StreamRun], None]) -> None:
         first: BaseException | None = None
-        for run in self.runs.values():
+        for run in self.query_runs.values():
             try:
                 action(run)
             except Exception as exc:  # noqa: BLE001 - raised below, once every query was asked

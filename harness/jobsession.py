@@ -26,7 +26,7 @@ Setting rules (docs/jobs.md, "The job's own session"). A builder setting is:
 after, so that nothing leaks into the next scenario.
 
 Only classic PySpark is patched (Spark Connect's session is not substituted). Patches are installed
-once per process while any thread uses them; other threads get pyspark's own methods.
+once per process while any thread uses them; other threads get pyspark's own methods (`threadpatch`).
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ import threading
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from .jobio import Place, active_queries, caller_place
+from .threadpatch import ThreadPatch
 
 __all__ = ["SessionScope", "own_session", "restore_session", "process_settings", "APPLICATION_SETTINGS"]
 
@@ -144,22 +145,13 @@ def restore_session(spark: Any, before: Mapping[str, str | None]) -> None:
             pass
 
 
-_local = threading.local()
-_lock = threading.Lock()
-_installed: dict[tuple[Any, str], Any] = {}  # (class, attribute) -> pyspark's own, while patched
-_users = 0
-
-
 def _pyspark_own(obj: Any, name: str) -> Callable[..., Any]:
     """pyspark's own method `name` of `obj`'s class, patched or not (the kit's own calls in a job's thread)."""
-    for cls in type(obj).__mro__:
-        if (cls, name) in _installed:
-            return _installed[(cls, name)]
-    return getattr(type(obj), name)
+    return _PATCH.original(obj, name)
 
 
 def _scope() -> SessionScope | None:
-    return getattr(_local, "scope", None)
+    return _PATCH.current()
 
 
 def _place() -> Place | None:
@@ -170,23 +162,8 @@ def _place() -> Place | None:
 def own_session(spark: Any, scenario_conf: Mapping[str, str],
                 before: MutableMapping[str, str | None]) -> Iterator[SessionScope]:
     """Give the job run in this thread inside the block the kit's session (see the module's text)."""
-    global _users
-    if _scope() is not None:
-        raise RuntimeError("a job session is already active in this thread")
-    scope = SessionScope(spark, scenario_conf, before)
-    with _lock:
-        if _users == 0:
-            _install()
-        _users += 1
-    _local.scope = scope
-    try:
+    with _PATCH.entered(SessionScope(spark, scenario_conf, before)) as scope:
         yield scope
-    finally:
-        _local.scope = None
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                _uninstall()
 
 
 @contextlib.contextmanager
@@ -222,17 +199,6 @@ def _process_settings(argv: Sequence[str], env: Mapping[str, str], path: Sequenc
 
 
 # -- the patches ------------------------------------------------------------------------------------
-def _own(cls: Any, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """A method that runs `fn(scope, self, ...)` in a thread with a job session, pyspark's own otherwise."""
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        scope = _scope()
-        if scope is None:
-            return _installed[(cls, name)](self, *args, **kwargs)
-        return fn(scope, self, *args, **kwargs)
-    method.__name__ = name
-    return method
-
-
 def _builder_config(original: Callable[..., Any]) -> Callable[..., Any]:
     """`Builder.config` as pyspark's, also remembering the job's line that set each key."""
     def config(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -288,44 +254,45 @@ def _conf_set(scope: SessionScope, conf: Any, key: str, value: Any) -> None:
     scope.set(key, text)
 
 
-def _install() -> None:
+def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
     from pyspark.sql.conf import RuntimeConfig
     from pyspark.sql.streaming.query import StreamingQueryManager
 
     builder = SparkSession.Builder
+    out: list[tuple[type, str, Callable[[Any], Any]]] = []
 
-    def patch(cls: Any, name: str, value: Any) -> None:
+    def patch(cls: Any, name: str, wrap: Callable[[Any], Any]) -> None:
         if name in cls.__dict__:
-            _installed[(cls, name)] = cls.__dict__[name]
-            setattr(cls, name, value)
+            out.append((cls, name, wrap))
 
-    patch(builder, "config", _builder_config(builder.__dict__["config"]))
-    patch(builder, "getOrCreate", _own(builder, "getOrCreate", _get_or_create))
-    patch(builder, "create", _own(builder, "create", _get_or_create))
-    patch(SparkSession, "stop", _own(SparkSession, "stop", _stop_session))
-    patch(SparkContext, "stop", _own(SparkContext, "stop", _stop_context))
-    patch(RuntimeConfig, "set", _own(RuntimeConfig, "set", _conf_set))
+    patch(builder, "config", _builder_config)
+    patch(builder, "getOrCreate", _PATCH.instead("getOrCreate", _get_or_create))
+    patch(builder, "create", _PATCH.instead("create", _get_or_create))
+    patch(SparkSession, "stop", _PATCH.instead("stop", _stop_session))
+    patch(SparkContext, "stop", _PATCH.instead("stop", _stop_context))
+    patch(RuntimeConfig, "set", _PATCH.instead("set", _conf_set))
     for name in ("getActiveSession", "active"):  # classmethods: the kit's session in a job's thread
-        if name in SparkSession.__dict__:
-            original = SparkSession.__dict__[name]
+        patch(SparkSession, name, _active_session)
+    patch(StreamingQueryManager, "active", _active_queries)
+    patch(StreamingQueryManager, "addListener", _PATCH.instead("addListener", _add_listener))
+    return out
 
-            def active(cls: Any, _original: Any = original) -> Any:
-                scope = _scope()
-                return scope.spark if scope is not None else _original.__get__(None, cls)()
-            patch(SparkSession, name, classmethod(active))
-    original_active = StreamingQueryManager.__dict__["active"]
 
+def _active_session(original: Any) -> classmethod:
+    def active(cls: Any) -> Any:
+        scope = _scope()
+        return scope.spark if scope is not None else original.__get__(None, cls)()
+    return classmethod(active)
+
+
+def _active_queries(original: property) -> property:
     def queries(self: Any) -> Any:  # the job's own stand-ins, never the queries of another scenario
         if _scope() is None:
-            return original_active.fget(self)
+            return original.fget(self)  # type: ignore[misc]
         return active_queries()
-    patch(StreamingQueryManager, "active", property(queries, doc=original_active.__doc__))
-    patch(StreamingQueryManager, "addListener", _own(StreamingQueryManager, "addListener", _add_listener))
+    return property(queries, doc=original.__doc__)
 
 
-def _uninstall() -> None:
-    for (cls, name), original in list(_installed.items()):
-        setattr(cls, name, original)
-        del _installed[(cls, name)]
+_PATCH: ThreadPatch[SessionScope] = ThreadPatch("a job session", _patches)

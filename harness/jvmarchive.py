@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -193,12 +194,7 @@ def _plan(settings: Mapping[str, str], environ: Mapping[str, str], spark: tuple[
                             f"map it; {ENV_OFF}=off turns it off)")
 
 
-_COUNT = [0]
-
-
-def _next_count() -> int:
-    _COUNT[0] += 1
-    return _COUNT[0]
+_next_count = itertools.count(1).__next__  # 1, 2, ...: this process's recordings, each part named apart
 
 
 # A recording JVM writes three files beside the archive: `<key>.jsa.<pid>.<n>.part` (the archive, at its

@@ -1,16 +1,16 @@
 """The SparkSession the harness runs on: one per process, tuned for fast deterministic tests, made and
 reused here (a spare per session, py4j's callback server revived); a driver JVM that dies under it is
-detected, said and replaced in `driverdeath`."""
+detected, said and replaced in `driverdeath`; what a cold start does besides PySpark's own launch (to
+make it shorter) is `coldstart`'s."""
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import socket
 import sys
-import threading
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
+from . import coldstart
 from .cluster import check_master, cluster_conf, expected_executors, is_local, wait_for_executors, worker_conf
 from .driverdeath import SESSION_LOCK, _gateway_of, _quiet_py4j_logs, _remember_driver, on_discard
 # what a dead driver is, importable from here too: the harness's callers ask this module for sessions and deaths
@@ -64,6 +64,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
     """
     from pyspark.sql import SparkSession
 
+    global _warm_asked
     # Python workers (createDataFrame, UDFs) must run the interpreter that runs the harness, not
     # whichever `python3` comes first on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -76,15 +77,15 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         builder = SparkSession.builder.master(master).appName(app_name)
         settings = {**TEST_CONF, **worker_conf(conf), **cluster_conf(master, conf), **dict(conf or {})}
         if warm is not None:
-            _WARM[0] = warm
-        _numpy_converters_ask_only_with_numpy()
-        if _WARM[0]:
+            _warm_asked = warm
+        coldstart.numpy_converters_ask_only_with_numpy()
+        if _warm_asked:
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
                 return spark
         if "spark.sql.warehouse.dir" not in settings:
-            settings["spark.sql.warehouse.dir"] = _warehouse()
-        archive = _archive_plan(settings)
+            settings["spark.sql.warehouse.dir"] = coldstart.warehouse()
+        archive = coldstart.archive_plan(settings)
         if archive.options:
             driver = settings.get("spark.driver.extraJavaOptions", "")
             settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
@@ -94,7 +95,7 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         with jvm_output_to_log() as log:
             mark = log.mark() if log is not None else 0
             try:
-                with _first_use_imports_once_launched():
+                with coldstart.first_use_imports_once_launched():
                     spark = builder.getOrCreate()
             except Exception as exc:
                 failure = exc
@@ -105,27 +106,27 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
         # outside the redirection: what these say goes to this process's stderr, not the driver log
         startup = log.since(mark, limit=400) if log is not None else []
         if failure is not None:
-            _launch_failed(archive, startup)
+            coldstart.archive_launch_failed(archive, startup)
             raise failure
-        _after_launch(archive, startup)
+        coldstart.archive_launched(archive, startup)
         python_loggers_to_log(log)
         spark.sparkContext.setLogLevel("ERROR")
         if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
             atexit.register(spark.stop)  # executors and log errors while it shuts down
             wait_for_executors(spark, expected_executors(master))
         spark = prepare_session(spark)
-        _prepare_queries_meanwhile(spark)
+        coldstart.prepare_queries_meanwhile(spark)
         return spark
 
 
-_WARM = [False]  # whether this process's sessions are asked to be warm (the last get_session that said)
+_warm_asked = False  # whether this process's sessions are asked to be warm (the last get_session that said)
 
 
 def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, str]) -> Any:
     """A new session on a warm daemon's JVM (`warm`), or None (said on stderr) to start cold."""
     from .warm import WarmUnavailable, attach
 
-    from .warm import NOTES, NOTES_ON_STDERR, attached_pid
+    from .warm import NOTES, attached_pid
 
     from .driverdeath import gateway_gone
 
@@ -133,9 +134,7 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
         try:
             spark, note = attach(master, conf, settings)
         except WarmUnavailable as exc:
-            NOTES.append(f"warm Spark not used, this run started its own: {exc}")
-            if NOTES_ON_STDERR[0]:
-                print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+            NOTES.say(f"warm Spark not used, this run started its own: {exc}")
             return None
         pid = attached_pid()
         try:
@@ -146,172 +145,12 @@ def _warm_session(master: str, conf: Mapping[str, str], settings: Mapping[str, s
                 raise
             discard_dead_session()  # this thread holds SESSION_LOCK (reentrant)
             if attempt:
-                NOTES.append(f"warm Spark not used, this run started its own: the warm Spark (pid {pid}) "
-                             "died while this run attached to it, twice")
-                if NOTES_ON_STDERR[0]:
-                    print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
+                NOTES.say(f"warm Spark not used, this run started its own: the warm Spark (pid {pid}) "
+                          "died while this run attached to it, twice")
                 return None
-    NOTES.append(note or f"ran on the warm Spark (pid {attached_pid()})")
-    if NOTES_ON_STDERR[0]:
-        print(f"eventtime: {NOTES[-1]}", file=sys.stderr, flush=True)
-    _prepare_queries_meanwhile(spark)
+    NOTES.say(note or f"ran on the warm Spark (pid {attached_pid()})")
+    coldstart.prepare_queries_meanwhile(spark)
     return spark
-
-
-def _warehouse() -> str:
-    """A warehouse folder of the process's own, removed when it exits: Spark's default is
-    `spark-warehouse` in the working directory, which it creates at the session's start, so each run
-    left one in the user's project. A scenario's tables live in a database of its own anyway."""
-    import atexit
-    import shutil
-    import tempfile
-
-    folder = tempfile.mkdtemp(prefix="eventtime-warehouse-")
-    atexit.register(shutil.rmtree, folder, True)
-    return folder
-
-
-_PREPARING = "eventtime-prepare-queries"  # the thread's name (tests wait for it before touching jvmclasses)
-
-
-def _prepare_queries_meanwhile(spark: Any) -> threading.Thread:
-    """Make, on a thread, what the harness's first query on a new JVM asks of it once (`compat.query_conf`:
-    loading the harness's compiled classes and the one-task job that checks an executor finds them,
-    0.3-0.6 s of a cold start) while the caller goes on loading scenarios and building the pipeline's
-    DataFrame. The first query's start takes what was made, waiting for it if it is not done (the
-    classes are made once per SparkContext, under `jvmclasses`' lock); a failure here is met, and
-    handled, again there. Concurrent with the caller's own calls: a plain one-task job, no query."""
-    from .compat import compat_for
-
-    def prepare() -> None:
-        try:
-            compat_for(spark).query_conf  # noqa: B018 - computed and kept for the first query
-        except Exception:  # noqa: BLE001 - the first query asks again and meets it (a dead JVM: its caller says so)
-            pass
-
-    thread = threading.Thread(target=prepare, name=_PREPARING, daemon=True)
-    thread.start()
-    return thread
-
-
-def _numpy_converters_ask_only_with_numpy() -> None:
-    """PySpark's numpy argument converters answer "no" without importing anything while numpy is not
-    imported in this process.
-
-    PySpark 4's numpy converters import `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s)
-    on their first ask, whatever the argument, to learn whether numpy is installed. An object can only
-    be a numpy array or scalar once numpy is imported, so until then "no" is their answer without the
-    import: the same conversions, and the main thread's first py4j calls (a SparkConf, a warm attach)
-    do not wait on that import while `_import_first_use_modules_meanwhile` makes it. Once numpy is
-    imported they ask as PySpark wrote them."""
-    from py4j import protocol
-
-    for converter in list(getattr(protocol, "INPUT_CONVERTER", [])):
-        kind = type(converter)
-        if (not kind.__module__.startswith("pyspark.") or not kind.__name__.startswith("Numpy")
-                or getattr(converter, "_eventtime_numpy_guard", False)):
-            continue
-        asks = converter.can_convert
-
-        def can_convert(obj: Any, asks: Any = asks) -> bool:
-            return "numpy" in sys.modules and bool(asks(obj))
-
-        converter.can_convert = can_convert
-        converter._eventtime_numpy_guard = True
-
-
-_FIRST_USE: list[threading.Thread | None] = [None]  # the thread `_first_use_imports_once_launched` started
-
-
-@contextlib.contextmanager
-def _first_use_imports_once_launched() -> Iterator[None]:
-    """While PySpark launches the driver JVM: once its process is started, PySpark's first-use imports
-    begin on a thread (`_import_first_use_modules_meanwhile`), while the main thread waits for the JVM.
-
-    Not before: PySpark starts the JVM with a `preexec_fn`, and a fork with one takes the locks of the
-    import system and of `logging` first; a thread importing at that moment can hold one and wait for
-    the other (seen: setuptools' distutils hook importing, under the import lock, a module that asks
-    logging for a logger, while the fork held logging's lock and waited for the import lock: the run
-    hung for good). Found by the name PySpark launches with; a PySpark without it gets no thread."""
-    from pyspark import java_gateway
-
-    launch = getattr(java_gateway, "Popen", None)
-    if launch is None or getattr(java_gateway, "_eventtime_launching", False):
-        yield
-        return
-
-    def started(*args: Any, **kwargs: Any) -> Any:
-        earlier = _FIRST_USE[0]
-        if earlier is not None:  # a launch again (the last JVM died starting): its imports end first
-            earlier.join(120)
-        proc = launch(*args, **kwargs)
-        _FIRST_USE[0] = _import_first_use_modules_meanwhile()
-        return proc
-
-    setattr(java_gateway, "Popen", started)  # noqa: B010 - a module's name, replaced for this launch only
-    setattr(java_gateway, "_eventtime_launching", True)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(java_gateway, "Popen", launch)  # noqa: B010
-        setattr(java_gateway, "_eventtime_launching", False)  # noqa: B010
-
-
-def _import_first_use_modules_meanwhile() -> threading.Thread | None:
-    """Import, on a thread, what PySpark imports on its first use of common calls, while the driver JVM
-    starts (`_first_use_imports_once_launched`: never while a fork is to come).
-
-    PySpark 4 imports `pyspark.testing.utils` (pandas, pyarrow, protobuf: 0.4-0.9 s measured) the
-    first time a process calls `F.lit`, converts a numpy value or makes a pandas UDF: in nearly every
-    user's transform. Imported here, the main thread meets it done, or part done, when it gets there,
-    instead of paying it after the launch. A module that fails to import fails again on the main
-    thread, where the user's call meets it, as it would have."""
-    if "pyspark.testing.utils" in sys.modules:
-        return None
-
-    def load() -> None:
-        import importlib
-
-        try:
-            importlib.import_module("pyspark.testing.utils")
-        except Exception:  # noqa: BLE001 - the main thread's import meets it again and says it
-            pass
-
-    thread = threading.Thread(target=load, name="eventtime-first-use-imports", daemon=True)
-    thread.start()
-    return thread
-
-
-def _archive_plan(settings: Mapping[str, str]) -> Any:
-    """The class-data archive plan of the driver JVM `get_session` is about to launch (`jvmarchive`);
-    none when PySpark already has a JVM (its options are fixed)."""
-    from pyspark import SparkContext
-
-    from .jvmarchive import ArchivePlan, plan_archive
-
-    if getattr(SparkContext, "_gateway", None) is not None:
-        return ArchivePlan("none")
-    plan = plan_archive(settings)
-    if plan.note:
-        print(f"eventtime: {plan.note}", file=sys.stderr, flush=True)
-    return plan
-
-
-def _after_launch(plan: Any, lines: list[str]) -> None:
-    from pyspark import SparkContext
-
-    from .jvmarchive import after_launch
-
-    if plan.action == "none":
-        return
-    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)  # spark-submit execs the JVM: its pid
-    after_launch(plan, lines, getattr(proc, "pid", None))
-
-
-def _launch_failed(plan: Any, lines: list[str]) -> None:
-    from .jvmarchive import launch_failed
-
-    launch_failed(plan, lines)
 
 
 def prepare_session(spark: Any) -> Any:

@@ -14,6 +14,7 @@ from .clock import ClockWaitTimeout, SteppedClock
 from .compat import SparkCompat, compat_for
 from .errors import EventtimeError
 from .observations import BatchObservation
+from .waits import DEFAULT_TIMEOUT
 from .sparkvalues import (arrow_payload, from_spark_python, positional_schema, read_back_exprs,
                           to_spark_python)
 
@@ -224,7 +225,7 @@ class StreamRun:
     """
 
     def __init__(self, spark: Any, build: Callable[[], tuple[Any, str]], *, checkpoint: str,
-                 clock_start_ms: int, trigger_ms: int | None = None, timeout: float = 60.0,
+                 clock_start_ms: int, trigger_ms: int | None = None, timeout: float = DEFAULT_TIMEOUT,
                  name: str | None = None):
         self.spark = spark
         self.compat: SparkCompat = compat_for(spark)

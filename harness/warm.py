@@ -47,7 +47,7 @@ from typing import Any, Iterator, Mapping
 from .processes import alive
 
 __all__ = ["ENV_WARM", "ENV_IDLE", "DEFAULT_IDLE_S", "WarmUnavailable", "warm_dir", "daemon_key", "attach",
-           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES", "NOTES_ON_STDERR",
+           "daemons", "stop_daemon", "Daemon", "attached_pid", "NOTES", "Notes",
            "OVER_CONNECT"]
 
 ENV_WARM = "EVENTTIME_WARM"  # 1/0: the faces' switch, read by projectconfig.warm_wanted
@@ -90,7 +90,7 @@ def daemon_key(master: str, settings: Mapping[str, str], environ: Mapping[str, s
 
     here = Path(__file__).parent
     launch_code = hashlib.sha256()
-    for name in ("session.py", "warm.py", "warmd.py", "tuning.py", "jvmarchive.py"):
+    for name in ("session.py", "coldstart.py", "warm.py", "warmd.py", "tuning.py", "jvmarchive.py"):
         with contextlib.suppress(OSError):
             launch_code.update((here / name).read_bytes())
     payload = {
@@ -298,10 +298,23 @@ class _Attachment:
 
 
 _ATTACHED: list[_Attachment] = []
-NOTES: list[str] = []  # what this process's sessions said of the warm Spark (the faces show them once)
-# whether a note is also printed on stderr as it comes (the commands); pytest shows them in its summary,
-# not in the captured output of the test that happened to make the session
-NOTES_ON_STDERR = [True]
+
+
+class Notes(list[str]):
+    """What this process's sessions said of the warm Spark, the one channel from the harness to the faces,
+    which show each once: `say` keeps a note and prints it on stderr as it comes (the commands), unless a
+    face shows them itself (`on_stderr` false: pytest's summary, not the captured output of the test that
+    happened to make the session)."""
+
+    on_stderr = True
+
+    def say(self, note: str) -> None:
+        self.append(note)
+        if self.on_stderr:
+            print(f"eventtime: {note}", file=sys.stderr, flush=True)
+
+
+NOTES = Notes()
 OVER_CONNECT = "warm Spark not used: a run over Spark Connect has no JVM of its own to keep warm"
 
 

@@ -7,6 +7,8 @@ import os
 import sys
 from typing import Any
 
+from eventtime.harness.waits import DEFAULT_TIMEOUT
+
 from ..exitcodes import ExitCode
 from .options import allow_parent, conf_pairs, contracts_parent, results_parent, spark_parent
 
@@ -14,7 +16,7 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    c = sub.add_parser("certify", parents=[spark_parent("bound on each wait for Spark, seconds (default 60)"),
+    c = sub.add_parser("certify", parents=[spark_parent(f"bound on each wait for Spark, seconds (default {DEFAULT_TIMEOUT:g})"),
                                            results_parent(), contracts_parent(), allow_parent()],
                        help="run every scenario of a contract against an implementation; "
                             "print a verdict table and certify or reject it")
@@ -37,7 +39,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..loader import did_you_mean
-    from ..projectconfig import DEFAULT_TIMEOUT, SettingsError, parse_binding
+    from ..projectconfig import SettingsError, parse_binding
     from ..registry import CONTRACTS
     from .execute import execute, unimportable
     from .files import allowed_unjudged, load_scenario_files, scenario_files

@@ -200,6 +200,6 @@ def rerun_command(scenario: Any, file: Path | None, implementation: str, args: A
         words += ["--contracts", str(folder)]
     for pair in args.spark_conf or ():
         words += ["--spark-conf", pair]
-    if args.timeout is not None and args.timeout != 60.0:
+    if args.timeout is not None and args.timeout != DEFAULT_TIMEOUT:
         words += ["--timeout", f"{args.timeout:g}"]
     return " ".join(shlex.quote(w) for w in words)

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import NoReturn, Sequence
 
+from eventtime.harness.waits import DEFAULT_TIMEOUT
+
 from ..exitcodes import ExitCode
 
 __all__ = ["Parser", "contracts_parent", "spark_parent", "pipelines_parent", "results_parent", "conf_pairs",
@@ -92,7 +94,7 @@ def pipelines_parent(more_help: str = "") -> argparse.ArgumentParser:
 
 
 def spark_parent(timeout_help: str = "bound on each wait for Spark, seconds (default: the ini key "
-                                      "eventtime_timeout, else 60)") -> argparse.ArgumentParser:
+                                      f"eventtime_timeout, else {DEFAULT_TIMEOUT:g})") -> argparse.ArgumentParser:
     """What every command that runs scenarios on Spark takes: where Spark is (--master, --remote, else
     SPARK_REMOTE: `projectconfig.spark_target`), the bound on each wait and extra Spark SQL settings."""
     p = _parent()

@@ -35,14 +35,14 @@ def test_callers_get_copies(monkeypatch):
 _FIRST_USE = r'''
 import json, sys
 from pyspark.sql import functions as F
-from eventtime.harness import session as hs
+from eventtime.harness import coldstart as hs
 
 first = set(sys.modules)
 if sys.argv[1] == "meanwhile":
-    thread = hs._import_first_use_modules_meanwhile()
+    thread = hs.import_first_use_modules_meanwhile()
     thread.join(120)
     assert not thread.is_alive()
-    assert hs._import_first_use_modules_meanwhile() is None  # once per process
+    assert hs.import_first_use_modules_meanwhile() is None  # once per process
 second = set(sys.modules)
 try:
     F.lit(1)  # the user's first call
@@ -82,10 +82,10 @@ _GUARD = r'''
 import json, sys
 import pyspark.sql  # registers PySpark's converters, as any session's import does
 from py4j import protocol
-from eventtime.harness import session as hs
+from eventtime.harness import coldstart as hs
 
 if sys.argv[1] == "guarded":
-    hs._numpy_converters_ask_only_with_numpy()
+    hs.numpy_converters_ask_only_with_numpy()
 before = set(sys.modules)
 took_object = [c.can_convert(object()) for c in protocol.INPUT_CONVERTER]
 imported = sorted(set(sys.modules) - before)
@@ -114,14 +114,14 @@ def test_numpy_converters_import_nothing_until_numpy_is_imported_and_then_conver
 _ONCE_LAUNCHED = r'''
 import json, subprocess, sys
 from pyspark import java_gateway
-from eventtime.harness import session as hs
+from eventtime.harness import coldstart as hs
 
 seen = {}
-with hs._first_use_imports_once_launched():
-    seen["before_launch"] = "pyspark.testing.utils" in sys.modules or hs._FIRST_USE[0] is not None
+with hs.first_use_imports_once_launched():
+    seen["before_launch"] = "pyspark.testing.utils" in sys.modules or hs.first_use_thread() is not None
     proc = java_gateway.Popen([sys.executable, "-c", "pass"], preexec_fn=lambda: None)  # as PySpark launches
     proc.wait(60)
-    thread = hs._FIRST_USE[0]
+    thread = hs.first_use_thread()
     seen["thread_after_launch"] = thread is not None
     thread.join(120)
     seen["imported"] = "pyspark.testing.utils" in sys.modules

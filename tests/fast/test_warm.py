@@ -17,6 +17,15 @@ from eventtime.harness import warm
 from eventtime.projectconfig import SettingsError, warm_wanted
 
 
+def test_a_note_is_kept_for_the_faces_and_said_on_stderr_unless_a_face_shows_them_itself(capsys):
+    notes = warm.Notes()
+    notes.say("ran on the warm Spark (pid 1)")
+    notes.on_stderr = False  # pytest: its summary shows them
+    notes.say("warm Spark not used, this run started its own: no daemon")
+    assert list(notes) == ["ran on the warm Spark (pid 1)", "warm Spark not used, this run started its own: no daemon"]
+    assert capsys.readouterr().err == "eventtime: ran on the warm Spark (pid 1)\n"
+
+
 # -- when ------------------------------------------------------------------------------------------------
 def test_off_by_default_and_the_command_line_wins():
     assert warm_wanted(None, None, "ini", {}) is False

@@ -8,13 +8,14 @@ pytestmark = pytest.mark.spark
 def spark():
     import threading
 
-    from eventtime.harness.session import _PREPARING, get_session
+    from eventtime.harness.coldstart import PREPARING
+    from eventtime.harness.session import get_session
 
     session = get_session()
-    # a new session makes its first query's classes on a thread (session._prepare_queries_meanwhile):
+    # a new session makes its first query's classes on a thread (coldstart.prepare_queries_meanwhile):
     # tests that replace jvmclasses' state must not race it
     for thread in threading.enumerate():
-        if thread.name == _PREPARING:
+        if thread.name == PREPARING:
             thread.join(120)
     return session
 

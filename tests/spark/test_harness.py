@@ -314,14 +314,13 @@ def test_the_compiled_classes_are_kept_and_a_damaged_jar_is_compiled_again(spark
     assert not list((tmp_path / "jvm").glob(".*.part"))  # nothing half-written left behind
 
 def test_a_new_session_makes_what_its_first_query_asks_of_the_jvm_on_a_thread(spark, monkeypatch):
-    from eventtime.harness import jvmclasses
-    from eventtime.harness import session as hs
+    from eventtime.harness import coldstart, jvmclasses
     from eventtime.harness.compat import compat_for
 
     monkeypatch.setattr(jvmclasses, "_INSTALLED", {})  # as on a new JVM: the classes not loaded yet
     other = spark.newSession()
     assert "query_conf" not in vars(compat_for(other))  # control: nothing made for it yet
-    thread = hs._prepare_queries_meanwhile(other)
+    thread = coldstart.prepare_queries_meanwhile(other)
     thread.join(jvmclasses.PROBE_TIMEOUT_S + 60)
     assert not thread.is_alive()
     made = vars(compat_for(other)).get("query_conf")  # kept for the session's first query

@@ -148,3 +148,35 @@ def test_a_check_of_what_one_query_wrote_closes_only_that_querys_rows(spark, sce
     control = run_scenario(scenario_of(closing), jobs.layers, session=spark)
     assert control.status == "failed", describe_failure(control)
     assert [s.index for s in control.steps if s.status == "failed"][:1] == [4], describe_failure(control)
+
+
+ONE_QUERY = textwrap.dedent("""\
+    contract: plain_clicks
+    description: clicks passed through, by a pipeline (a function of its inputs, one query).
+    sources:
+      clicks: {columns: "page string, ts timestamp", event_time: ts}
+    output:
+      columns: "page string, ts timestamp"
+    """)
+
+
+def test_a_query_step_on_a_pipeline_of_one_query_says_it_runs_one(spark, contract_beside):
+    # `query:` names one query of a job that starts several; a pipeline's run has one query, and the step
+    # says so (before `runs` meant one thing, every run looked like a job's queries and the step met
+    # StreamRun.stop's own TypeError about `only`)
+    scenario = contract_beside(ONE_QUERY)(textwrap.dedent("""\
+        scenario: one-query
+        description: a pipeline's run stopped by a query's name
+        contract: plain_clicks
+        steps:
+          - add: {clicks: [{page: cart, ts: "00:00:10"}]}
+          - process
+          - expect: {rows: [[cart, "00:00:10"]]}
+          - stop: {query: raw}
+        """))
+    result = run_scenario(scenario, lambda clicks: clicks, session=spark)
+    assert result.status == "error", describe_failure(result)
+    text = _text(result)
+    assert "`query: raw` names one query of a job that starts several; this pipeline runs one query" in text, text
+    assert "'only'" not in text, text
+    assert result.steps[2].status == "passed", describe_failure(result)
