@@ -347,3 +347,15 @@ def test_the_sessions_of_a_key_never_overlap_or_touch(ops, trigger):
             assert all(a_end < b_start for (_, a_end), (b_start, _) in zip(spans, spans[1:])), spans
 
     _run(ops, sessions=True, each=disjoint, **trigger)
+
+
+def test_running_a_model_only_contracts_scenario_says_so_instead_of_asking_for_a_binding():
+    from eventtime.projectconfig import unbound_message
+
+    session = load_scenario_text(_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s",
+                                       contract="session_lateness_count"), "s.yaml")
+    message = unbound_message(session.contract, "s.yaml")
+    assert message.startswith("s.yaml: contract 'session_lateness_count' is model only (no Spark implementation")
+    assert "`eventtime check-model s.yaml` does" in message and "bind" not in message
+    spark_run = load_scenario_text(_text("  - process\n", params=TUMBLING), "s.yaml")  # a control: it can be bound
+    assert "no pipeline is bound to contract 'lateness_count'" in unbound_message(spark_run.contract, "s.yaml")
