@@ -35,7 +35,10 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   added; if maxTimestamp <= watermark the window fires at once with its new count (a late
   firing), else it fires when the watermark reaches maxTimestamp (the on-time firing). The
   window's state is purged when the watermark reaches maxTimestamp + L. A firing's result
-  timestamp is maxTimestamp (end - 1 ms).
+  timestamp is maxTimestamp (end - 1 ms). That is the default of the window operator
+  (`triggers.TriggeredWindows`), which also has sessions that merge, early firings, processing-time
+  late firings and discarding panes (the contracts' trigger parameters); its processing-time timers
+  fire on `advance`.
 - A micro-batch reads what each input holds, input by input in the order the sources and
   partitions are declared: rows, watermarks and status changes in the order the steps gave them.
   An element is judged against the operator's watermark at that point; the periodic generators
