@@ -320,7 +320,10 @@ def _row(event: Event, contract: Contract) -> list[Any]:
 
 
 def not_generated(contract: Contract) -> str | None:
-    """Why streams cannot be generated for `contract` yet (None: they can): rows sources only."""
+    """Why streams cannot be generated for `contract` yet (None: they can): rows sources only, and a
+    contract Spark runs (not a `model_only` one)."""
+    if contract.model_only:
+        return f"contract {contract.name} is model only: {contract.model_only}"
     unsupported = [f"source {s.name!r} (kind {s.kind})" for s in contract.sources if s.kind != "rows"]
     unsupported += [f"static input {s.name!r}" for s in contract.statics]
     if unsupported:

@@ -359,3 +359,9 @@ def test_running_a_model_only_contracts_scenario_says_so_instead_of_asking_for_a
     assert "`eventtime check-model s.yaml` does" in message and "bind" not in message
     spark_run = load_scenario_text(_text("  - process\n", params=TUMBLING), "s.yaml")  # a control: it can be bound
     assert "no pipeline is bound to contract 'lateness_count'" in unbound_message(spark_run.contract, "s.yaml")
+    from eventtime.registry import CONTRACTS
+    from eventtime.strategies import GENERATED_CONTRACTS, not_generated
+
+    # check-properties and the generated scenarios: a model-only contract has no Spark run to generate for
+    assert not_generated(CONTRACTS["session_lateness_count"]).startswith("contract session_lateness_count is model only")
+    assert "session_lateness_count" not in GENERATED_CONTRACTS and not_generated(CONTRACTS["lateness_count"]) is None
