@@ -104,6 +104,15 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                          "each (dataflow profile)", "seed 000 (allowed lateness)"),
     "late-side-output": ("elements past a window's allowed lateness go to a side output instead of vanishing "
                          "(dataflow profile)", "seed 000 (getting late data as a side output)"),
+    "early-firing": ("a window fires before the watermark reaches its end: each time its pane holds N elements, "
+                     "or a processing-time delay after the pane's first element (dataflow profile, model only)",
+                     "seed 000 (delaying watermarks: the early firing of windows)"),
+    "discarding-panes": ("each firing counts only the elements since the previous one, so the panes sum to the "
+                         "accumulating count (dataflow profile, model only)",
+                         "seed 000 (late records in window operators: result updates)"),
+    "session-merging": ("a session window merges with every session it overlaps; a late element that bridges "
+                        "two sessions merges them, judged late on the merged session (dataflow profile, model only)",
+                        "seed 000 (late records in window operators: session windows)"),
     # -- Operators ---------------------------------------------------------------------------------
     "tumbling-window": ("tumbling event-time window", "Spark guide: Window Operations on Event Time"),
     "sliding-window": ("sliding event-time window: a row belongs to window/slide windows",

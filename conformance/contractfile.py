@@ -52,7 +52,7 @@ OUTPUT_MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _TOP_KEYS = ("contract", "name", "title", "description", "sources", "static", "params", "output", "queries",
-             "requires", "implementations")
+             "requires", "implementations", "model_only")
 
 
 class ContractInvalid(FileInvalid):
@@ -253,6 +253,10 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
                 r.at(("requires", i), f"unknown Spark feature {feature!r}{did_you_mean(feature, FEATURES)} "
                                       f"(features: {', '.join(sorted(FEATURES))})")
     implementations = r.names(doc.get("implementations"), ("implementations",), "implementations") or ()
+    model_only = doc.get("model_only")
+    if model_only is not None and (not isinstance(model_only, str) or not model_only.strip()):
+        r.at(("model_only",), "`model_only` says in words why no Spark run judges the contract's scenarios")
+        model_only = None
     for i, target in enumerate(implementations):
         if not _TARGET.match(target):
             r.at(("implementations", i), f"an implementation is 'module:function', not {target!r}")
@@ -268,7 +272,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
                     output=output, reference=implementations[0] if implementations else "",
                     alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
                     where=checker.where(prefix), output_where=checker.where(prefix + ("output", "columns")),
-                    bundled=bundled, queries=queries, statics=statics)
+                    bundled=bundled, queries=queries, statics=statics, model_only=model_only)
 
 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
@@ -452,8 +456,14 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
             r.at(path, f"parameter {name!r} is {{kind: {'|'.join(PARAM_KINDS)}, doc: ..., default: ...}}")
             continue
         for key in spec:
-            if key not in ("kind", "doc", "default", "choices", "conf"):
-                r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf)", key=True)
+            if key not in ("kind", "doc", "default", "choices", "conf", "profile"):
+                r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf, profile)",
+                     key=True)
+        profile = spec.get("profile")
+        if profile is not None and profile != "dataflow":
+            r.at(path + ("profile",), f"a parameter's `profile` is `dataflow` (a setting only the dataflow profile's "
+                                      f"model takes), not {profile!r}")
+            profile = None
         kind = spec.get("kind")
         if kind not in PARAM_KINDS:
             r.at(path + ("kind",) if "kind" in spec else path,
@@ -484,7 +494,8 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
             r.at(path + ("default",), f"default of {name!r}: {default.message}")
             continue
         doc = spec["doc"] if isinstance(spec.get("doc"), str) else str(name)
-        out.append(ParamSpec(str(name), kind, doc, required=required, default=default, choices=choices, conf=conf))
+        out.append(ParamSpec(str(name), kind, doc, required=required, default=default, choices=choices, conf=conf,
+                             profile=profile))
     return tuple(out)
 
 

@@ -34,6 +34,7 @@ class ParamSpec:
     default: Any = None
     choices: tuple[str, ...] = ()
     conf: str | None = None  # the Spark SQL conf this parameter sets for the query, if any
+    profile: str | None = None  # `dataflow`: a setting only the dataflow profile's model takes (a trigger's)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class Contract:
     # `static:` inputs a job reads with `spark.read` (a dimension table, a reference file), whose rows
     # each scenario gives (`static:`, and `- static:` steps that replace them)
     statics: tuple["StaticSpec", ...] = ()
+    # `model_only:`: why no Spark run can judge its scenarios (`eventtime check-model` does), e.g. no
+    # implementation is bundled yet; None for a contract Spark runs
+    model_only: str | None = None
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)

@@ -372,6 +372,9 @@ class _Builder:
                 c.at(("timezone",), str(exc))
 
         contract = self.contract()
+        if contract is not None and contract.model_only:
+            self.dataflow_only(("contract",), f"contract {contract.name!r} is model only ({contract.model_only}): "
+                                              "its scenarios are ones", why="judges (add `profile: dataflow`)")
         params = self.params(contract)
         requires_spark, features = self.requires()
         conf = self.conf(d.get("conf"), ("conf",))
@@ -429,6 +432,12 @@ class _Builder:
             if spec is None:
                 self.c.at(("params", key), f"contract {contract.name!r} has no parameter {key!r}"
                                            f"{did_you_mean(key, names)} (parameters: {', '.join(names)})", key=True)
+                continue
+            if spec.profile == "dataflow" and not self.dataflow_only(
+                    ("params", key), f"parameter {key!r} is a trigger setting, which", key=True,
+                    why="takes (add `profile: dataflow`): a Spark aggregation fires a window once, when the "
+                        "watermark passes its end, with no early or late firings and no panes, so the spark "
+                        "profile cannot state it"):
                 continue
             if spec.kind == "duration":
                 d = self.duration(value, ("params", key))

@@ -342,6 +342,9 @@ def unknown_contract_message(name: str, where: str, contracts: Iterable[str], un
 def unbound_message(contract: Any, display: str) -> str:
     """Why a scenario cannot run unbound, and every way to bind its contract."""
     name = contract.name
+    if getattr(contract, "model_only", None):  # nothing to bind: no Spark run judges it
+        return (f"{display}: contract {name!r} is model only ({contract.model_only}); no Spark run judges its "
+                f"scenarios: `eventtime check-model {display}` does")
     bundled = (f" (the kit's own implementations of the bundled contract {name!r} run only for the bundled suite: "
                f"`eventtime certify --contract {name}`)") if contract.bundled else ""
     return (f"{display}: no pipeline is bound to contract {name!r}{bundled}; bind one with a line "

@@ -224,13 +224,17 @@ def contracts_markdown() -> str:
             kind = ("one of " + ", ".join(f"`{v}`" for v in p.choices)) if p.kind == "choice" else p.kind
             default = "required" if p.required else f"default `{p.default}`"
             conf = f"; sets `{p.conf}`" if p.conf else ""
-            out.append(f"| param `{p.name}` | {p.doc}: {kind}, {default}{conf} |")
+            only = "; dataflow profile only (model only away from its default)" if p.profile == "dataflow" else ""
+            out.append(f"| param `{p.name}` | {p.doc}: {kind}, {default}{conf}{only} |")
         out.append("| output | " + ", ".join(f"`{col.name}` {col.type}" for col in c.output) + " |")
         if c.key:
             out.append("| key | " + ", ".join(f"`{k}`" for k in c.key) + " |")
         if c.requires:
             out.append("| requires | " + "; ".join(FEATURES[f] for f in c.requires) + " |")
-        out.append(f"| reference | `{c.reference}` |")
+        if c.model_only:
+            out.append(f"| model only | {c.model_only} |")
+        if c.reference:
+            out.append(f"| reference | `{c.reference}` |")
         if c.alternatives:
             out.append("| also bundled | " + ", ".join(f"`{a}`" for a in c.alternatives) + " |")
         out.append("")

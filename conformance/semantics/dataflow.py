@@ -35,7 +35,10 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   added; if maxTimestamp <= watermark the window fires at once with its new count (a late
   firing), else it fires when the watermark reaches maxTimestamp (the on-time firing). The
   window's state is purged when the watermark reaches maxTimestamp + L. A firing's result
-  timestamp is maxTimestamp (end - 1 ms).
+  timestamp is maxTimestamp (end - 1 ms). That is the default of the window operator
+  (`triggers.TriggeredWindows`), which also has sessions that merge, early firings, processing-time
+  late firings and discarding panes (the contracts' trigger parameters); its processing-time timers
+  fire on `advance`.
 - A micro-batch reads what each input holds, input by input in the order the sources and
   partitions are declared: rows, watermarks and status changes in the order the steps gave them.
   An element is judged against the operator's watermark at that point; the periodic generators
@@ -57,6 +60,7 @@ from eventtime.harness.observations import BatchObservation
 from .. import spec as m
 from .lateness import DROPPED, LATE, ON_TIME, Firing, LatenessWindows
 from .microbatch import MicroBatchDriver, ModelError, rows_as_dicts
+from .triggers import TriggeredWindows
 from .watermark import us_to_ms
 
 __all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWatermark", "StatusWatermarkValve",
@@ -229,7 +233,8 @@ class DataflowQuery:
                  clock_start_ms: int, trigger_ms: int | None,
                  idle_timeout_ms: int | None | Mapping[str, int | None] = None,
                  punctuated: bool = False, partitions: Mapping[str, int | None] | None = None,
-                 generator: Mapping[str, str] | None = None, subtasks: Mapping[str, int | None] | None = None):
+                 generator: Mapping[str, str] | None = None, subtasks: Mapping[str, int | None] | None = None,
+                 windows: TriggeredWindows | None = None):
         self.sources = tuple(sources)
         self.partitions = {n: (partitions or {}).get(n) for n in self.sources}
         # One watermark generator per input: a source, or each partition of a source with partitions.
@@ -250,7 +255,7 @@ class DataflowQuery:
                                 for n in self.sources}
         self.generator = {n: (generator or {}).get(n) or ("punctuated" if punctuated else "periodic")
                           for n in self.sources}
-        self.windows = LatenessWindows(length_us, lateness_ms)
+        self.windows = windows or TriggeredWindows(length_us=length_us, lateness_ms=lateness_ms)
         self.now_ms = clock_start_ms
         self.trigger_ms = trigger_ms
         self.history: list[BatchObservation] = []
@@ -320,11 +325,15 @@ class DataflowQuery:
 
     def advance(self, ms: int) -> list[BatchObservation]:
         self.now_ms += ms
+        out: list[BatchObservation] = []
+        fired = self.windows.on_processing_time(self.now_ms) if self.running else []
+        if fired:  # processing-time triggers (early or late firings) due by now fire first
+            out.append(self._observe(0, self.watermark, [("row", f) for f in fired]))
         if self.running and self.trigger_ms and self._due_ms is not None and self._due_ms <= self.now_ms:
-            return self._trigger()
+            return out + self._trigger()
         if self.running and self.idle_timeouts:  # idleness is noticed on processing time
-            return self._idle_check()
-        return []
+            return out + self._idle_check()
+        return out
 
     # -- batches -------------------------------------------------------------------------------------
     def _trigger(self) -> list[BatchObservation]:
@@ -385,7 +394,7 @@ class DataflowQuery:
                     out += self._propagate(c)  # an element makes its input active again
                     if row.get("ts") is None:
                         continue
-                    out += [("row", f) for f in self.windows.on_element(row["key"], row["ts"], self.watermark)]
+                    out += [("row", f) for f in self.windows.on_element(row["key"], row["ts"], self.watermark, self.now_ms)]
                     gen.on_event(us_to_ms(row["ts"]))
                     if gen.punctuated:
                         out += self._propagate(c)
@@ -423,7 +432,7 @@ class DataflowQuery:
         return obs
 
 
-DATAFLOW_CONTRACTS = ("lateness_count",)
+DATAFLOW_CONTRACTS = ("lateness_count", "session_lateness_count")
 
 
 def input_name(source: str, partition: int | None) -> str:
@@ -468,8 +477,16 @@ def dataflow_query(scenario: m.Scenario) -> DataflowDriver:
         raise NotCovered(f"the dataflow profile has no model of contract {scenario.contract.name!r} "
                          f"(it covers {', '.join(DATAFLOW_CONTRACTS)})")
     p = scenario.params
-    query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, p["window"].total_us,
-                          p["allowed_lateness"].total_ms, clock_start_ms=scenario.clock_start_us // 1000,
+    sessions = scenario.contract.name == "session_lateness_count"
+    length_us = 0 if sessions else p["window"].total_us
+    windows = TriggeredWindows(
+        lateness_ms=p["allowed_lateness"].total_ms, length_us=None if sessions else length_us,
+        gap_us=p["gap"].total_us if sessions else None, early_count=p.get("early_count") or 0,
+        early_delay_ms=p["early_delay"].total_ms if p.get("early_delay") else 0,
+        late_delay_ms=p["late_delay"].total_ms if p.get("late_delay") else 0,
+        accumulation=p.get("accumulation") or "accumulating")
+    query = DataflowQuery(tuple(scenario.sources), p["bound"].total_ms, length_us,
+                          p["allowed_lateness"].total_ms, windows=windows, clock_start_ms=scenario.clock_start_us // 1000,
                           trigger_ms=scenario.trigger.total_ms if scenario.trigger else None,
                           partitions={name: src.partitions for name, src in scenario.sources.items()},
                           idle_timeout_ms={name: src.idle_timeout.total_ms if src.idle_timeout else None

@@ -346,11 +346,12 @@ WINDOW_CASES = {
         ("element", "key2", LONG_MAX - 1750), ("watermark", LONG_MAX - 1500), ("watermark", _overflow_max_ts)],
         [("watermark", LONG_MAX - 1500), ("key2", 1, _overflow_max_ts), ("watermark", _overflow_max_ts)], []),
 }
-# Not expressible (the model's operator is a count over tumbling windows with EventTimeTrigger):
-# sliding and session windows (testSlidingEventTimeWindows*, testSideOutputDueToLatenessSliding,
-# testSideOutputDueToLatenessSession*, session merging), PurgingTrigger's discarding panes
-# (testLateness: its late firing counts 1, where an accumulating EventTimeTrigger counts 3), count,
-# continuous and processing-time triggers, evictors, and per-key watermarks.
+# Not expressible (the model's operator counts tumbling windows with EventTimeTrigger): sliding windows
+# (testSlidingEventTimeWindows*, testSideOutputDueToLatenessSliding), count, continuous and
+# processing-time triggers on their own, evictors, and per-key watermarks. Not written out yet, though the
+# model now has them (semantics/triggers.py, session_lateness_count, `accumulation: discarding`): session
+# windows and their merging (testSideOutputDueToLatenessSession*, the session tests) and PurgingTrigger's
+# discarding panes (testLateness: its late firing counts 1, where an accumulating EventTimeTrigger counts 3).
 
 
 @pytest.mark.parametrize("name", sorted(WINDOW_CASES))
