@@ -81,6 +81,13 @@ def observation_steps(contract: Contract, tables: Sequence[str] = (), *, stream:
     return out
 
 
+def _error_class(reason: str) -> str:
+    """Spark's innermost error class named in `reason` (" [CAST_INVALID_INPUT]"), "" when none: a wrapper's
+    first line (Spark 3.4's Py4JJavaError of a foreachBatch) can hide it past the comment's width."""
+    found = re.findall(r"\[([A-Z][A-Z0-9_]{2,}(?:\.[A-Z0-9_]+)?)\]", reason or "")
+    return f" [{found[-1]}]" if found else ""
+
+
 @dataclass
 class RunObservation:
     """What one run observed: its result, each query's rows as an idempotent sink keeps them (a batch
@@ -410,7 +417,7 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
                 report.not_judged[f"not applicable: {base.result.reason}"] += 1
                 return
             if base.died is not None:
-                why = [f"the run ended in an error: {base.died}"]
+                why = [f"the run ended in an error{_error_class(base.died)}: {base.died}"]
                 text = _header(prop, why, "Reproduce: eventtime run THIS_FILE (it ends in the same error).")
                 report.counterexample = Counterexample(prop, contract.name, text + _renamed(
                     with_step_after(sc, 0, ""), prop), why)
