@@ -7,10 +7,9 @@ scenario files and a Python fixture test pass under `pytest -n 2` with one ini l
 no adapter code; results JSON is written by the controller; wrong versions of a job (a wrong
 decimal, a missing, an extra and a mistyped column) and a wrong expectation each fail, naming what
 is wrong; `eventtime run tests/scenarios` with no options reads the same bindings and reaches the
-same verdicts as pytest, and the re-run command it prints for a failure runs it again pasted. Where
-the installed pyspark ships a Spark Connect server (4.x) the same suite passes over
-Connect from the consumer's environment with no JVM access (no java on PATH, no JAVA_HOME), and a
-wrong expectation fails there too. pip's cache is reused, so only the first run downloads anything.
+same verdicts as pytest, and the re-run command it prints for a failure runs it again pasted. The
+same suite over Spark Connect, from this environment with no JVM, is tests/connect/test_consumer_over_connect.py.
+pip's cache is reused, so only the first run downloads anything.
 """
 from __future__ import annotations
 
@@ -93,58 +92,6 @@ CHANGED = "tests/scenarios/attribution/click-below-state-watermark.scenario.yaml
 # the scenarios with a restart, which a run across Spark lines restarts (jobs too)
 ACROSS = {"open-window-survives-a-restart", "table-survives-restarts", "orders-flow-through-every-layer",
           "batch-runs-again-after-a-crash"}
-
-
-# First in the file, so first after the install: in CI this stage runs beside the Spark stages, and a
-# Python worker the Connect server starts must connect back within Spark's constant 10 s (docs/reliability.md,
-# python_worker_late); the start of the run, beside the fast tests, is its least loaded part.
-# -- over Spark Connect, from a client with no JVM -----------------------------------------------------------
-@pytest.fixture  # its one test's: the server's JVM stops before the tests after it
-def connect_server(tmp_path_factory):
-    """A local Spark Connect server started by this process (from the main environment), as a team's
-    shared or managed server would be: the consumer's tests only reach it through its URL."""
-    if not _connect_here():
-        pytest.skip("the installed pyspark ships no Spark Connect server (Spark 4.x does)")
-    from eventtime.harness.connect_server import ConnectServer
-
-    with ConnectServer(timeout=180, log_dir=str(tmp_path_factory.mktemp("connect-server"))) as server:
-        yield server
-
-
-def _without_jvm(env, py):
-    """`env` with no way to a JVM: no JAVA_HOME, and PATH only the consumer venv's bin (java lives
-    among the system's tools, so they all go)."""
-    out = {k: v for k, v in env.items() if k not in ("JAVA_HOME", "SPARK_HOME", "SPARK_REMOTE")}
-    out["PATH"] = str(py.parent)
-    return out
-
-
-def test_the_shops_suite_passes_over_spark_connect_from_a_client_with_no_jvm(consumer, connect_server):
-    py, project, env, _ = consumer
-    client = _without_jvm(env, py)
-    assert shutil.which("java", path=client["PATH"]) is None
-    # the control: this environment cannot start a JVM, so whatever passes below went through Connect
-    rc, out = _run([str(py), "-c", "from pyspark.sql import SparkSession; SparkSession.builder.master('local[1]')"
-                    ".getOrCreate()"], cwd=project, env=client, timeout=RUN_TIMEOUT)
-    assert rc != 0 and "JAVA_GATEWAY_EXITED" in out, out
-    bad = _wrong_expectation(project, "wrong.scenario.yaml", "wrong-expectation")
-    try:
-        # the jobs' contracts have nothing judged over Spark Connect (a job's substitution is classic PySpark's):
-        # expected here, and said, as a team's Connect job would say it
-        rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                        "--eventtime-remote", connect_server.url, "--eventtime-report-json", "results-connect.json",
-                        "--eventtime-allow-not-applicable", "page_windows",
-                        "--eventtime-allow-not-applicable", "orders_medallion",
-                        "tests"], cwd=project, env=client, timeout=RUN_TIMEOUT)
-    finally:
-        bad.unlink()
-    assert rc == 1 and "1 failed, 8 passed, 4 skipped" in out, out
-    assert "1 missing, 1 unexpected" in out and "revenue: 10.01}" in out
-    data = json.loads((project / "results-connect.json").read_text())
-    statuses = {r["scenario"]: r["status"] for r in data["results"]}
-    assert statuses.pop("wrong-expectation") == "failed"
-    assert statuses == {name: "not_applicable" if name in JOB_SCENARIOS else "passed" for name in SHOP_SCENARIOS}
-    assert {r["runtime"]["master"] for r in data["results"]} == {"spark connect (client has no JVM)"}
 
 
 def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upgrade_changes(consumer):
