@@ -34,7 +34,13 @@ How a Flink test reads here:
 """
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
+
+from eventtime.loader import load_scenario, load_scenario_text
+from eventtime.semantics import check_scenario
 
 from eventtime.semantics.dataflow import WATERMARK, DataflowQuery
 from eventtime.semantics.triggers import DISCARDING, DROPPED, TriggeredWindows
@@ -330,3 +336,28 @@ def test_a_control_each_element_once_disagrees_with_flinks_sums():
     assert _disagreements(windowing, calls) == 0 and _disagreements(windowing, once) == 4
     got = _run(dict(windowing), once)[-1][1]
     assert sorted(item[3] for item in got if item[0] != "watermark") == [2, 3, 3, 4]
+
+
+# The bundled scenarios written from these cases (scenarios/dataflow/flink-*): each cites seed 000 and the
+# Flink test it comes from, agrees with the model, and fails with any one of its firings' counts changed.
+BUNDLED = {
+    "flink-session-purging-trigger-late-merge": "testDropDueToLatenessSessionWithLatenessPurgingTrigger",
+    "flink-session-late-merge-accumulating": "testNotSideOutputDueToLatenessSessionWithLateness",
+    "flink-session-count-trigger-merge": "testSessionWindowsWithCountTrigger",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUNDLED))
+def test_the_bundled_flink_scenarios_cite_their_test_pass_and_fail_with_any_count_changed(name):
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "scenarios", "dataflow")
+    sc = load_scenario(os.path.join(folder, f"{name}.scenario.yaml"))
+    words = " ".join(sc.description.split())
+    assert "seed 000 (" in words and f"WindowOperatorTest tests it, {BUNDLED[name]}" in words and BUNDLED[name] in CASES
+    assert check_scenario(sc).status == "passed"
+    lines = list(sc.lines)
+    firings = [i for i, line in enumerate(lines) if re.search(r'", \d+, (early|on_time|late)', line)]
+    assert len(firings) >= 2
+    for i in firings:
+        changed = list(lines)
+        changed[i] = re.sub(r'", (\d+), (early|on_time|late)', lambda m: f'", {int(m[1]) + 1}, {m[2]}', lines[i])
+        assert check_scenario(load_scenario_text("\n".join(changed), name)).status == "failed", lines[i]
