@@ -346,12 +346,9 @@ WINDOW_CASES = {
         ("element", "key2", LONG_MAX - 1750), ("watermark", LONG_MAX - 1500), ("watermark", _overflow_max_ts)],
         [("watermark", LONG_MAX - 1500), ("key2", 1, _overflow_max_ts), ("watermark", _overflow_max_ts)], []),
 }
-# Not expressible (the model's operator counts tumbling windows with EventTimeTrigger): sliding windows
-# (testSlidingEventTimeWindows*, testSideOutputDueToLatenessSliding), count, continuous and
-# processing-time triggers on their own, evictors, and per-key watermarks. Not written out yet, though the
-# model now has them (semantics/triggers.py, session_lateness_count, `accumulation: discarding`): session
-# windows and their merging (testSideOutputDueToLatenessSession*, the session tests) and PurgingTrigger's
-# discarding panes (testLateness: its late firing counts 1, where an accumulating EventTimeTrigger counts 3).
+# testTumblingEventTimeWindows is Flink's testTumblingEventTimeWindowsReduce and ...Apply (one helper): 4
+# of WindowOperatorTest's 35 tests here. Its session windows, purging triggers, lateness and cleanup-timer
+# tests are in test_dataflow_flink_windows.py (17 more expressible), with the 14 that are not and why.
 
 
 @pytest.mark.parametrize("name", sorted(WINDOW_CASES))
