@@ -145,3 +145,30 @@ def test_a_hook_says_why_in_its_own_words():
     assert not judge_invariant(spec, obs, None, lambda o: None).why  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="no sink 'gold'"):
         obs.rows("gold")
+
+
+def test_a_hook_named_in_the_contract_is_imported_before_any_run(tmp_path, monkeypatch):
+    from eventtime.properties import check_properties
+
+    c = _contract(tmp_path, "balanced: {hook: 'no_such_checks:balanced'}")
+    with pytest.raises(ValueError) as info:  # before any run: no session is needed to say it
+        check_properties(c, "json:loads", session=None, properties=["invariants"])
+    said = str(info.value)
+    assert said.startswith(f"{tmp_path / 'orders_split.contract.yaml'}:13: invariant 'balanced'"), said
+    assert "No module named 'no_such_checks'" in said, said
+    (tmp_path / "my_checks.py").write_text("limit = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    c = _contract(tmp_path, "balanced: {hook: 'my_checks:limit'}")
+    with pytest.raises(ValueError, match="its hook my_checks:limit is not a function"):
+        check_properties(c, "json:loads", session=None, properties=["invariants"])
+
+
+def test_nothing_to_check_is_not_a_pass(tmp_path):
+    from eventtime.properties import check_properties
+
+    path = tmp_path / "plain.contract.yaml"  # no invariants, complete mode only
+    path.write_text(HEAD.replace("invariants:\n", "") + "  modes: [complete]\n")
+    report = check_properties(load_contract_file(path), "json:loads", session=None,
+                              properties=["bounded-state", "invariants"])
+    assert [p.does_not_apply is not None for p in report.properties] == [True, True] and not report.held
+    assert "complete mode only" in report.describe() and "declares no invariants" in report.describe()
