@@ -366,7 +366,6 @@ def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Call
         where_text = " and ".join(f"{o}" + (f" x{n}" if n > 1 else "") for o, n in landed.items())
         if n_in == 0:
             v.why.append(f"{shown} is in {where_text} but was never added to {', '.join(spec.sources)}")
-            v.exact = False
         elif n_out < n_in:
             v.why.append(f"{shown}, added {n_in} time(s) to {', '.join(spec.sources)}, landed "
                          + (f"only in {where_text}" if landed else f"in none of {', '.join(spec.outputs)}"))
@@ -376,16 +375,17 @@ def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Call
                 v.add.setdefault(last, Counter())[tuple_in(last, rows[0])] += n_in - n_out
             else:
                 v.exact = False
+            continue
         else:
             v.why.append(f"{shown}, added {n_in} time(s) to {', '.join(spec.sources)}, landed in {where_text}")
-            extra = n_out - n_in  # expected in the last of the outputs it landed in, taken from the others
-            for o in list(landed)[:-1] + list(landed)[-1:]:
-                for r in obs.outputs[o]:
-                    if extra and tuple(r[c] for c in common) == key and o != list(landed)[-1]:
-                        v.remove.setdefault(o, Counter())[tuple_in(o, r)] += 1
-                        extra -= 1
-            if extra:
-                v.exact = False
+        # the rows too many are taken out: first from the outputs before the last it landed in, where it is
+        # expected (a row from no input from all of them)
+        extra = n_out - n_in
+        for o in landed:
+            for r in obs.outputs[o]:
+                if extra and tuple(r[c] for c in common) == key:
+                    v.remove.setdefault(o, Counter())[tuple_in(o, r)] += 1
+                    extra -= 1
     return v
 
 

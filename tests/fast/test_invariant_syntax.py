@@ -101,7 +101,8 @@ ROWS = [("a", 1, 10), ("b", None, 20), ("c", 0, 30)]
     ([ROWS[0]], [ROWS[1], ROWS[2]], [], {}, {}),                                              # control
     ([ROWS[0]], [ROWS[2]], ["landed in none of clean, quarantine"], {}, {"quarantine": ROWS[1]}),
     ([ROWS[0], ROWS[2]], [ROWS[1], ROWS[2]], ["landed in clean and quarantine"], {"clean": ROWS[2]}, {}),
-    ([ROWS[0], ("z", 5, 1)], [ROWS[1], ROWS[2]], ["never added to orders"], {}, {}),
+    ([ROWS[0], ("z", 5, 1)], [ROWS[1], ROWS[2]], ["never added to orders"], {"clean": ("z", 5, 1)}, {}),
+    ([ROWS[0]], [ROWS[1], ROWS[2], ROWS[2]], ["landed in quarantine x2"], {"quarantine": ROWS[2]}, {}),
 ])
 def test_conservation_on_observations(tmp_path, clean, quarantine, broken, remove, add):
     c = _contract(tmp_path, "x: {conserve: {from: orders, into: [clean, quarantine]}}")
