@@ -918,10 +918,13 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         if not verdict.why:
             report.held_on += 1
             return
+        demands = {"not_null": "its rows with a null left out",
+                   "disjoint": "a key in two outputs expected only in the last of them the invariant names",
+                   "conserve": "a row in none of the outputs expected in the last one named, a row too many "
+                               "taken out"}.get(spec.form, "")
         note = ("Its expect steps hold what the run observed" + (
-            ", corrected to what the invariant demands (a row in none of a conservation's outputs expected in the "
-            "last one named; one in two or more in the last of them; a row with a null left out); reproduce: "
-            "eventtime run THIS_FILE (it fails where the job breaks the invariant)." if verdict.exact else
+            f", corrected to what the invariant demands ({demands}); reproduce: eventtime run THIS_FILE (it fails "
+            "where the job breaks the invariant)." if verdict.exact else
             ": the invariant does not say which values it demands; correct them from What broke before the file "
             "guards anything."))
         reference = _corrected(base, contract, verdict)
