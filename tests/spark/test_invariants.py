@@ -135,7 +135,7 @@ def test_overlapping_rules_put_a_row_in_two_outputs_and_a_hook_of_our_own_finds_
                 if r["amount"] is not None and r["amount"] <= 0]
 
     report = check_properties(contract, jobs.split_overlapping, session=spark, pools={"amount": [0, 1, -1, None]},
-                              properties=["invariant:one_side", "invariant:clean_positive"], max_examples=10,
+                              properties=["invariant:one_side", "invariant:clean_positive"], max_examples=6,
                               out_dir=tmp_path, invariants={"clean_positive": clean_is_positive}, **FEW)
     sc, text = _written(report, "invariant:one_side", tmp_path)
     assert _events(sc) <= 2 and "is in clean and quarantine" in text, text
