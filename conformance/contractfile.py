@@ -24,6 +24,11 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
       gold: {columns: "window_start timestamp, revenue decimal(22,2)"}   # the name the user knows it by
     requires: [multiple_stateful_operators]   # optional: Spark features every implementation needs
     implementations: [my_jobs.clicks:count]   # optional: what `eventtime certify` runs without --pipeline
+    invariants:                               # optional: the job's own properties (docs/properties.md)
+      routed_once: {conserve: {from: clicks, into: [clean, quarantine]}}
+      one_side: {disjoint: {key: [page], outputs: [clean, quarantine]}}
+      clean_pages: {not_null: {output: clean, columns: [page]}}
+      balanced: {hook: "my_checks:balanced", doc: what it guards}
 
 Parameter kinds: duration (a Spark interval: `params.window.interval`), choice, string, int, double,
 bool, path (a folder of the scenario's own, made by the kit for each run; give it `conf:` so the job
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .coltypes import TypeSyntaxError, parse_type
-from .contracts import Column, Contract, ParamSpec, QuerySpec, SourceSpec, StaticSpec
+from .contracts import Column, Contract, InvariantSpec, ParamSpec, QuerySpec, SourceSpec, StaticSpec
 from .sourcekinds import SOURCE_KINDS, source_columns
 from .problems import Checker, FileInvalid, Problem, Where, _json_type, did_you_mean
 from .timeparse import TimeFormatError, parse_duration
@@ -52,7 +57,7 @@ OUTPUT_MODES = ("append", "update", "complete")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _TOP_KEYS = ("contract", "name", "title", "description", "sources", "static", "params", "output", "queries",
-             "requires", "implementations", "model_only")
+             "requires", "implementations", "model_only", "invariants")
 
 
 class ContractInvalid(FileInvalid):
@@ -266,13 +271,15 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     if modes:
         params = params + (ParamSpec("output_mode", "choice", "Spark output mode the pipeline promises",
                                      required=False, default=modes[0], choices=modes),)
+    invariants = _invariants(r, doc.get("invariants"), sources or (), params, queries or (), output or ())
     if len(checker.problems) > before or sources is None or output is None or queries is None:
         return None
     return Contract(name=contract_name, title=title, description=description, sources=sources, params=params,
                     output=output, reference=implementations[0] if implementations else "",
                     alternatives=tuple(implementations[1:]), requires=tuple(requires), key=key,
                     where=checker.where(prefix), output_where=checker.where(prefix + ("output", "columns")),
-                    bundled=bundled, queries=queries, statics=statics, model_only=model_only)
+                    bundled=bundled, queries=queries, statics=statics, model_only=model_only,
+                    invariants=invariants)
 
 
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
@@ -581,3 +588,142 @@ def _output(r: _Reader, raw: Any) -> tuple[tuple[Column, ...] | None, tuple[str,
             if k not in names:
                 r.at(("output", "key", i), f"key column {k!r} is not an output column{did_you_mean(k, names)}")
     return columns, tuple(modes), tuple(key)
+
+
+INVARIANT_FORMS = ("conserve", "disjoint", "not_null", "hook")
+COUNT_RELATIONS = ("==", "<=", ">=")
+_FORM_KEYS = {"conserve": ("from", "into", "count"), "disjoint": ("key", "outputs"), "not_null": ("output", "columns")}
+_FORM_SHAPES = {"conserve": "{from: SOURCE or [SOURCES], into: [OUTPUTS], count: '==' | '<=' | '>=' (optional)}",
+                "disjoint": "{key: [COLUMNS], outputs: [OUTPUTS]}", "not_null": "{output: OUTPUT, columns: [COLUMNS]}",
+                "hook": "'module:function'"}
+
+
+def sink_columns(contract_queries: tuple[QuerySpec, ...], output: tuple[Column, ...], sink: str) -> tuple[Column, ...]:
+    """The columns an invariant reads a sink with: a declared query's (also for the folder or table it is
+    named after), else the contract's output."""
+    name = sink[len("table:"):] if sink.startswith("table:") else sink
+    spec = next((q for q in contract_queries if q.name == name), None)
+    return spec.output if spec is not None else output
+
+
+def conserved_columns(sources: tuple[SourceSpec, ...], queries: tuple[QuerySpec, ...], output: tuple[Column, ...],
+                      from_: tuple[str, ...], into: tuple[str, ...]) -> list[str]:
+    """The columns a conservation follows a row by: the first source's that every source of `from_` and
+    every output of `into` name."""
+    named = [[c.name for c in s.columns] for s in sources if s.name in from_]
+    named += [[c.name for c in sink_columns(queries, output, o)] for o in into]
+    return [n for n in named[0] if all(n in other for other in named[1:])] if named else []
+
+
+def _invariants(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...], params: tuple[ParamSpec, ...],
+                queries: tuple[QuerySpec, ...], output: tuple[Column, ...]) -> tuple[InvariantSpec, ...]:
+    """`invariants: {NAME: {conserve | disjoint | not_null | hook: ..., doc: ...}}`: each checked, at its line."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        r.at(("invariants",), "`invariants` maps a name of your own to one invariant: {conserve: {...}}, "
+                              "{disjoint: {...}}, {not_null: {...}} or {hook: 'module:function'}")
+        return ()
+    sinks = [q.name for q in queries] + [p.name for p in params if p.kind == "path"] + ([] if queries else ["output"])
+    source_names = [s.name for s in sources]
+    out = []
+    for name, spec in raw.items():
+        path = ("invariants", name)
+        if not _NAME.match(str(name)):
+            r.at(path, f"an invariant's name is a word of letters, digits and '_', not {name!r}", key=True)
+            continue
+        if not isinstance(spec, dict):
+            r.at(path, f"invariant {name!r} is one of {', '.join(f'{{{f}: ...}}' for f in INVARIANT_FORMS)}, "
+                       f"not {_json_type(spec)}")
+            continue
+        forms = [k for k in spec if k in INVARIANT_FORMS]
+        for key in spec:
+            if key not in INVARIANT_FORMS and key != "doc":
+                r.at(path + (key,), f"an invariant has no key {key!r}{did_you_mean(str(key), INVARIANT_FORMS)} "
+                                    f"(one of {', '.join(INVARIANT_FORMS)}, and doc)", key=True)
+        if len(forms) != 1:
+            if forms or all(k == "doc" for k in spec):
+                r.at(path, f"invariant {name!r} states one form, " + (
+                    f"not {len(forms)} ({', '.join(forms)})" if forms else f"one of {', '.join(INVARIANT_FORMS)}"))
+            continue
+        form = forms[0]
+        body = spec[form]
+        fpath = path + (form,)
+        bad = len(r.c.problems)
+        doc_text = spec.get("doc", "")
+        if not isinstance(doc_text, str):
+            r.at(path + ("doc",), f"`doc` is text, not {_json_type(doc_text)}")
+        if form == "hook":
+            if not isinstance(body, str) or not _TARGET.match(body):
+                r.at(fpath, f"a hook is 'module:function' (a function over a run's observations), not {body!r}")
+                continue
+            out.append(InvariantSpec(str(name), form, hook=body, doc=str(doc_text or ""), where=r.c.where(r.prefix + fpath)))
+            continue
+        if not isinstance(body, dict):
+            r.at(fpath, f"`{form}` is {_FORM_SHAPES[form]}, not {_json_type(body)}")
+            continue
+        for key in body:
+            if key not in _FORM_KEYS[form]:
+                r.at(fpath + (key,), f"`{form}` has no key {key!r}{did_you_mean(str(key), _FORM_KEYS[form])} "
+                                     f"(it is {_FORM_SHAPES[form]})", key=True)
+        for key in _FORM_KEYS[form]:
+            if key not in body and key != "count":
+                r.at(fpath, f"`{form}` needs `{key}:` (it is {_FORM_SHAPES[form]})")
+
+        sources_of = _listed(r, body, fpath, "from", "source names", single=True)
+        okey = "into" if form == "conserve" else ("outputs" if form == "disjoint" else "output")
+        outs = _listed(r, body, fpath, okey, "outputs", single=form == "not_null")
+        cols = _listed(r, body, fpath, "key" if form == "disjoint" else "columns", "column names") \
+            if form != "conserve" else ()
+        _known(r, body, fpath, sources_of, "from", source_names, "source")
+        _known(r, body, fpath, outs, okey, sinks, "output")
+        if form == "disjoint" and len(outs) == 1:
+            r.at(fpath + ("outputs",), "a key never in two outputs needs two outputs or more")
+        if form == "not_null" and len(outs) > 1:
+            r.at(fpath + ("output",), "`not_null` reads one output (state one invariant per output)")
+        relation = body.get("count") if form == "conserve" else None
+        if relation is not None and relation not in COUNT_RELATIONS:
+            r.at(fpath + ("count",), f"a count relation is one of {', '.join(repr(c) for c in COUNT_RELATIONS)} "
+                                     f"(rows in all of `into` against rows added to `from`), not {relation!r}")
+        if len(r.c.problems) > bad:
+            continue
+        if form == "conserve" and relation is None and not conserved_columns(sources, queries, output, sources_of, outs):
+            r.at(fpath + ("into",), f"{', '.join(outs)} and {', '.join(sources_of)} share no column: a row is followed "
+                                    "by the columns every source and output of it name; state a count relation "
+                                    "instead (`count: '<='`)")
+        for o in outs:  # the columns it reads must be the sink's
+            names = [c.name for c in sink_columns(queries, output, o)]
+            for i, col in enumerate(cols):
+                if col not in names:
+                    key = "key" if form == "disjoint" else "columns"
+                    r.at(fpath + (key, i), f"column {col!r} is not a column of output {o!r}"
+                                           f"{did_you_mean(col, names)} (its columns: {', '.join(names)})")
+        if len(r.c.problems) > bad:
+            continue
+        out.append(InvariantSpec(str(name), form, outputs=outs, sources=sources_of, columns=cols,
+                                 relation=relation, doc=str(doc_text or ""), where=r.c.where(r.prefix + fpath)))
+    return tuple(out)
+
+
+def _listed(r: _Reader, body: dict, fpath: tuple, key: str, what: str, single: bool = False) -> tuple[str, ...]:
+    value = body.get(key)
+    if value is None:
+        return ()
+    if single and isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        r.at(fpath + (key,), f"`{key}` is a list of {what}, not {_json_type(value)}")
+        return ()
+    return tuple(value)
+
+
+def _known(r: _Reader, body: dict, fpath: tuple, names: tuple[str, ...], key: str, choices: list[str],
+           what: str) -> None:
+    """Each of `names` must be one of `choices` (an output may also be `table:NAME`), said at its place."""
+    for i, n in enumerate(names):
+        if n in choices or (what == "output" and n.startswith("table:") and len(n) > len("table:")):
+            continue
+        at = fpath + (key, i) if isinstance(body.get(key), list) else fpath + (key,)
+        r.at(at, f"{n!r} is not {'an' if what[0] in 'aeiou' else 'a'} {what} of the contract"
+                 f"{did_you_mean(n, choices)} ({what}s: {', '.join(choices) or 'none'}"
+                 + ("; a table the job writes is `table:NAME`" if what == "output" else "") + ")")

@@ -11,7 +11,7 @@ from typing import Any
 from .coltypes import ColumnType, parse_type
 from .problems import Where
 
-__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "StaticSpec"]
+__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "StaticSpec", "InvariantSpec"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ class Contract:
     # `model_only:`: why no Spark run can judge its scenarios (`eventtime check-model` does), e.g. no
     # implementation is bundled yet; None for a contract Spark runs
     model_only: str | None = None
+    # `invariants:`: the job's own properties `eventtime check-properties` checks on generated streams
+    invariants: tuple["InvariantSpec", ...] = ()
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -116,6 +118,25 @@ class QuerySpec:
     name: str
     output: tuple[Column, ...]
     key: tuple[str, ...] = ()
+    where: Where | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class InvariantSpec:
+    """One of the job's own invariants (`invariants: {NAME: {FORM: {...}}}`, `eventtime.properties`):
+    `form` is conserve, disjoint, not_null or hook; `sources` the inputs a conservation counts, `outputs`
+    the sinks it reads (a query, a `kind: path` parameter, `output`, or `table:NAME`), `columns` the key
+    (disjoint) or the columns (not_null), `relation` a conservation's count relation (None: each row in
+    exactly one output), `hook` a "module:function"."""
+
+    name: str
+    form: str
+    outputs: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    relation: str | None = None
+    hook: str | None = None
+    doc: str = ""
     where: Where | None = field(default=None, compare=False)
 
 

@@ -20,7 +20,11 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 - `no-query-dies`: no generated value of the declared types ends a run in an error;
 - `exactly-once-rerun`: a data batch run again after a crash between its sink write and its commit
   (`restart: {rerun_last_batch: true}`) leaves the sinks as a plain restart at the same point does;
-- `restart-transparency`: a restart (in the same, or in a new session) after a batch changes no output.
+- `restart-transparency`: a restart (in the same, or in a new session) after a batch changes no output;
+- `bounded-state`: once the watermark has passed every event of the stream, each query's stateful
+  operators hold no more rows than the same closing events leave when they are the whole stream;
+- `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
+  in code), each its own property `invariant:NAME`, judged on what a run observed (`Observations`).
 """
 from __future__ import annotations
 
@@ -37,14 +41,29 @@ from .contracts import Contract
 from .results import ERROR, NOT_APPLICABLE, ScenarioResult
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
-           "check_properties", "stream_of", "observe_run"]
+           "check_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
 
-PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency")
+PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state", "invariants")
 TITLES = {
     "no-query-dies": "no generated value of the declared types stops a query",
     "exactly-once-rerun": "a batch run again after a crash leaves the sinks as a plain restart does",
     "restart-transparency": "a restart after a batch changes no output",
+    "bounded-state": "once the watermark passes every event, state holds only what the closing events left",
+    "invariants": "the job's own invariants",
 }
+INVARIANT = "invariant:"  # an invariant's property is `invariant:NAME`
+# The closing events of `bounded-state`: one per event-time source at this time, months after any event the
+# streams draw (they start at 2024-01-01 and move by seconds), so the watermark passes every window,
+# session and join bound shorter than that.
+CLOSING_TIME = "2024-07-01T00:00:00Z"
+
+
+def title(prop: str, invariants: Mapping[str, Any] | None = None) -> str:
+    if prop.startswith(INVARIANT):
+        spec = (invariants or {}).get(prop[len(INVARIANT):])
+        doc = getattr(spec, "doc", "") or ""
+        return f"the job's invariant {prop[len(INVARIANT):]!r}" + (f": {doc}" if doc else "")
+    return TITLES[prop]
 
 
 def _pad(lines: Sequence[str], first_step_line: int) -> str:
@@ -187,6 +206,297 @@ def observe_run(text: str, contract: Contract, *, lookup: Any, pipeline: Any, se
 
 
 @dataclass
+class Observations:
+    """What one run of a generated stream observed, as an invariant reads it (a hook gets this).
+
+    `inputs`: the rows added to each source, in order, each a dict by column name. `outputs`: each sink's
+    rows at the end, each a dict by column name: `output` (a contract without `queries:`) or each query's
+    name (its rows as an idempotent sink keeps them: every batch's in append and update mode, the latest
+    table in complete mode), each `kind: path` parameter's name (what the job wrote there, read back),
+    `table:NAME` for each table checked. `batches`: per query (`output` for the only one), every micro-batch
+    as the harness saw it (`BatchObservation`: rows, dropped, state_rows, operators, watermarks)."""
+
+    inputs: dict[str, list[dict]]
+    outputs: dict[str, list[dict]]
+    batches: dict[str, list[Any]]
+
+    def rows(self, sink: str) -> list[dict]:
+        if sink not in self.outputs:
+            raise KeyError(f"no sink {sink!r} was observed (sinks: {', '.join(self.outputs) or 'none'})")
+        return self.outputs[sink]
+
+    @property
+    def dropped(self) -> int:
+        """Rows Spark's stateful operators dropped as late (numRowsDroppedByWatermark), over the run."""
+        return sum(b.dropped for bs in self.batches.values() for b in bs)
+
+    @property
+    def state_rows(self) -> dict[str, int]:
+        """Each query's state rows after its last batch (numRowsTotal over its stateful operators)."""
+        return {q: (bs[-1].state_rows if bs else 0) for q, bs in self.batches.items()}
+
+
+def _sink_names(contract: Contract, stream: Mapping[Any, Any]) -> dict[Any, str]:
+    """Each observed query's name as an invariant names it: `output` for a contract without `queries:`."""
+    if not contract.queries and len(stream) == 1:
+        return {next(iter(stream)): "output"}
+    return {q: str(q) for q in stream}
+
+
+def observations_of(obs: RunObservation, contract: Contract) -> Observations:
+    from .contractfile import sink_columns
+
+    sc = obs.result.scenario
+    inputs: dict[str, list[dict]] = {}
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            for source, rows in step.rows.items():
+                names = sc.sources[source].column_names
+                inputs.setdefault(source, []).extend(dict(zip(names, r)) for r in rows)
+
+    def dicts(sink: str, counter: Counter) -> list[dict]:
+        names = [c.name for c in sink_columns(contract.queries, contract.output, sink)]
+        return [dict(zip(names, r)) for r, n in sorted(counter.items(), key=repr) for _ in range(n)]
+
+    named = _sink_names(contract, obs.stream)
+    outputs = {named[q]: dicts(named[q], c) for q, c in obs.stream.items()}
+    for name, c in obs.written.items():
+        sink = "table:" + name[len("table "):] if name.startswith("table ") else name
+        outputs[sink] = dicts(sink, c)
+    batches: dict[str, list[Any]] = {}
+    for sr in obs.result.steps:
+        for b in sr.batches:
+            batches.setdefault(named.get(b.query, str(b.query)), []).append(b)
+    return Observations(inputs, outputs, batches)
+
+
+def _show(values: Sequence[Any], types: Sequence[str]) -> str:
+    from .coltypes import format_value
+    from .timeparse import format_time
+
+    return "[" + ", ".join(format_value(v, t, format_time) for v, t in zip(values, types)) + "]"
+
+
+@dataclass
+class _Verdict:
+    """Why an invariant broke on a run, and what its counterexample's expect steps hold instead of what the
+    run observed: rows taken out of (`remove`) and put in (`add`) each sink, as tuples in its columns."""
+
+    why: list[str] = field(default_factory=list)
+    remove: dict[str, Counter] = field(default_factory=dict)
+    add: dict[str, Counter] = field(default_factory=dict)
+    exact: bool = True  # the expect steps say what the invariant demands (False: they hold what the run did)
+
+
+def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Callable[..., Any] | None = None) -> _Verdict:
+    """An invariant (`contracts.InvariantSpec`) judged on one run's observations."""
+    from .contractfile import conserved_columns, sink_columns
+
+    v = _Verdict()
+    cols_of = {o: [c for c in sink_columns(contract.queries, contract.output, o)] for o in spec.outputs}
+    missing = [o for o in spec.outputs if o not in obs.outputs]
+    if missing:  # a sink the contract names but the run did not observe: said, never passed over
+        v.why.append(f"no rows of {', '.join(missing)} were observed (sinks observed: {', '.join(obs.outputs)}): "
+                     "a `table:` the job writes is read back only when it is given (--table, tables=)")
+        v.exact = False
+        return v
+
+    def tuple_in(sink: str, row: Mapping[str, Any]) -> tuple:
+        return tuple(row[c.name] for c in cols_of[sink])
+
+    if spec.form == "hook":
+        assert hook is not None
+        try:
+            said = hook(obs)
+        except AssertionError as exc:
+            said = str(exc) or f"{spec.hook or spec.name} failed an assertion"
+        if said is None or said is True or said == []:
+            return v
+        v.why = ([said] if isinstance(said, str) else [f"the hook returned {said!r}"] if said is False
+                 else [str(w) for w in said])
+        v.exact = False
+        return v
+    if spec.form == "not_null":
+        (sink,) = spec.outputs
+        for row in obs.outputs[sink]:
+            nulls = [c for c in spec.columns if row.get(c) is None]
+            if nulls:
+                t = tuple_in(sink, row)
+                v.remove.setdefault(sink, Counter())[t] += 1
+                v.why.append(f"{sink!r} holds a row with null {', '.join(nulls)}: "
+                             f"{_show(t, [c.type for c in cols_of[sink]])}")
+        return v
+    if spec.form == "disjoint":
+        where: dict[tuple, list[str]] = {}
+        for sink in spec.outputs:
+            for row in obs.outputs[sink]:
+                key = tuple(row[c] for c in spec.columns)
+                if sink not in where.setdefault(key, []):
+                    where[key].append(sink)
+        types = [next(c.type for c in cols_of[spec.outputs[0]] if c.name == k) for k in spec.columns]
+        for key, sinks in sorted(where.items(), key=repr):
+            if len(sinks) > 1:
+                v.why.append(f"key {', '.join(spec.columns)} = {_show(key, types)} is in {' and '.join(sinks)}")
+                for sink in sinks[:-1]:  # expected only in the last of them the invariant names
+                    for row in obs.outputs[sink]:
+                        if tuple(row[c] for c in spec.columns) == key:
+                            v.remove.setdefault(sink, Counter())[tuple_in(sink, row)] += 1
+        return v
+    # conserve
+    added = sum(len(obs.inputs.get(s, [])) for s in spec.sources)
+    out = sum(len(obs.outputs[o]) for o in spec.outputs)
+    if spec.relation is not None:
+        holds = {"==": out == added, "<=": out <= added, ">=": out >= added}[spec.relation]
+        if not holds:
+            v.why.append(f"{out} row(s) in {' + '.join(spec.outputs)} against {added} added to "
+                         f"{' + '.join(spec.sources)}: not {spec.relation}")
+            v.exact = False
+        return v
+    common = conserved_columns(contract.sources, contract.queries, contract.output, spec.sources, spec.outputs)
+    src = next(s for s in contract.sources if s.name in spec.sources)
+    types = [next(c.type for c in src.columns if c.name == n) for n in common]
+    ins: Counter = Counter(tuple(r.get(c) for c in common) for s in spec.sources for r in obs.inputs.get(s, []))
+    outs = {o: Counter(tuple(r[c] for c in common) for r in obs.outputs[o]) for o in spec.outputs}
+    for key in sorted(set(ins) | {k for c in outs.values() for k in c}, key=repr):
+        landed = {o: c[key] for o, c in outs.items() if c[key]}
+        n_in, n_out = ins[key], sum(landed.values())
+        if n_in == n_out:
+            continue
+        shown = _show(key, types)
+        where_text = " and ".join(f"{o}" + (f" x{n}" if n > 1 else "") for o, n in landed.items())
+        if n_in == 0:
+            v.why.append(f"{shown} is in {where_text} but was never added to {', '.join(spec.sources)}")
+        elif n_out < n_in:
+            v.why.append(f"{shown}, added {n_in} time(s) to {', '.join(spec.sources)}, landed "
+                         + (f"only in {where_text}" if landed else f"in none of {', '.join(spec.outputs)}"))
+            last = spec.outputs[-1]  # a row in none is expected in the last output named: the catch-all
+            if {c.name for c in cols_of[last]} <= set(common):
+                rows = [r for s in spec.sources for r in obs.inputs.get(s, []) if tuple(r.get(c) for c in common) == key]
+                v.add.setdefault(last, Counter())[tuple_in(last, rows[0])] += n_in - n_out
+            else:
+                v.exact = False
+            continue
+        else:
+            v.why.append(f"{shown}, added {n_in} time(s) to {', '.join(spec.sources)}, landed in {where_text}")
+        # the rows too many are taken out: first from the outputs before the last it landed in, where it is
+        # expected (a row from no input from all of them)
+        extra = n_out - n_in
+        for o in landed:
+            for r in obs.outputs[o]:
+                if extra and tuple(r[c] for c in common) == key:
+                    v.remove.setdefault(o, Counter())[tuple_in(o, r)] += 1
+                    extra -= 1
+    return v
+
+
+class _Corrected:
+    """An observation with rows taken out and put in (what an invariant demands), for the snapshot writer."""
+
+    def __init__(self, observed: Any, remove: Counter, add: Counter):
+        self._observed, self._remove, self._add = observed, remove, add
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._observed, name)
+
+    def rows(self, scope: str) -> list[tuple]:
+        left = Counter(self._remove)
+        out = []
+        for r in self._observed.rows(scope):
+            if left[tuple(r)] > 0:
+                left[tuple(r)] -= 1
+            else:
+                out.append(r)
+        return out + [r for r, n in sorted(self._add.items(), key=repr) for _ in range(n)]
+
+
+def _corrected(obs: RunObservation, contract: Contract, verdict: _Verdict) -> RunObservation:
+    """`obs` with each sink's observation step showing what `verdict` demands."""
+    from dataclasses import replace
+
+    named = _sink_names(contract, obs.stream)
+    sc = obs.result.scenario
+    steps = []
+    for sr in obs.result.steps:
+        step = next((s for s in sc.steps if s.index == sr.index), None)
+        sink = _step_sink(step, named) if isinstance(step, m.ExpectStep) else None
+        if sink is not None and sr.observed is not None and (sink in verdict.remove or sink in verdict.add):
+            sr = replace(sr, observed=_Corrected(sr.observed, verdict.remove.get(sink, Counter()),
+                                                 verdict.add.get(sink, Counter())))
+        steps.append(sr)
+    return RunObservation(obs.text, replace(obs.result, steps=steps), obs.stream, obs.written)
+
+
+def _step_sink(step: m.ExpectStep, named: Mapping[Any, str]) -> str | None:
+    """The sink an observation step reads, by the name an invariant gives it."""
+    if step.written is not None:
+        return f"table:{step.written.table}" if step.written.table is not None else str(step.written.path)
+    if step.query is not None:
+        return named.get(step.query, step.query)
+    return "output" if "output" in named.values() else None
+
+
+def closing_steps(contract: Contract, pools: Mapping[str, Any] | None = None) -> list[str]:
+    """`bounded-state`'s closing steps: twice, one row per event-time source at CLOSING_TIME and a batch
+    (the second batch runs with the watermark the first moved, also with no-data batches off), then each
+    query's state rows observed."""
+    import json
+
+    row: dict[str, list] = {}
+    for src in contract.sources:
+        if src.event_time is None:
+            continue
+        row[src.name] = [[_closing_value(src.name, c.name, c.type, src.event_time, pools) for c in src.columns]]
+    add = "- add: " + json.dumps(row, ensure_ascii=False)
+    checks = ([f"- expect: {{query: {q.name}, state_rows: }}" for q in contract.queries] if contract.queries
+              else ["- expect: {state_rows: }"])
+    return [add, "- process", add, "- process", *checks]
+
+
+def _closing_value(source: str, column: str, ctype: str, event_time: str, pools: Mapping[str, Any] | None) -> Any:
+    """A closing row's value: the closing time in the event-time column, else the column's first pooled value,
+    else a plain value of its type (text 'closing', 0, false, the closing day; null for a nested type)."""
+    if column == event_time:
+        return CLOSING_TIME if ctype == "timestamp" else CLOSING_TIME.rstrip("Z")
+    pool = (pools or {}).get(f"{source}.{column}", (pools or {}).get(column))
+    if pool:
+        first = list(pool)[0]
+        return first if isinstance(first, (str, int, float, bool)) or first is None else str(first)
+    if ctype == "string" or ctype.startswith(("char", "varchar")):
+        return "closing"
+    if ctype in ("byte", "short", "int", "long", "tinyint", "smallint", "integer", "bigint") or ctype.startswith("decimal"):
+        return 0
+    if ctype in ("float", "double"):
+        return 0.0
+    if ctype == "boolean":
+        return False
+    if ctype == "date":
+        return CLOSING_TIME[:10]
+    if ctype in ("timestamp", "timestamp_ntz"):
+        return CLOSING_TIME if ctype == "timestamp" else CLOSING_TIME.rstrip("Z")
+    return None
+
+
+def with_steps(scenario: m.Scenario, steps: Sequence[str]) -> str:
+    """The scenario's text up to its steps (name, contract, params, conf, clock), with `steps` as its steps."""
+    lines = list(scenario.lines)
+    first = min(s.where.line for s in scenario.steps)
+    pad = _pad(lines, first)
+    return "\n".join(lines[: first - 1] + [pad + t for t in steps]) + "\n"
+
+
+def _state_by_query(obs: RunObservation, contract: Contract) -> tuple[dict[str, int], bool]:
+    """Each query's state rows after its last batch, and whether any batch had a stateful operator."""
+    named = _sink_names(contract, obs.stream)
+    last: dict[str, Any] = {}
+    stateful = False
+    for sr in obs.result.steps:
+        for b in sr.batches:
+            last[named.get(b.query, str(b.query))] = b
+            stateful = stateful or bool(b.operators)
+    return {q: b.state_rows for q, b in last.items()}, stateful
+
+
+@dataclass
 class Counterexample:
     """The smallest stream a property broke on: the scenario text that shows it, and why."""
 
@@ -198,23 +508,29 @@ class Counterexample:
     def write(self, out_dir: str | Path) -> Path:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        path = out / f"{self.prop}-{self.contract.replace('_', '-')}.scenario.yaml"
+        path = out / f"{_slug(self.prop)}-{self.contract.replace('_', '-')}.scenario.yaml"
         path.write_text(self.text, encoding="utf-8")
         return path
 
 
-def _header(prop: str, why: Sequence[str], note: str) -> str:
+def _header(prop: str, why: Sequence[str], note: str, heading: str | None = None) -> str:
     lines = [f"# Generated by `eventtime check-properties`: this stream breaks the property {prop!r}",
-             f"# ({TITLES[prop]}).", f"# {note}", "# What broke:"]
+             f"# ({heading or TITLES[prop]}).", f"# {note}", "# What broke:"]
     lines += ["#   " + re.sub(r"\s+", " ", w).strip()[:300] for w in why]
     return "\n".join(lines) + "\n"
 
 
-def _renamed(text: str, prop: str) -> str:
+def _renamed(text: str, prop: str, heading: str | None = None) -> str:
     """The generated scenario named and described for the property it breaks."""
-    text = re.sub(r"^scenario: generated-", f"scenario: {prop}-", text, count=1, flags=re.M)
-    return re.sub(r"^description: .*$", f"description: 'Shrunk by eventtime check-properties: {TITLES[prop]}.'",
-                  text, count=1, flags=re.M)
+    import json
+
+    text = re.sub(r"^scenario: generated-", f"scenario: {_slug(prop)}-", text, count=1, flags=re.M)
+    said = json.dumps(f"Shrunk by eventtime check-properties: {heading or TITLES[prop]}.")
+    return re.sub(r"^description: .*$", lambda _: f"description: {said}", text, count=1, flags=re.M)
+
+
+def _slug(prop: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", prop).strip("-").lower()
 
 
 def filled(variant_text: str, reference: RunObservation, *, lookup: Any, keep: Callable[[str], bool]) -> str:
@@ -264,12 +580,23 @@ class PropertyReport:
     counterexample: Counterexample | None = None
     written: Path | None = None
     error: str | None = None  # Hypothesis or the kit stopped the check (not a verdict on the job)
+    heading: str = ""  # what the property says (TITLES, or an invariant's name and doc)
+    # why the property does not apply to this contract at all (said, not checked: see `CheckReport.held`)
+    does_not_apply: str | None = None
+
+    @property
+    def title(self) -> str:
+        return self.heading or TITLES.get(self.prop, self.prop)
 
     @property
     def held(self) -> bool:
+        if self.does_not_apply is not None:
+            return True
         return self.counterexample is None and self.error is None and self.held_on > 0
 
     def describe(self) -> str:
+        if self.does_not_apply is not None:
+            return f"{self.prop}: does not apply: {self.does_not_apply}"
         if self.error is not None:
             return f"{self.prop}: not checked: {self.error}"
         skipped = sum(self.not_judged.values())
@@ -277,7 +604,7 @@ class PropertyReport:
                 + ")") if skipped else ""
         if self.counterexample is not None:
             where = f"; written: {self.written}" if self.written else ""
-            return (f"{self.prop}: BROKEN ({TITLES[self.prop]}); held on {self.held_on} of the streams tried{tail}"
+            return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"
                     f"{where}\n" + "\n".join("  " + w for w in self.counterexample.why))
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked"
@@ -291,7 +618,8 @@ class CheckReport:
 
     @property
     def held(self) -> bool:
-        return all(p.held for p in self.properties)
+        """Every property held, and at least one was checked (not all of them beside the point)."""
+        return all(p.held for p in self.properties) and any(p.does_not_apply is None for p in self.properties)
 
     def describe(self) -> str:
         return "\n".join(p.describe() for p in self.properties)
@@ -311,21 +639,32 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
                      tables: Sequence[str] = (), pools: Mapping[str, Any] | None = None,
                      params: Mapping[str, Any] | None = None, out_dir: str | Path | None = None,
                      timeout: float = DEFAULT_TIMEOUT, progress: Callable[[str], None] | None = None,
-                     hypothesis_settings: Any = None, conf: Mapping[str, str] | None = None) -> CheckReport:
+                     hypothesis_settings: Any = None, conf: Mapping[str, str] | None = None,
+                     invariants: Mapping[str, Callable[[Observations], Any]] | None = None) -> CheckReport:
     """Check each of `properties` on up to `max_examples` streams generated from `contract`, run against
     `pipeline` on `session`. A broken property's shrunk stream is written under `out_dir` (None: not
     written; never in CI, where the text is kept in the report only). `hypothesis_settings` (a
-    `hypothesis.settings`) replaces the ones built from `max_examples`, `derandomize` and `database`."""
+    `hypothesis.settings`) replaces the ones built from `max_examples`, `derandomize` and `database`.
+    `invariants`: hooks of your own by name (each a function over `Observations`: None or True when it
+    holds, else False, a message or a list of them, or an AssertionError), checked beside the contract's
+    `invariants:` as `invariant:NAME`; `properties` names them so, or all of them as `invariants`."""
     from hypothesis import HealthCheck, Phase, settings
 
     from .registry import ContractLookup
     from .snapshot import in_ci
     from .strategies import scenarios
 
-    unknown = [p for p in properties if p not in PROPERTIES]
+    specs, hooks = _invariant_hooks(contract, invariants)
+    named = [INVARIANT + n for n in specs]
+    unknown = [p for p in properties if p not in PROPERTIES and p not in named]
     if unknown:
         raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
-                         f"(known: {', '.join(PROPERTIES)})")
+                         f"(known: {', '.join([*PROPERTIES, *named])})")
+    wanted: list[str] = []
+    for p in properties:
+        for q in (named or [p]) if p == "invariants" else [p]:
+            if q not in wanted:
+                wanted.append(q)
     lookup = lookup or ContractLookup((), extra=[contract])
     delay = delay or _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
@@ -354,24 +693,79 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         return observed[text]
 
     reports = []
-    for prop in properties:
-        report = PropertyReport(prop)
+    for prop in wanted:
+        report = PropertyReport(prop, heading=title(prop, specs))
         reports.append(report)
-        tell(f"eventtime: checking {prop} ({TITLES[prop]}) on up to {hypothesis_settings.max_examples} "
+        report.does_not_apply = _does_not_apply(prop, contract)
+        if report.does_not_apply is not None:
+            tell(report.describe())
+            continue
+        tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
         target = pipeline if isinstance(pipeline, str) else (
             f"{getattr(pipeline, '__module__', '')}:{getattr(pipeline, '__qualname__', repr(pipeline))}")
+        judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
+            if prop.startswith(INVARIANT) else (None, None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
-                   lookup, key=f"eventtime check-properties {contract.name} {prop} {target}")
+                   lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
         if report.counterexample is not None and out_dir is not None and not in_ci():
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
     return CheckReport(contract.name, reports)
 
 
+def _invariant_hooks(contract: Contract, given: Mapping[str, Callable[..., Any]] | None
+                     ) -> tuple[dict[str, Any], dict[str, Callable[..., Any]]]:
+    """The invariants to check by name (the contract's, then those given in code) and each hook's function,
+    imported now: a hook that cannot be imported is an error at the contract's line, before any run."""
+    import importlib
+
+    from .contracts import InvariantSpec
+
+    specs: dict[str, Any] = {i.name: i for i in contract.invariants}
+    hooks: dict[str, Callable[..., Any]] = {}
+    for spec in contract.invariants:
+        if spec.form != "hook" or spec.hook is None:
+            continue
+        module, _, name = spec.hook.partition(":")
+        place = f"{spec.where.file}:{spec.where.line}: " if spec.where is not None else ""
+        try:
+            fn: Any = importlib.import_module(module)
+            for part in name.split("."):
+                fn = getattr(fn, part)
+        except Exception as exc:  # noqa: BLE001 - the user's module: said at the contract's line
+            raise ValueError(f"{place}invariant {spec.name!r}: cannot import its hook {spec.hook}: "
+                             f"{type(exc).__name__}: {exc}") from None
+        if not callable(fn):
+            raise ValueError(f"{place}invariant {spec.name!r}: its hook {spec.hook} is not a function")
+        hooks[spec.name] = fn
+    for name, fn in (given or {}).items():
+        if name in specs:
+            raise ValueError(f"invariant {name!r} is the contract's already: give the hook another name")
+        if not callable(fn):
+            raise ValueError(f"invariant {name!r}: a hook is a function over the run's observations, not {fn!r}")
+        specs[name] = InvariantSpec(name, "hook", hook=f"{getattr(fn, '__module__', '')}:"
+                                                      f"{getattr(fn, '__qualname__', repr(fn))}",
+                                    doc=(fn.__doc__ or "").strip().split("\n")[0])
+        hooks[name] = fn
+    return specs, hooks
+
+
+def _does_not_apply(prop: str, contract: Contract) -> str | None:
+    """Why `prop` cannot be judged for this contract at all (None: it can)."""
+    if prop == "invariants":
+        return "the contract declares no invariants (`invariants:` in its file, or invariants= in code)"
+    if prop == "bounded-state":
+        if not any(s.event_time for s in contract.sources):
+            return "no source declares an `event_time` column, so no closing event moves a watermark"
+        if contract.output_modes == ("complete",):
+            return "complete mode only: Spark keeps every group of an aggregation in state, whatever the watermark"
+    return None
+
+
 def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, seed: int | None,
                run: Callable[[str], RunObservation], ends: Sequence[str], contract: Contract, lookup: Any, *,
-               key: str) -> None:
+               key: str, extra: tuple = (None, None, (), None)) -> None:
     """Run one property's Hypothesis test; its outcome goes into `report`. `key`: where Hypothesis's database
     keeps its examples (one per contract, property and pipeline, so a broken stream is tried first on the
     next check of the same three, and never replayed for another)."""
@@ -390,9 +784,11 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
                 added = False
         return out
 
+    spec, hook, tables, pools = extra
+
     def draw_case(sc: m.Scenario) -> Any:
         where = points(sc)
-        if prop == "no-query-dies" or not where:
+        if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
             return st.just((sc, 0, "same"))
         return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
 
@@ -424,6 +820,10 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
                 raise _Broken("\n".join(why))
             report.held_on += 1
             return
+        if prop == "bounded-state":
+            return judge_bounded(sc)
+        if prop.startswith(INVARIANT):
+            return judge_invariant_on(sc, base_text)
         if not point:
             report.not_judged["no batch read rows"] += 1
             return
@@ -464,6 +864,75 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         report.counterexample = Counterexample(prop, contract.name, _header(prop, why, note) + body, why)
         raise _Broken("\n".join(why))
 
+    def usable(o: RunObservation) -> bool:
+        if not o.applicable:
+            report.not_judged[f"not applicable: {o.result.reason}"] += 1
+            return False
+        if o.died is not None:  # `no-query-dies` says so
+            report.not_judged["the run ended in an error"] += 1
+            return False
+        return True
+
+    def judge_bounded(sc: m.Scenario) -> None:
+        mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
+        if mode == "complete":
+            report.not_judged["complete mode: Spark keeps every group in state"] += 1
+            return
+        closing = closing_steps(contract, pools)
+        variant_text = with_step_after(sc, 0, "", tail=closing)
+        variant, reference = run(variant_text), run(with_steps(sc, closing))
+        if not (usable(variant) and usable(reference)):
+            return
+        after, stateful = _state_by_query(variant, contract)
+        alone, _ = _state_by_query(reference, contract)
+        if not stateful:
+            report.not_judged["no stateful operator ran"] += 1
+            return
+        why = [f"{'query ' + repr(q) if q != 'output' else 'the query'} holds {n} state row(s) once the watermark "
+               f"passed every event, where the closing events alone leave {alone.get(q, 0)}"
+               + _operators_text(variant, q, contract)
+               for q, n in sorted(after.items()) if n > alone.get(q, 0)]
+        if not why:
+            report.held_on += 1
+            return
+        note = (f"After the stream, a closing event at {CLOSING_TIME} on each event-time source, twice; its expect "
+                "steps hold the state rows those closing steps leave run alone; reproduce: eventtime run THIS_FILE "
+                "(it fails at the state_rows check).")
+        body = filled(_renamed(variant_text, prop), reference, lookup=lookup, keep=lambda line: "state_rows" in line)
+        report.counterexample = Counterexample(prop, contract.name, _header(prop, why, note) + body, why)
+        raise _Broken("\n".join(why))
+
+    def judge_invariant_on(sc: m.Scenario, base_text: str) -> None:
+        base = run(base_text)
+        if not usable(base):
+            return
+        try:
+            verdict = judge_invariant(spec, observations_of(base, contract), contract, hook)
+        except Exception as exc:  # noqa: BLE001 - the user's hook failed: said where, never a verdict
+            import traceback
+
+            frames = traceback.extract_tb(exc.__traceback__)
+            at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            raise _KitError(f"invariant {spec.name!r}: its hook {spec.hook} raised {type(exc).__name__}{at}: "
+                            f"{exc}") from None
+        if not verdict.why:
+            report.held_on += 1
+            return
+        demands = {"not_null": "its rows with a null left out",
+                   "disjoint": "a key in two outputs expected only in the last of them the invariant names",
+                   "conserve": "a row in none of the outputs expected in the last one named, a row too many "
+                               "taken out"}.get(spec.form, "")
+        note = ("Its expect steps hold what the run observed" + (
+            f", corrected to what the invariant demands ({demands}); reproduce: eventtime run THIS_FILE (it fails "
+            "where the job breaks the invariant)." if verdict.exact else
+            ": the invariant does not say which values it demands; correct them from What broke before the file "
+            "guards anything."))
+        reference = _corrected(base, contract, verdict)
+        body = filled(_renamed(base_text, prop, report.title), reference, lookup=lookup, keep=lambda line: True)
+        report.counterexample = Counterexample(prop, contract.name,
+                                               _header(prop, verdict.why, note, report.title) + body, verdict.why)
+        raise _Broken("\n".join(verdict.why))
+
     # the test function is the same code for every property: Hypothesis would key them all alike
     holds._hypothesis_internal_database_key = key.encode("utf-8")
     test = hseed(seed)(holds) if seed is not None else holds
@@ -474,6 +943,14 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     except Exception as exc:  # noqa: BLE001 - Hypothesis (unsatisfiable, flaky) or the kit: said, not a verdict
         text = str(exc).strip()
         report.error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:
+    named = _sink_names(contract, obs.stream)
+    last = [b for sr in obs.result.steps for b in sr.batches if named.get(b.query, str(b.query)) == query]
+    ops = last[-1].operators if last else []
+    shown = ", ".join(f"{o.get('operatorName')} {o.get('numRowsTotal')}" for o in ops)
+    return f" ({shown})" if shown else ""
+
 
 def _declared_delay(contract: Contract, params: Mapping[str, Any] | None) -> str:
     """The watermark delay the streams are drawn around: a duration parameter named for it (its given

@@ -136,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
                 why = "CI is set: not written" if in_ci() else "not written"
                 print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
             elif p.written is not None:
+                # a contract given as a file is found by its folder (a scenario under --out is not beside it)
+                dirs = [*args.contracts, *([str(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
                 print(f"eventtime: reproduce: eventtime run {p.written} --pipeline {contract.name}={target}"
-                      + "".join(f" --contracts {d}" for d in args.contracts), flush=True)
+                      + "".join(f" --contracts {d}" for d in dict.fromkeys(dirs)), flush=True)
         held = sum(p.held for p in report.properties)
         print(f"eventtime: {held} of {len(report.properties)} properties held for {contract.name} against {target}",
               flush=True)

@@ -57,3 +57,71 @@ def numeric_pages(spark):
             .select("page", F.col("window.start").alias("window_start"), "clicks")
             .writeStream.outputMode("complete").foreachBatch(overwrite_table)
             .option("checkpointLocation", "/checkpoints/page_counts"))
+
+
+# Orders split by a quality rule into a clean folder and a quarantine folder (the contract's `clean` and
+# `quarantine` path parameters), both written by the job's batch function. The rule is `amount > 0`.
+CLEAN, QUARANTINE = "props.test.clean", "props.test.quarantine"
+
+
+def _orders(spark):
+    return spark.readStream.format("json").schema("id string, amount int, ts timestamp").load("/data/orders")
+
+
+def _split(passes, fails):
+    def write(batch, batch_id):
+        conf = batch.sparkSession.conf
+        batch.where(passes).write.mode("append").parquet(conf.get(CLEAN))
+        batch.where(fails).write.mode("append").parquet(conf.get(QUARANTINE))
+    return write
+
+
+def _split_job(spark, passes, fails):
+    return (_orders(spark).writeStream.outputMode("append").foreachBatch(_split(passes, fails))
+            .option("checkpointLocation", "/checkpoints/orders_split"))
+
+
+def split_blind_to_nulls(spark):
+    """Seeded bug: the quarantine takes `NOT (amount > 0)`, which is null, not true, for a null amount: such a
+    row lands in neither folder."""
+    rule = F.col("amount") > 0
+    return _split_job(spark, rule, ~rule)
+
+
+def split_overlapping(spark):
+    """Seeded bug: the quarantine takes `amount <= 0` but the clean side `amount >= 0`: a zero lands in both
+    folders (and a null amount in neither)."""
+    return _split_job(spark, F.col("amount") >= 0, F.col("amount") <= 0)
+
+
+def split_total(spark):
+    """Correct: the quarantine takes every row the rule does not pass, a null amount included."""
+    rule = F.col("amount") > 0
+    return _split_job(spark, rule, ~F.coalesce(rule, F.lit(False)))
+
+
+# Events deduplicated on their id, written to the contract's `out` folder. Spark evicts a dropDuplicates
+# key once the watermark passes the event time in it, so the key must hold the event-time column.
+def _events(spark):
+    events = spark.readStream.format("json").schema("id string, ts timestamp").load("/data/events")
+    return events.withWatermark("ts", "10 seconds")
+
+
+def _deduped(rows):
+    return (rows.writeStream.outputMode("append").foreachBatch(append_table)
+            .option("checkpointLocation", "/checkpoints/events_dedup"))
+
+
+def dedup_without_event_time(spark):
+    """Seeded bug: dropDuplicates on the id alone keeps every id in state for ever, watermark or not."""
+    return _deduped(_events(spark).dropDuplicates(["id"]))
+
+
+def dedup_with_event_time(spark):
+    """Correct: the event time in the key, so a key leaves the state once the watermark passes it."""
+    return _deduped(_events(spark).dropDuplicates(["id", "ts"]))
+
+
+def dedup_within_watermark(spark):
+    """Correct (Spark 3.5+): a key is kept until the watermark passes its first event time plus the delay."""
+    return _deduped(_events(spark).dropDuplicatesWithinWatermark(["id"]))
