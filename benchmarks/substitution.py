@@ -103,13 +103,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from eventtime import load_scenario, run_scenario
-    from eventtime import runner
+    from eventtime.sparksteps import SparkSteps
     from eventtime.harness.session import get_session
 
     spark = get_session()
     sides = {"plain": transform, "idle": build_idle, "job": build}
     checks: dict[str, list[float]] = {side: [] for side in sides}
-    original_expect = runner._SparkSteps.expect
+    original_expect = SparkSteps.expect
 
     def timed_expect(self: Any, step: Any, since: Any) -> bool:
         t0 = time.perf_counter()
@@ -119,7 +119,7 @@ def main() -> None:
             checks[current[0]].append(time.perf_counter() - t0)
 
     current = ["plain"]
-    runner._SparkSteps.expect = timed_expect  # type: ignore[method-assign]
+    SparkSteps.expect = timed_expect  # type: ignore[method-assign]
     folder = Path(tempfile.mkdtemp(prefix="bench-substitution-"))
     (folder / "pyproject.toml").write_text("")
     (folder / "bench.contract.yaml").write_text(CONTRACT)

@@ -50,16 +50,22 @@ def test_the_backend_is_chosen_by_the_session(monkeypatch):
     assert backend._Connect(object()).prepare() is None  # no callback server to mend over Connect
 
 
+# the runner and the parts it assembles a run from
+RUN_MODULES = ("runner.py", "binding.py", "querybuild.py", "jobbuild.py", "sparksteps.py", "stepfailures.py",
+               "written.py")
+
+
 def test_the_runner_asks_whether_it_is_on_connect_only_for_applicability_and_faults():
-    """`compat.connect` in runner.py: what may run there (applicability) and whether the run's
+    """`compat.connect` in the runner's modules: what may run there (applicability) and whether the run's
     surroundings (a local checkpoint, py4j) can be classified; sources and runs come from the backend."""
-    tree = ast.parse((ROOT / "conformance" / "runner.py").read_text("utf-8"))
+    tree = ast.Module(body=[node for name in RUN_MODULES for node in ast.parse(
+        (ROOT / "conformance" / name).read_text("utf-8")).body], type_ignores=[])
     uses = []
     for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]:
         for node in ast.walk(fn):
             if isinstance(node, ast.Attribute) and node.attr == "connect" and isinstance(fn, ast.FunctionDef):
                 uses.append(fn.name)
-    assert sorted(set(uses)) == ["_prepare", "_surroundings_failed"]
+    assert sorted(set(uses)) == ["_surroundings_failed", "prepare"]
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
     # (MemorySource stays for a job's topic reader: jobs run classic only, not over Connect)

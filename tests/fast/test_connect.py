@@ -55,7 +55,7 @@ def test_scenarios_without_the_clock_apply_over_connect(path):
 def test_a_feature_the_connect_client_lacks_is_named_as_connect_s():
     # PySpark 4.0's Connect client has no transformWithStateInPandas where its classic API has one:
     # the reason must not read as if Spark 4.0 lacked it; a classic session's reason stays as it was.
-    from eventtime.runner import OVER_CONNECT, applicability
+    from eventtime.applicability import OVER_CONNECT, applicability
 
     scenario = load_scenario(SUITE / "stateful/hold-timer-fires-inclusive.scenario.yaml")
     classic = applicability(scenario, "4.0.5", frozenset())

@@ -8,7 +8,7 @@ import pytest
 
 from eventtime.harness.jobio import SubstitutionError
 from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to
-from eventtime.runner import nothing_written
+from eventtime.written import nothing_written
 
 
 def _log(folder, batch, *entries):

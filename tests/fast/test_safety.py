@@ -126,13 +126,13 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
                     calls.append((path.relative_to(root).as_posix(), name, ast.unparse(node.args[0])))
     assert sorted(calls) == [
         ("__init__.py", "import_module", "f'.{module}'"),                     # the public names, from _EXPORTS
+        ("binding.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
         ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
                                                                 # a contract's implementations
         ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
         ("previous.py", "resolve_pipeline", "str(then)"),  # --previous-ref: the bound script, at the ref
         ("previous.py", "resolve_pipeline", "target"),  # --previous-ref: the bound module, at the ref
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
-        ("runner.py", "resolve_pipeline", "pipeline or scenario.contract.reference"),  # caller's, or the registry's
         ("userpipeline.py", "import_module", "module_name"),                  # inside resolve_pipeline
         ("userpipeline.py", "run_module", "self.module"),                     # a script job, from resolve_pipeline
         ("userpipeline.py", "run_path", "self.path"),

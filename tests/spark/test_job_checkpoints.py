@@ -103,9 +103,9 @@ def test_control_a_query_with_a_checkpoint_goes_on_in_both(spark, contract_besid
 def test_control_the_old_restart_carries_the_kits_checkpoint_over(spark, contract_beside, monkeypatch):
     """Without the rule (every query keeps the kit's checkpoint) the checkpoint-less job goes on: the old
     behaviour, which the plain script contradicts."""
-    from eventtime import runner as kit_runner
+    from eventtime.jobbuild import JobBuild
 
-    monkeypatch.setattr(kit_runner._JobBuild, "anew", lambda self, index: False)
+    monkeypatch.setattr(JobBuild, "anew", lambda self, index: False)
     result, batch_ids, seen = _kit(spark, contract_beside, jobs.build, ANEW)
     assert result.status == "failed", describe_failure(result)
     assert batch_ids == [0, 1, 2]

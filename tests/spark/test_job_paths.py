@@ -19,7 +19,7 @@ import textwrap
 import pytest
 
 from eventtime import jobs as kit_jobs
-from eventtime import runner as kit_runner
+from eventtime import written as kit_written
 from eventtime import load_scenario, run_scenario
 from eventtime.textreport import describe_failure
 
@@ -100,7 +100,7 @@ def test_a_file_sink_skips_a_batch_that_runs_again_as_spark_does(spark, scenario
 
 def test_control_an_appending_stand_in_writes_the_batch_that_runs_again_twice(spark, scenario_of, monkeypatch):
     monkeypatch.setattr(kit_jobs, "_file_sink", _appending_stand_in)
-    monkeypatch.setattr(kit_runner, "cross_check", lambda *a: None)  # the earlier kit had none
+    monkeypatch.setattr(kit_written, "cross_check", lambda *a: None)  # the earlier kit had none
     result = run_scenario(scenario_of(RERUN), jobs.file_sink, session=spark)
     assert result.status == "failed", describe_failure(result)
     failed = [s.index for s in result.steps if s.status == "failed"]

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from eventtime import run_scenario
-from eventtime import runner as kit_runner
+from eventtime import written as kit_written
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_sinks as jobs
@@ -111,23 +111,23 @@ def test_one_row_written_fails_an_expectation_of_none(spark, scenario_of, sink):
 
 
 def test_control_the_old_reading_passes_rows_none_on_a_one_row_csv(spark, scenario_of, monkeypatch):
-    monkeypatch.setattr(kit_runner, "read_folder", _old_reading)
-    monkeypatch.setattr(kit_runner, "cross_check", lambda *a: None)
+    monkeypatch.setattr(kit_written, "read_folder", _old_reading)
+    monkeypatch.setattr(kit_written, "cross_check", lambda *a: None)
     result = run_scenario(scenario_of(NONE_EXPECTED), SINKS["csv"], session=spark)
     assert result.status == "passed", describe_failure(result)  # the false green the new reading removes
 
 
 @pytest.mark.parametrize("sink", ["csv", "parquet-partitioned", "json-partitioned"])
 def test_control_the_old_reading_fails_rows_that_were_written(spark, scenario_of, monkeypatch, sink):
-    monkeypatch.setattr(kit_runner, "read_folder", _old_reading)
-    monkeypatch.setattr(kit_runner, "cross_check", lambda *a: None)
+    monkeypatch.setattr(kit_written, "read_folder", _old_reading)
+    monkeypatch.setattr(kit_written, "cross_check", lambda *a: None)
     result = run_scenario(scenario_of(WRITTEN), SINKS[sink], session=spark)
     assert result.status in ("failed", "error"), describe_failure(result)
 
 
 def test_a_misreading_of_the_folder_is_the_kits_error_not_a_verdict(spark, scenario_of, monkeypatch):
     """The cross-check: the old reading with the new cross-check is caught as the kit's error."""
-    monkeypatch.setattr(kit_runner, "read_folder", _old_reading)
+    monkeypatch.setattr(kit_written, "read_folder", _old_reading)
     result = run_scenario(scenario_of(NONE_EXPECTED), SINKS["csv"], session=spark)
     assert result.status == "error", describe_failure(result)
     step = next(s for s in result.steps if s.kind == "expect")
