@@ -132,6 +132,8 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
         ("previous.py", "resolve_pipeline", "str(then)"),  # --previous-ref: the bound script, at the ref
         ("previous.py", "resolve_pipeline", "target"),  # --previous-ref: the bound module, at the ref
+        ("properties.py", "import_module", "module"),  # check-properties: a contract's invariant hook, as a
+                                                       # contract's implementations are (never a scenario's)
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
         ("userpipeline.py", "import_module", "module_name"),                  # inside resolve_pipeline
         ("userpipeline.py", "run_module", "self.module"),                     # a script job, from resolve_pipeline
