@@ -49,7 +49,7 @@ def state_rows_pinned(scenario: m.Scenario) -> bool:
 def _rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario, step: m.ExpectStep | None) -> str:
     """Output rows as a check of `step` states them: in the columns it compares (`judge.compared`)."""
     columns = compared(step, scenario)
-    return rows_text([columns.pick(r) for r in rows], columns.types, scenario)
+    return rows_text([columns.pick(tuple(r)) for r in rows], columns.types, scenario)
 
 
 def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Sequence[Any], *,
