@@ -260,7 +260,9 @@ class ColumnType:
         if -exponent > self.scale:
             raise ValueProblem(f"{written} has more than {self.scale} digit{'s' if self.scale != 1 else ''} "
                                f"after the point for {self.name}", path)
-        quantized = value.quantize(decimal.Decimal(1).scaleb(-self.scale))
+        # in a context that holds every digit: the default one (28 digits) is narrower than decimal(38,s)
+        exact = decimal.Context(prec=len(value.as_tuple().digits) + self.scale + 1)
+        quantized = value.quantize(decimal.Decimal(1).scaleb(-self.scale), context=exact)
         digits = len(quantized.as_tuple().digits)
         if digits > self.precision and quantized != 0:
             raise ValueProblem(f"{written} does not fit {self.name} (at most {self.precision - self.scale} "

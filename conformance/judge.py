@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from eventtime.harness.observations import BatchObservation
 
@@ -15,7 +15,8 @@ from .spec import BatchCheck, ExpectStep, OperatorCheck, RowsCheck, Scenario, Sc
 from .results import FAILED, PASSED, SKIPPED, CheckFailure, FailureInfo, StepResult
 from .timeparse import format_relative, format_time
 
-__all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value", "schema_differences"]
+__all__ = ["Observed", "judge", "judge_expect", "match_rows", "format_value", "schema_differences", "Compared",
+           "compared", "rows_updated", "type_name"]
 
 REL_TOL = 1e-9
 
@@ -177,7 +178,7 @@ def judge_expect(result: StepResult, step: ExpectStep, observed: Observed, scena
 
 def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
     out: list[CheckFailure] = []
-    names, types, pick = _compared(step, scenario)
+    names, types, pick = compared(step, scenario)
     if step.failure is not None:
         return _judge_failure(step, observed)
     if observed.failure is not None:
@@ -277,8 +278,9 @@ def _judge_watermark_range(step: ExpectStep, observed: Observed, scenario: Scena
                                    if v is not None}, actual=observed.watermark_ms)]
 
 
-def _updated(batch: BatchObservation) -> int:
-    """numRowsUpdated of a batch, summed over its stateful operators."""
+def rows_updated(batch: BatchObservation) -> int:
+    """The rows a batch updated in state (`numRowsUpdated`, summed over its stateful operators): what
+    `updated`, `updated_since_check` and a batch's `updated` compare."""
     return sum(int(o.get("numRowsUpdated") or 0) for o in batch.operators)
 
 
@@ -286,12 +288,12 @@ def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -
     """`updated`, `batch_watermark` and `operators`: what the stateful operators did, from the progress."""
     out: list[CheckFailure] = []
     if step.updated is not None:
-        actual = sum(_updated(b) for b in observed.since_expect)
+        actual = sum(rows_updated(b) for b in observed.since_expect)
         if actual != step.updated:
             out.append(CheckFailure("updated", step.where, f"{actual} row(s) updated in state since the previous "
                                     f"expect, expected {step.updated}", expected=step.updated, actual=actual))
     for key, expected, count, what in (
-            ("updated_since_check", step.updated_since_check, _updated, "row(s) updated in state"),
+            ("updated_since_check", step.updated_since_check, rows_updated, "row(s) updated in state"),
             ("dropped_since_check", step.dropped_since_check, lambda b: b.dropped, "row(s) dropped as late")):
         if expected is None:
             continue
@@ -370,12 +372,14 @@ def _judge_schema(want: SchemaCheck, observed: Observed) -> list[CheckFailure]:
     if not differences:
         return []
     expected = ", ".join(f"{n} {t}{' NOT NULL' if nn else ''}" for n, t, nn in want.columns)
-    actual = ", ".join(f"{n} {_type_name(t)}{'' if nullable else ' NOT NULL'}" for n, t, nullable in observed.schema)
+    actual = ", ".join(f"{n} {type_name(t)}{'' if nullable else ' NOT NULL'}" for n, t, nullable in observed.schema)
     return [CheckFailure("schema", want.where, "output schema differs: " + "; ".join(differences)
                          + f"\n      expected: {expected}\n      actual:   {actual}", expected=expected, actual=actual)]
 
 
-def _type_name(spark_type: str) -> str:
+def type_name(spark_type: str) -> str:
+    """A Spark type as the kit writes it and `schema` compares it (`bigint` -> `long`); text the type
+    reader does not know stays as it is."""
     try:
         return coltypes.parse_type(spark_type).name
     except coltypes.TypeSyntaxError:
@@ -388,20 +392,20 @@ def schema_differences(expected: Sequence[tuple[str, str, bool]], actual: Sequen
     asked): a missing, unexpected or mistyped column, a nullable one where NOT NULL is asked, and the
     order of the columns both have. Nullability is checked only where NOT NULL is asked."""
     out: list[str] = []
-    got = {name: (_type_name(t), nullable) for name, t, nullable in actual}
+    got = {name: (type_name(t), nullable) for name, t, nullable in actual}
     wanted = {name for name, _, _ in expected}
-    for name, type_name, not_null in expected:
+    for name, wanted_type, not_null in expected:
         if name not in got:
-            out.append(f"column {name!r} ({type_name}) is missing")
+            out.append(f"column {name!r} ({wanted_type}) is missing")
             continue
         actual_type, nullable = got[name]
-        if actual_type != type_name:
-            out.append(f"column {name!r} is {actual_type}, expected {type_name}")
+        if actual_type != wanted_type:
+            out.append(f"column {name!r} is {actual_type}, expected {wanted_type}")
         if not_null and nullable:
             out.append(f"column {name!r} is nullable, expected NOT NULL")
     for name, t, _ in actual:
         if name not in wanted:
-            out.append(f"column {name!r} ({_type_name(t)}) is not expected")
+            out.append(f"column {name!r} ({type_name(t)}) is not expected")
     order_want = [n for n, _, _ in expected if n in got]
     order_got = [n for n, _, _ in actual if n in wanted]
     if order_want != order_got:
@@ -409,15 +413,33 @@ def schema_differences(expected: Sequence[tuple[str, str, bool]], actual: Sequen
     return out
 
 
-def _compared(step: ExpectStep, scenario: Scenario) -> tuple[tuple[str, ...], list[ColumnType], Any]:
-    """The output columns an expect's row checks compare (`columns:` / `ignore:`, else all), their types,
-    and a function that picks those values out of an output row (which holds every output column)."""
+class Compared(NamedTuple):
+    """What an expect's row checks compare: the output columns (`columns:` / `ignore:`, else all), in the
+    order the check states them, and their types. The judge compares these; whatever writes or mutates
+    a check's rows (a snapshot, `expect --write`, `eventtime.teeth`) writes these and no other."""
+
+    names: tuple[str, ...]
+    types: list[ColumnType]
+    pick: Callable[[tuple], tuple]  # an output row (every output column) -> the compared values
+
+    def canonical(self, row: tuple) -> tuple:
+        """The compared values of an output row, in the canonical form values compare in
+        (`ColumnType.canonical`); a row of another width is returned as it is."""
+        picked = self.pick(row)
+        if len(picked) != len(self.types):
+            return tuple(picked)
+        return tuple(t.canonical(v) for t, v in zip(self.types, picked))
+
+
+def compared(step: ExpectStep | None, scenario: Scenario) -> Compared:
+    """The columns `step`'s row checks compare, their types, and how to pick them out of an output row
+    (`step` None: every output column, as a check the writer adds states them)."""
     output = scenario.contract.output
-    if step.columns is None:
-        return tuple(c.name for c in output), [c.ctype for c in output], lambda row: row
+    if step is None or step.columns is None:
+        return Compared(tuple(c.name for c in output), [c.ctype for c in output], lambda row: row)
     positions = [next(i for i, c in enumerate(output) if c.name == name) for name in step.columns]
-    return (tuple(step.columns), [output[i].ctype for i in positions],
-            lambda row: tuple(row[i] for i in positions) if len(row) == len(output) else row)
+    return Compared(tuple(step.columns), [output[i].ctype for i in positions],
+                    lambda row: tuple(row[i] for i in positions) if len(row) == len(output) else row)
 
 
 def _written_label(step: ExpectStep) -> str | None:
@@ -462,7 +484,7 @@ def _judge_batches(step: ExpectStep, observed: Observed, scenario: Scenario, nam
 
 def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: Scenario, names: tuple[str, ...],
                  step: ExpectStep) -> list[CheckFailure]:
-    _, types, pick = _compared(step, scenario)
+    _, types, pick = compared(step, scenario)
     tolerance = step.tolerance
     out = []
     if want.data is not None and want.data != got.has_data:
@@ -477,7 +499,7 @@ def _judge_batch(want: BatchCheck, got: BatchObservation, label: str, scenario: 
                                     f"{_fmt_wm(expected // 1000, scenario)}", expected=expected // 1000, actual=actual))
     for field_name, expected, actual in (("dropped", want.dropped, got.dropped),
                                          ("state_rows", want.state_rows, got.state_rows),
-                                         ("updated", want.updated, _updated(got) if want.updated is not None else 0)):
+                                         ("updated", want.updated, rows_updated(got) if want.updated is not None else 0)):
         if expected is not None and expected != actual:
             out.append(CheckFailure("batches", want.where, f"{label}: {field_name} is {actual}, expected {expected}",
                                     expected=expected, actual=actual, part=field_name))

@@ -23,10 +23,7 @@ not a hole: they load as nulls, and `create` fills them.
 """
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
@@ -34,8 +31,9 @@ import yaml
 
 from . import spec as m
 from .coltypes import ColumnType
-from .semantics.fill import _end
-from .timeparse import parse_time
+from .judge import REL_TOL, compared, judge, match_rows, rows_updated, type_name
+from .scenariotext import (WIDTH, Edit, append_checks, apply_edits, binary_text, line_end, block_items, check_text, flow_list, flow_text, json_flow, node_end,
+                           row_text, text_scalar, time_text, value_text, watermark_text)
 
 __all__ = ["Hole", "holes", "placeholder_text", "create_edits", "fix_edits", "variant_edit", "Edit", "apply_edits", "CHECK_KEYS",
            "LEFT_OUT"]
@@ -68,10 +66,6 @@ LEFT_OUT = {"event_time.avg": "the average event time of a batch read from sever
                               "on the order Spark's tasks finish in",
             "failure": "a failure's message is Spark's own and changes between versions",
             "schema NOT NULL": "nullability is the planner's and differs between Spark lines"}
-WIDTH = 110  # a list written on its key's line up to this many characters, else one item per line
-
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~", "nan", "inf"}
 
 
 @dataclass(frozen=True)
@@ -82,13 +76,6 @@ class Hole:
     start: int
     end: int
     key: str
-
-
-@dataclass(frozen=True)
-class Edit:
-    start: int
-    end: int
-    text: str
 
 
 @dataclass
@@ -207,129 +194,17 @@ def placeholder_text(text: str, found: Sequence[Hole]) -> str:
     return out
 
 
-def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    out = text
-    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        out = out[:e.start] + e.text + out[e.end:]
-    return out
-
-
-# -- rendering values ------------------------------------------------------------------------------------
-def time_text(micros: int, scenario: m.Scenario) -> str:
-    """A time literal on the scenario's date in its zone (`"00:00:07"`), else its date and time there,
-    else (a local time that is not one instant) the exact instant with its offset."""
-    from zoneinfo import ZoneInfo
-
-    zone = scenario.timezone or "UTC"
-    instant = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
-    local = instant.astimezone(ZoneInfo(zone)) if zone not in ("UTC", "Z") else instant
-    clock = local.strftime("%H:%M:%S")
-    if local.microsecond:
-        clock += f".{local.microsecond // 1000:03d}" if local.microsecond % 1000 == 0 else \
-            ("." + f"{local.microsecond:06d}").rstrip("0")
-    text = clock if local.date() == scenario.date else f"{local.date().isoformat()}T{clock}"
-    try:
-        exact = parse_time(text, date=scenario.date, zone=zone) == micros
-    except ValueError:
-        exact = False
-    if not exact:  # around a daylight-saving change: say the offset
-        text = f"{local.date().isoformat()}T{clock}{local.strftime('%z')[:3]}:{local.strftime('%z')[3:]}"
-    return f'"{text}"'
-
-
-def watermark_text(ms: int | None, scenario: m.Scenario) -> str:
-    return "initial" if not ms else time_text(ms * 1000, scenario)
-
-
-def text_scalar(value: str) -> str:
-    """Text as YAML reads it back as that text: plain where it is a word, single-quoted where it holds
-    double quotes (JSON in a string reads as written), else double-quoted with JSON's escapes."""
-    if _PLAIN.match(value) and value.lower() not in _RESERVED:
-        return value
-    if '"' in value and value.isprintable():
-        return "'" + value.replace("'", "''") + "'"
-    return json.dumps(value, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
-
-
-def _flow(value: Any) -> str:
-    """A JSON value (a record's payload) as YAML flow: `{order_id: o2, amount: 1200.0}`."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{text_scalar(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_flow(v) for v in value) + "]"
-    if isinstance(value, str):
-        return text_scalar(value)
-    return json.dumps(value)
-
-
-def value_text(value: Any, ctype: ColumnType | None, scenario: m.Scenario) -> str:
-    """One value of a column of type `ctype`, as the scenario format writes it (flow style)."""
-    if value is None:
-        return "null"
-    k = ctype.kind if ctype is not None else None
-    if k in ("timestamp", "timestamp_ntz") and isinstance(value, int) and not isinstance(value, bool):
-        return time_text(value, scenario)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if k == "decimal":
-        return f'"{value}"'
-    if k == "date" and isinstance(value, _dt.date):
-        return f'"{value.isoformat()}"'
-    if k == "binary" and isinstance(value, (bytes, bytearray)):
-        try:
-            decoded = bytes(value).decode("utf-8")
-            if decoded.isprintable():
-                return json.dumps(decoded, ensure_ascii=False)
-        except UnicodeDecodeError:
-            pass
-        return '{base64: "' + base64.b64encode(bytes(value)).decode("ascii") + '"}'
-    if isinstance(value, float):
-        if value != value:
-            return ".nan"
-        if value in (float("inf"), float("-inf")):
-            return ".inf" if value > 0 else "-.inf"
-        return repr(value)
-    if isinstance(value, str):
-        return text_scalar(value)
-    if k == "array" and isinstance(value, (list, tuple)):
-        return "[" + ", ".join(value_text(v, ctype.element if ctype else None, scenario) for v in value) + "]"
-    if k == "map" and isinstance(value, (list, tuple)):
-        assert ctype is not None and ctype.key is not None
-        if ctype.key.kind == "string":
-            return "{" + ", ".join(f"{text_scalar(a)}: {value_text(b, ctype.value, scenario)}" for a, b in value) + "}"
-        return "[" + ", ".join(f"[{value_text(a, ctype.key, scenario)}, {value_text(b, ctype.value, scenario)}]"
-                               for a, b in value) + "]"
-    if k == "struct" and isinstance(value, (list, tuple)):
-        assert ctype is not None
-        return "{" + ", ".join(f"{text_scalar(n)}: {value_text(v, t, scenario)}"
-                               for (n, t), v in zip(ctype.fields, value)) + "}"
-    return str(value)
-
-
-def row_text(row: Sequence[Any], types: Sequence[ColumnType], scenario: m.Scenario) -> str:
-    return "[" + ", ".join(value_text(v, t, scenario) for v, t in zip(row, types)) + "]"
-
-
-output_row_text = row_text  # what `row_list_edits` writes unless told otherwise
-
-
+# -- records -------------------------------------------------------------------------------------------
 def _payload_text(payload: bytes | None) -> str:
     """A record's key or value as an expectation: JSON text where it is a JSON object or list (compared
     as JSON), else UTF-8 text, else base64."""
     if payload is None:
         return "null"
     try:
-        decoded = payload.decode("utf-8")
-    except UnicodeDecodeError:
-        return '{base64: "' + base64.b64encode(payload).decode("ascii") + '"}'
-    try:
-        parsed = json.loads(decoded)
-    except ValueError:
+        parsed = json.loads(payload.decode("utf-8"))
+    except ValueError:  # a UnicodeDecodeError too
         parsed = None
-    if isinstance(parsed, (dict, list)):
-        return _flow(parsed)
-    return text_scalar(decoded) if decoded.isprintable() else \
-        '{base64: "' + base64.b64encode(payload).decode("ascii") + '"}'
+    return json_flow(parsed) if isinstance(parsed, (dict, list)) else binary_text(payload)
 
 
 def record_texts(records: Sequence[Any], ordered: bool) -> list[str]:
@@ -349,22 +224,13 @@ def record_texts(records: Sequence[Any], ordered: bool) -> list[str]:
 
 
 # -- what a step observed --------------------------------------------------------------------------------
-def _compared(view: ExpectView) -> tuple[list[ColumnType], Any]:
-    from .judge import _compared as compared
-
-    _, types, pick = compared(view.step, view.scenario)
-    return list(types), pick
-
-
 def observed_rows(view: ExpectView, scope: str) -> list[tuple]:
     """The rows a check of `scope` sees, in its compared columns, in the canonical form values compare in."""
-    types, pick = _compared(view)
-    rows = [pick(r) for r in view.observed.rows(scope)]
-    return [tuple(t.canonical(v) for t, v in zip(types, r)) if len(r) == len(types) else tuple(r) for r in rows]
+    return [compared(view.step, view.scenario).canonical(r) for r in view.observed.rows(scope)]
 
 
 def rows_texts(view: ExpectView, rows: Sequence[tuple], ordered: bool) -> list[str]:
-    types, _ = _compared(view)
+    types = compared(view.step, view.scenario).types
     texts = [row_text(r, types, view.scenario) for r in rows]
     return texts if ordered else sorted(texts)
 
@@ -397,17 +263,11 @@ def check_value(view: ExpectView, key: str) -> Any:
     if key == "schema":
         if obs.schema is None:
             return None
-        from .judge import _type_name
-
-        return json.dumps(", ".join(f"{n} {_type_name(t)}" for n, t, _ in obs.schema))
+        return json.dumps(", ".join(f"{n} {type_name(t)}" for n, t, _ in obs.schema))
     if key == "updated":
-        from .judge import _updated
-
-        return str(sum(_updated(b) for b in obs.since_expect))
+        return str(sum(rows_updated(b) for b in obs.since_expect))
     if key == "updated_since_check":
-        from .judge import _updated
-
-        return str(sum(_updated(b) for b in obs.since_check))
+        return str(sum(rows_updated(b) for b in obs.since_check))
     if key == "dropped_since_check":
         return str(sum(b.dropped for b in obs.since_check))
     if key == "batch_watermark":
@@ -527,16 +387,13 @@ def _stats(view: ExpectView) -> dict[str, str] | None:
 
 
 def batch_fields(view: ExpectView, b: Any) -> dict[str, str]:
-    from .judge import _updated
-
     sc = view.scenario
-    types, pick = _compared(view)
-    rows = [tuple(t.canonical(v) for t, v in zip(types, pick(r))) for r in b.rows]
+    rows = [compared(view.step, sc).canonical(r) for r in b.rows]
     return {"data": "true" if b.has_data else "false",
             "watermark_before": watermark_text(b.watermark_before_ms, sc),
             "watermark_after": watermark_text(b.watermark_after_ms, sc), "dropped": str(b.dropped),
-            "state_rows": str(b.state_rows), "rows": "[" + ", ".join(rows_texts(view, rows, False)) + "]",
-            "updated": str(_updated(b))}
+            "state_rows": str(b.state_rows), "rows": flow_list(rows_texts(view, rows, False)),
+            "updated": str(rows_updated(b))}
 
 
 def batch_text(view: ExpectView, b: Any) -> str:
@@ -561,7 +418,6 @@ def default_checks(view: ExpectView) -> list[str]:
 # -- agreement: the judge's own verdict on one check -----------------------------------------------------
 def disagrees(view: ExpectView, key: str) -> bool:
     """Whether the value the step states for `key` is not what the run observed (the judge decides)."""
-    from .judge import judge
     from .topics import judge_records
 
     step = view.step
@@ -588,14 +444,6 @@ def disagrees(view: ExpectView, key: str) -> bool:
 
 
 # -- edits -----------------------------------------------------------------------------------------------
-def _eol(text: str, index: int) -> int:
-    """Where the line holding `index` ends: before its `\n` (or `\r\n`), or at the end of the text."""
-    at = text.find("\n", index)
-    if at < 0:
-        return len(text)
-    return at - 1 if at > 0 and text[at - 1] == "\r" else at
-
-
 def _next_line(text: str, index: int) -> int:
     """Where the line after the one holding `index` starts (the end of the text on the last line)."""
     at = text.find("\n", index)
@@ -609,13 +457,12 @@ def _line_start(text: str, index: int) -> int:
 def _list_value(text: str, key: yaml.Node, value_at: int, items: Sequence[str], in_flow: bool) -> Edit:
     """`items` as the value of `key`: one flow list on its line when it fits (or inside a flow mapping),
     else one item per line below it, two deeper than the key."""
-    flow = "[" + ", ".join(items) + "]"
+    flow = flow_list(items)
     line = text[_line_start(text, key.start_mark.index):value_at]
     if in_flow or not items or len(line) + 2 + len(flow) <= WIDTH:
         return _scalar_at(text, value_at, flow, in_flow)
-    pad = " " * (key.start_mark.column + 2)
-    at = _eol(text, value_at)
-    return Edit(at, at, "".join(f"\n{pad}- {item}" for item in items))
+    at = line_end(text, value_at)
+    return Edit(at, at, block_items(items, key.start_mark.column + 2))
 
 
 def _scalar_at(text: str, at: int, value: str, in_flow: bool) -> Edit:
@@ -643,19 +490,12 @@ def bare_edit(text: str, body: yaml.Node, expect_key: yaml.Node, view: ExpectVie
         if value is None:
             continue
         written.append(key)
-        if isinstance(value, list):
-            flow = "[" + ", ".join(value) + "]"
-            if len(pad) + len(key) + 2 + len(flow) <= WIDTH or not value:
-                lines.append(f"{pad}{key}: {flow}")
-            else:
-                lines.append(f"{pad}{key}:" + "".join(f"\n{pad}  - {item}" for item in value))
-        else:
-            lines.append(f"{pad}{key}: {value}")
+        lines.append(pad + check_text(key, value, len(pad)))
     edits = []
     if body.start_mark.index != body.end_mark.index:  # `{}`: removed, a comment after it stays
         start = body.start_mark.index
         edits.append(Edit(start - 1 if text[start - 1:start] == " " else start, body.end_mark.index, ""))
-    at = _eol(text, body.end_mark.index)
+    at = line_end(text, body.end_mark.index)
     edits.append(Edit(at, at, "".join("\n" + line for line in lines)))
     return edits, written
 
@@ -666,12 +506,10 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
     """Edits that make a list of rows say `actual`, keeping each row that is right as it is written:
     (edits, rows removed, rows added) as texts. A row of `expected` is the item at the same position;
     a row is written by `render` (default: as an output row, `[a, "00:00:00", 1]`)."""
-    from .judge import REL_TOL
-
     tol = REL_TOL if tolerance is None else tolerance
 
-    def row_text(row: tuple, types: Sequence[ColumnType], scenario: m.Scenario) -> str:
-        return render(row) if render is not None else output_row_text(row, types, scenario)
+    def written(row: tuple) -> str:
+        return render(row) if render is not None else row_text(row, types, view.scenario)
 
     def same(a: tuple, b: tuple) -> bool:
         return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(types, a, b))
@@ -690,22 +528,22 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
             if hit is not None:
                 keep[i] = True
                 left.remove(hit)
-    added = [row_text(actual[j], types, view.scenario) for j in left]
+    added = [written(actual[j]) for j in left]
     if not ordered:
         added.sort()
-    removed = [text[it.start_mark.index:_end(it)] for it, k in zip(items, keep) if not k]
+    removed = [text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if not k]
     if not removed and not added:
         return [], [], []
     if ordered or not isinstance(node, yaml.SequenceNode) or node.flow_style or not items:
         # one flow list (or order matters): written again, the rows that were right in their own text
-        kept = iter(text[it.start_mark.index:_end(it)] for it, k in zip(items, keep) if k)
+        kept = iter(text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if k)
         if ordered:
-            new = [text[it.start_mark.index:_end(it)] if k else row_text(actual[i], types, view.scenario)
+            new = [text[it.start_mark.index:node_end(it)] if k else written(actual[i])
                    for i, (it, k) in enumerate(zip(items, keep))]
-            new += [row_text(r, types, view.scenario) for r in actual[len(items):]]
+            new += [written(r) for r in actual[len(items):]]
         else:
             new = list(kept) + added
-        return [Edit(node.start_mark.index, node.end_mark.index, "[" + ", ".join(new) + "]")], removed, added
+        return [Edit(node.start_mark.index, node.end_mark.index, flow_list(new))], removed, added
     # a block list: a line per row changed, a line per row removed or added
     edits = []
     pending = list(added)
@@ -713,17 +551,17 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
         if k:
             continue
         if pending:
-            edits.append(Edit(it.start_mark.index, _end(it), pending.pop(0)))
+            edits.append(Edit(it.start_mark.index, node_end(it), pending.pop(0)))
         else:
-            edits.append(Edit(_line_start(text, it.start_mark.index), _next_line(text, _end(it)), ""))
+            edits.append(Edit(_line_start(text, it.start_mark.index), _next_line(text, node_end(it)), ""))
     if pending:
         last = items[-1]
         dash = text.rfind("-", _line_start(text, last.start_mark.index), last.start_mark.index)
         pad = " " * (dash - _line_start(text, last.start_mark.index))
-        at = _eol(text, _end(last))
-        edits.append(Edit(at, at, "".join(f"\n{pad}- {row}" for row in pending)))
+        at = line_end(text, node_end(last))
+        edits.append(Edit(at, at, block_items(pending, len(pad))))
     if all(not k for k in keep) and not added:  # every row removed: an empty list
-        return [Edit(node.start_mark.index, _end(node), "[]")], removed, added
+        return [Edit(node.start_mark.index, node_end(node), "[]")], removed, added
     return edits, removed, added
 
 
@@ -747,13 +585,8 @@ def _append_checks(text: str, body: yaml.MappingNode, view: ExpectView, keys: Se
         if value is None:
             continue
         written.append(key)
-        parts.append((key, "[" + ", ".join(value) + "]" if isinstance(value, list) else value))
-    if body.flow_style:
-        close = text.rindex("}", 0, body.end_mark.index)
-        return Edit(close, close, "".join(f", {k}: {v}" for k, v in parts)), written
-    pad = " " * body.value[0][0].start_mark.column
-    at = _eol(text, _end(body))
-    return Edit(at, at, "".join(f"\n{pad}{k}: {v}" for k, v in parts)), written
+        parts.append((key, value))
+    return append_checks(text, body, parts), written
 
 
 def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: ExpectView) -> StepEdits:
@@ -785,7 +618,7 @@ def create_edits(text: str, body: yaml.Node, expect_key: yaml.Node, view: Expect
             out.edits += _state_edit(text, hole, k, view)
         else:
             out.edits.append(hole_edit(text, hole, k, value, flow))
-        shown = "[" + ", ".join(value) + "]" if isinstance(value, list) else value
+        shown = flow_text(value)
         out.changes.append(f"line {line_of(text, k.start_mark.index)}: {'.'.join(map(str, rel))}: + {shown}")
     template = state_template(body)
     if template is not None and "state" in view.unjudged:  # a template is the check's hole: left out the same
@@ -813,14 +646,13 @@ def _leave_out(text: str, parent: yaml.MappingNode | None, key: yaml.Node, shown
 def replace_list(text: str, key: yaml.Node, node: yaml.Node, items: Sequence[str], in_flow: bool) -> Edit:
     """`items` in place of the list `node` (the value of `key`): one flow list where it fits on the key's
     line (or inside a flow mapping), else one item per line below the key, two deeper."""
-    flow = "[" + ", ".join(items) + "]"
+    flow = flow_list(items)
     line = text[_line_start(text, key.start_mark.index):key.end_mark.index]
     if in_flow or not items or len(line) + 2 + len(flow) <= WIDTH:
         if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:  # a block list: on the key's line
-            return Edit(text.index(":", key.end_mark.index) + 1, _end(node), " " + flow)
-        return Edit(node.start_mark.index, _end(node), flow)
-    pad = " " * (key.start_mark.column + 2)
-    return Edit(key.end_mark.index, _end(node), ":" + "".join(f"\n{pad}- {item}" for item in items))
+            return Edit(text.index(":", key.end_mark.index) + 1, node_end(node), " " + flow)
+        return Edit(node.start_mark.index, node_end(node), flow)
+    return Edit(key.end_mark.index, node_end(node), ":" + block_items(items, key.start_mark.column + 2))
 
 
 def _state_edit(text: str, hole: Hole, key: yaml.Node, view: ExpectView) -> list[Edit]:
@@ -833,8 +665,8 @@ def _state_edit(text: str, hole: Hole, key: yaml.Node, view: ExpectView) -> list
     if len(line) + 1 + len(flow) <= WIDTH:
         return [hole_edit(text, hole, key, flow, False)]
     pad = " " * (key.start_mark.column + 2)
-    block = "".join(f"\n{pad}{part}" for part in parts) + f"\n{pad}rows:" + "".join(f"\n{pad}  - {r}" for r in rows)
-    at = _eol(text, hole.start)
+    block = "".join(f"\n{pad}{part}" for part in parts) + f"\n{pad}rows:" + block_items(rows, len(pad) + 2)
+    at = line_end(text, hole.start)
     return [Edit(hole.start, hole.end, ""), Edit(at, at, block)]
 
 
@@ -874,14 +706,14 @@ def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
             continue
         if key in ("rows", "output", "last_batch"):
             check = next(c for c in step.rows if c.scope == key)
-            types, _ = _compared(view)
+            types = compared(view.step, view.scenario).types
             edits, removed, added = row_list_edits(text, v, check.rows, observed_rows(view, key), types,
                                                    step.ordered, step.tolerance, view)
             out.edits += edits
             out.changes += [f"line {line}: {key}: - {r}" for r in removed] + [f"line {line}: {key}: + {r}" for r in added]
         elif key == "no_output":
             rows = check_value(view, "rows")
-            out.edits.append(Edit(k.start_mark.index, _end(v), "rows: [" + ", ".join(rows) + "]"))
+            out.edits.append(Edit(k.start_mark.index, node_end(v), "rows: [" + ", ".join(rows) + "]"))
             out.changes += [f"line {line}: no_output: true -> rows:"] + [f"line {line}: rows: + {r}" for r in rows]
         elif key == "batches" and isinstance(v, yaml.SequenceNode) and step.batches is not None \
                 and len(v.value) == len(view.observed.since_expect):
@@ -899,16 +731,15 @@ def fix_edits(text: str, body: yaml.Node, view: ExpectView) -> StepEdits:
             value = check_value(view, key)
             if value is None:
                 continue
-            old = text[v.start_mark.index:_end(v)]
+            old = text[v.start_mark.index:node_end(v)]
             if isinstance(value, list):
                 if isinstance(v, yaml.SequenceNode) and not v.flow_style and value:
-                    pad = " " * (k.start_mark.column + 2)
-                    out.edits.append(Edit(k.end_mark.index, _end(v), ":" + "".join(f"\n{pad}- {i}" for i in value)))
+                    out.edits.append(Edit(k.end_mark.index, node_end(v), ":" + block_items(value, k.start_mark.column + 2)))
                 else:
-                    out.edits.append(Edit(v.start_mark.index, _end(v), "[" + ", ".join(value) + "]"))
-                new = "[" + ", ".join(value) + "]"
+                    out.edits.append(Edit(v.start_mark.index, node_end(v), flow_list(value)))
+                new = flow_list(value)
             else:
-                out.edits.append(Edit(v.start_mark.index, _end(v), value))
+                out.edits.append(Edit(v.start_mark.index, node_end(v), value))
                 new = value
             out.changes.append(f"line {line}: {key}: {' '.join(old.split())} -> {new}")
     return out
@@ -920,17 +751,17 @@ def _event_time_edits(text: str, key: yaml.Node, node: yaml.Node, view: ExpectVi
     stats, step, line = _stats(view), view.step, line_of(text, key.start_mark.index)
     if stats is None or not isinstance(node, yaml.MappingNode):
         new = "none" if stats is None else "{" + ", ".join(f"{k}: {v}" for k, v in stats.items()) + "}"
-        changes.append(f"line {line}: event_time: {' '.join(text[node.start_mark.index:_end(node)].split())} -> {new}")
-        return [Edit(node.start_mark.index, _end(node), new)]
+        changes.append(f"line {line}: event_time: {' '.join(text[node.start_mark.index:node_end(node)].split())} -> {new}")
+        return [Edit(node.start_mark.index, node_end(node), new)]
     raw = next(b.event_time for b in reversed(view.observed.since_expect) if b.event_time)
     edits = []
     for fk, fv in node.value:
         stat = stats.get(fk.value)
         got = (raw.get(fk.value) or 0) * 1000  # the watermark: 0 is `initial`
         if stat is not None and not _is_null(fv) and getattr(step.event_time, f"{fk.value}_us", None) != got:
-            edits.append(Edit(fv.start_mark.index, _end(fv), stat))
+            edits.append(Edit(fv.start_mark.index, node_end(fv), stat))
             changes.append(f"line {line_of(text, fk.start_mark.index)}: event_time.{fk.value}: "
-                           f"{text[fv.start_mark.index:_end(fv)]} -> {stat}")
+                           f"{text[fv.start_mark.index:node_end(fv)]} -> {stat}")
     return edits
 
 
@@ -949,9 +780,9 @@ def _operator_edits(text: str, key: yaml.Node, seq: yaml.SequenceNode, view: Exp
     for item, want, got, shown in zip(seq.value, view.step.operators, values, fields):
         for fk, fv in item.value:
             if fk.value in got and not _is_null(fv) and getattr(want, fk.value) != got[fk.value]:
-                edits.append(Edit(fv.start_mark.index, _end(fv), shown[fk.value]))
+                edits.append(Edit(fv.start_mark.index, node_end(fv), shown[fk.value]))
                 changes.append(f"line {line_of(text, fk.start_mark.index)}: operators.{fk.value}: "
-                               f"{text[fv.start_mark.index:_end(fv)]} -> {shown[fk.value]}")
+                               f"{text[fv.start_mark.index:node_end(fv)]} -> {shown[fk.value]}")
     return edits
 
 
@@ -986,10 +817,8 @@ def _state_fix_edits(text: str, node: yaml.MappingNode, view: ExpectView, change
 
 def _batch_edits(text: str, seq: yaml.SequenceNode, view: ExpectView, changes: list[str]) -> list[Edit]:
     """Each field a `batches` entry states set to its batch's, the fields the author left out left out."""
-    from .judge import _updated, match_rows
-
     edits = []
-    types, pick = _compared(view)
+    types, pick = compared(view.step, view.scenario)[1:]
     assert view.step.batches is not None
     for item, b, want in zip(seq.value, view.observed.since_expect, view.step.batches):
         if not isinstance(item, yaml.MappingNode):
@@ -1002,15 +831,15 @@ def _batch_edits(text: str, seq: yaml.SequenceNode, view: ExpectView, changes: l
              and (b.watermark_after_ms or 0) * 1000 != want.watermark_after_us),
             ("dropped", want.dropped is not None and want.dropped != b.dropped),
             ("state_rows", want.state_rows is not None and want.state_rows != b.state_rows),
-            ("updated", want.updated is not None and want.updated != _updated(b)),
+            ("updated", want.updated is not None and want.updated != rows_updated(b)),
             ("rows", want.rows is not None and any(match_rows(want.rows, [pick(r) for r in b.rows], types=types,
                                                               rel_tol=view.step.tolerance)))) if differs}
         fields = batch_fields(view, b)
         for fk, fv in item.value:
             if fk.value in wrong and not _is_null(fv):
-                edits.append(Edit(fv.start_mark.index, _end(fv), fields[fk.value]))
+                edits.append(Edit(fv.start_mark.index, node_end(fv), fields[fk.value]))
                 changes.append(f"line {line_of(text, fk.start_mark.index)}: batches.{fk.value}: "
-                               f"{' '.join(text[fv.start_mark.index:_end(fv)].split())} -> {fields[fk.value]}")
+                               f"{' '.join(text[fv.start_mark.index:node_end(fv)].split())} -> {fields[fk.value]}")
     return edits
 
 
@@ -1029,9 +858,9 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
             value = check_value(view, key)
             if value is None:
                 continue
-            parts.append(f"{key}: " + ("[" + ", ".join(value) + "]" if isinstance(value, list) else value))
+            parts.append(f"{key}: " + (flow_text(value)))
         elif k.value != "failure":
-            parts.append(f"{k.value}: {' '.join(text[v.start_mark.index:_end(v)].split())}")
+            parts.append(f"{k.value}: {' '.join(text[v.start_mark.index:node_end(v)].split())}")
     entry = json.dumps(spec) + ": {" + ", ".join(parts) + "}"
     variants = next((v for k, v in body.value if k.value == "on_spark"), None)
     if isinstance(variants, yaml.MappingNode) and variants.value:
@@ -1039,13 +868,13 @@ def variant_edit(text: str, body: yaml.MappingNode, view: ExpectView, spec: str)
             close = text.rindex("}", 0, variants.end_mark.index)
             return Edit(close, close, ", " + entry)
         pad = " " * variants.value[0][0].start_mark.column
-        at = _eol(text, _end(variants))
+        at = line_end(text, node_end(variants))
         return Edit(at, at, f"\n{pad}{entry}")
     if body.flow_style:
         close = text.rindex("}", 0, body.end_mark.index)
         return Edit(close, close, ", on_spark: {" + entry + "}")
     pad = " " * body.value[0][0].start_mark.column
-    at = _eol(text, _end(body))
+    at = line_end(text, node_end(body))
     return Edit(at, at, f"\n{pad}on_spark:\n{pad}  {entry}")
 
 
@@ -1053,7 +882,7 @@ def _state_as_written(check: m.StateCheck) -> str:
     """A `state` check as its file states it, in flow style (its values as YAML read them)."""
     head = {k: v for k, v in (("operator", check.operator), ("side", check.side), ("variable", check.variable))
             if v is not None}
-    return _flow({**head, "rows": [dict(zip(check.columns, row)) for row in check.rows]})
+    return json_flow({**head, "rows": [dict(zip(check.columns, row)) for row in check.rows]})
 
 
 def _parent_mapping(body: yaml.MappingNode, key: yaml.Node) -> yaml.MappingNode | None:
@@ -1075,7 +904,7 @@ def remove_key(text: str, mapping: yaml.MappingNode, key: yaml.Node) -> Edit:
     index = next(i for i, (k, _) in enumerate(mapping.value) if k is key)
     value = mapping.value[index][1]
     if not mapping.flow_style:
-        return Edit(_line_start(text, key.start_mark.index), _next_line(text, _end(value)), "")
+        return Edit(_line_start(text, key.start_mark.index), _next_line(text, node_end(value)), "")
     if index > 0:  # from the comma before it; up to the closing brace when it is the last
         end = value.end_mark.index
         rest = len(text[end:]) - len(text[end:].lstrip(" "))

@@ -235,10 +235,10 @@ def _key_where(scenario: m.Scenario, step: m.ExpectStep, key: str) -> Where:
 
 def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
     """Every check `step` holds, with its mutated expectations, one family per kind of check."""
-    from .judge import _compared
+    from .judge import compared
 
     out: list[_Check] = []
-    names, types, _ = _compared(step, scenario)
+    names, types, _ = compared(step, scenario)
     tol = step.tolerance
     if step.failure is not None:
         f = step.failure

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from eventtime import spec as m
-from eventtime.semantics.fill import _end
+from eventtime.scenariotext import node_end
 from eventtime.snapshotedit import (BATCH_KEYS, CHECK_KEYS, EVENT_TIME_KEYS, OPERATOR_KEYS, Edit, apply_edits, compose,
                                     expect_bodies)
 
@@ -40,8 +40,8 @@ def _value_span(text: str, key: yaml.Node, value: yaml.Node, flow: bool) -> tupl
     """The characters of a value: in a block mapping from just after its key's colon (the space before
     it, and a block collection's lines below), in a flow mapping the value itself."""
     if flow and not _is_block(value):
-        return value.start_mark.index, _end(value)
-    return text.index(":", key.end_mark.index) + 1, _end(value)
+        return value.start_mark.index, node_end(value)
+    return text.index(":", key.end_mark.index) + 1, node_end(value)
 
 
 def _is_block(node: yaml.Node) -> bool:
@@ -57,7 +57,7 @@ def _strip_body(text: str, body: yaml.Node, variants: bool) -> list[Edit]:
             for _, variant in v.value:
                 edits += _strip_body(text, variant, variants)
         elif k.value == "no_output":
-            edits.append(Edit(k.start_mark.index, _end(v), "rows: " if body.flow_style else "rows:"))
+            edits.append(Edit(k.start_mark.index, node_end(v), "rows: " if body.flow_style else "rows:"))
         elif k.value in ("batches", "operators") and isinstance(v, yaml.SequenceNode):
             fields = BATCH_KEYS if k.value == "batches" else OPERATOR_KEYS
             for item in v.value:

@@ -7,13 +7,11 @@ that may run batches of a generated scenario, so the file it writes reproduces a
 with `eventtime run`.
 
 Checks are rendered as YAML flow text (`[[a, "00:00:00", "00:00:10", 2]]`, `"00:00:11"`, `0`);
-`batches` is a list of flow mappings, one per batch. Time values are written as time-of-day on
-the scenario's `date` when its zone is UTC, else as exact instants.
+`batches` is a list of flow mappings, one per batch. Values, rows and the layout of a check are
+`eventtime.scenariotext`'s, the writer a snapshot of a Spark run uses too.
 """
 from __future__ import annotations
 
-import re
-from collections import Counter
 from typing import Any, Mapping, Sequence
 
 import yaml
@@ -22,7 +20,9 @@ from eventtime.harness.errors import EventtimeError
 
 from .. import spec as m
 from ..drive import rows_seen
-from ..judge import forwarded_ms
+from ..judge import compared, forwarded_ms, match_rows
+from ..scenariotext import (Edit, append_checks, apply_edits, block_items, checks_block, flow_list, node_end, row_text,
+                            rows_text, time_text, watermark_text)
 
 __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteError", "state_rows_pinned",
            "expectations_yaml"]
@@ -37,10 +37,6 @@ _STATE_ROWS_UNPINNED = frozenset({"hold_timer"})
 # message on all of them).
 FAILURE_TEXT = {"INVALID_TIMEOUT_TIMESTAMP": '"cannot be earlier than the current watermark"'}
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
-_RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "initial", "~"}
-
-
 class WriteError(EventtimeError):
     """The model's checks cannot be written into this scenario text (its layout is not one we edit)."""
 
@@ -50,61 +46,33 @@ def state_rows_pinned(scenario: m.Scenario) -> bool:
     return scenario.contract.name not in _STATE_ROWS_UNPINNED
 
 
-# -- rendering values ----------------------------------------------------------------------------------
-def _time(micros: int, scenario: m.Scenario) -> str:
-    from ..timeparse import format_time
-
-    on_date = scenario.date if scenario.timezone in ("UTC", "Z", "") else None  # else exact, with Z
-    return '"' + format_time(micros, date=on_date) + '"'
-
-
-def _scalar(value: Any, column_type: str | None, scenario: m.Scenario) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if column_type == "timestamp" and isinstance(value, int):
-        return _time(value, scenario)
-    if isinstance(value, str):
-        if _PLAIN.match(value) and value.lower() not in _RESERVED:
-            return value
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def watermark_text(ms: int | None, scenario: m.Scenario) -> str:
-    return "initial" if not ms else _time(ms * 1000, scenario)
-
-
-def row_text(row: Sequence[Any], scenario: m.Scenario) -> str:
-    types = [c.type for c in scenario.contract.output]
-    return "[" + ", ".join(_scalar(v, t, scenario) for v, t in zip(row, types)) + "]"
-
-
-def rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario) -> str:
-    return "[" + ", ".join(row_text(r, scenario) for r in rows) + "]"
+def _rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario, step: m.ExpectStep | None) -> str:
+    """Output rows as a check of `step` states them: in the columns it compares (`judge.compared`)."""
+    columns = compared(step, scenario)
+    return rows_text([columns.pick(tuple(r)) for r in rows], columns.types, scenario)
 
 
 def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Sequence[Any], *,
-                 batches: bool = True) -> dict[str, Any]:
+                 batches: bool = True, step: m.ExpectStep | None = None) -> dict[str, Any]:
     """What the model observed at one expect step, as checks: key -> flow text (`batches` as a
     list of flow mappings). `since_expect` holds the batches since the previous expect, `history`
-    every batch so far. Complete mode gets `output` (the latest table) instead of `rows`."""
+    every batch so far. Complete mode gets `output` (the latest table) instead of `rows`. Rows are
+    written in the columns the expect `step` compares (None: every output column)."""
     checks: dict[str, Any] = {}
     mode = scenario.params.get("output_mode", "append")
     scope = "output" if mode == "complete" else "rows"
-    checks[scope] = rows_text(rows_seen(scope, mode, since_expect, history), scenario)
+    checks[scope] = _rows_text(rows_seen(scope, mode, since_expect, history), scenario, step)
     checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
     checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
         checks["state_rows"] = str(history[-1].state_rows if history else 0)
     forwarded = forwarded_ms(since_expect) if history and forwarded_ms(history[-1:]) is not None else None
     if forwarded is not None:  # the dataflow profile: the watermarks the operator forwarded, in order
-        checks["watermarks"] = "[" + ", ".join(_time(ms * 1000, scenario) for ms in forwarded) + "]"
+        checks["watermarks"] = flow_list(time_text(ms * 1000, scenario) for ms in forwarded)
     stats = next((b.event_time for b in reversed(since_expect) if b.event_time), None)
     if stats:
         # an avg that depends on the order Spark's tasks finish in is not expected (`avg_range` instead)
-        checks["event_time"] = "{" + ", ".join(f"{k}: {_time(stats[k] * 1000, scenario)}"
+        checks["event_time"] = "{" + ", ".join(f"{k}: {time_text(stats[k] * 1000, scenario)}"
                                                for k in ("min", "max", "avg") if k in stats) + "}"
     if batches:
         pinned = state_rows_pinned(scenario)
@@ -113,22 +81,9 @@ def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Seq
             f"watermark_before: {watermark_text(b.watermark_before_ms, scenario)}, "
             f"watermark_after: {watermark_text(b.watermark_after_ms, scenario)}, dropped: {b.dropped}, "
             + (f"state_rows: {b.state_rows}, " if pinned else "")
-            + f"rows: {rows_text(b.rows, scenario)}}}"
+            + f"rows: {_rows_text(b.rows, scenario, step)}}}"
             for b in since_expect] or "0"
     return checks
-
-
-def checks_block(checks: Mapping[str, Any], indent: int) -> list[str]:
-    """Checks as block-mapping lines at `indent` spaces (lists one item per line, two deeper)."""
-    pad = " " * indent
-    lines = []
-    for key, value in checks.items():
-        if isinstance(value, list):
-            lines.append(f"{pad}{key}:")
-            lines += [f"{pad}  - {item}" for item in value]
-        else:
-            lines.append(f"{pad}{key}: {value}")
-    return lines
 
 
 # -- inserting expect steps (generated scenarios) --------------------------------------------------------
@@ -172,15 +127,6 @@ def insert_expectations(sim: Any) -> str:
 
 
 # -- filling expect steps in place -----------------------------------------------------------------------
-def _end(node: yaml.Node) -> int:
-    """Where a node's text ends: a block collection ends with its last value (not at the next token)."""
-    if isinstance(node, yaml.SequenceNode) and not node.flow_style and node.value:
-        return _end(node.value[-1])
-    if isinstance(node, yaml.MappingNode) and not node.flow_style and node.value:
-        return _end(node.value[-1][1])
-    return node.end_mark.index
-
-
 def _expect_nodes(text: str) -> list[yaml.MappingNode]:
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     steps = next((v for k, v in root.value if k.value == "steps"), None)
@@ -198,30 +144,30 @@ def _value_text(value: Any, key_column: int, block: bool) -> str:
     """`: value` for a key at `key_column`; a list is written as block items (two deeper) when
     `block`, else as one flow sequence."""
     if isinstance(value, list):
-        if block and value:
-            return ":" + "".join(f"\n{' ' * (key_column + 2)}- {item}" for item in value)
-        return ": [" + ", ".join(value) + "]"
+        return ":" + block_items(value, key_column + 2) if block and value else ": " + flow_list(value)
     return ": " + value
 
 
-def _same_rows(expected: Sequence[tuple], actual: Sequence[tuple], ordered: bool) -> bool:
-    """Whether a file's rows already say what the model wrote (as a multiset unless `ordered`)."""
-    if ordered:
-        return list(map(tuple, expected)) == list(map(tuple, actual))
-    return Counter(map(tuple, expected)) == Counter(map(tuple, actual))
+def _same_rows(expected: Sequence[tuple], actual: Sequence[tuple], step: m.ExpectStep, sc: m.Scenario,
+               ordered: bool) -> bool:
+    """Whether a file's rows already say what the model observed, as the judge compares them (`actual`
+    holds whole output rows)."""
+    columns = compared(step, sc)
+    return not any(match_rows(expected, [columns.pick(r) for r in actual], ordered=ordered, types=columns.types,
+                              rel_tol=step.tolerance))
 
 
-def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], expected: Sequence[m.BatchCheck],
-                       sc: m.Scenario) -> list[tuple[int, int, str]]:
+def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], step: m.ExpectStep,
+                       sc: m.Scenario) -> list[Edit]:
     """Edits that set each field a `batches` entry has to the model's batch, leaving the fields the
     author chose (and the comments after the entries) alone; values that already agree keep their text."""
     edits = []
-    for item, b, want in zip(seq.value, since_expect, expected):
+    for item, b, want in zip(seq.value, since_expect, step.batches or ()):
         if not isinstance(item, yaml.MappingNode):
             raise WriteError(f"line {item.start_mark.line + 1}: a `batches` entry that is not a mapping")
         model = {
             "data": ("true" if b.has_data else "false", want.data == b.has_data),
-            "rows": (rows_text(b.rows, sc), want.rows is not None and _same_rows(want.rows, b.rows, False)),
+            "rows": (_rows_text(b.rows, sc, step), want.rows is not None and _same_rows(want.rows, b.rows, step, sc, False)),
             "watermark_before": (watermark_text(b.watermark_before_ms, sc),
                                  want.watermark_before_us is not None and want.watermark_before_us // 1000 == b.watermark_before_ms),
             "watermark_after": (watermark_text(b.watermark_after_ms, sc),
@@ -232,7 +178,7 @@ def _batch_field_edits(seq: yaml.SequenceNode, since_expect: Sequence[Any], expe
         for k, v in item.value:
             text, agrees = model.get(k.value, ("", True))
             if not agrees:
-                edits.append((k.end_mark.index, _end(v), ": " + text))
+                edits.append(Edit(k.end_mark.index, node_end(v), ": " + text))
     return edits
 
 
@@ -258,14 +204,11 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
     nodes = _expect_nodes(text)
     if len(nodes) != len(observed):
         raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
-    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), by character index
+    edits: list[Edit] = []
     for node, (step, since_expect, history) in zip(nodes, observed):
         if step.failure is None:
             edits += _expect_edits(text, node, _ModelView(sc, step, since_expect, history), sim.profile)
-    out = text
-    for start, end, replacement in sorted(edits, key=lambda e: e[0], reverse=True):
-        out = out[:start] + replacement + out[end:]
-    return out
+    return apply_edits(text, edits)
 
 
 class _ModelView:
@@ -275,14 +218,16 @@ class _ModelView:
         self.sc, self.step, self.since_expect, self.history = sc, step, since_expect, history
         mode = sc.params.get("output_mode", "append")
         self.complete = mode == "complete"
-        self.checks: dict[str, Any] = model_checks(sc, since_expect, history)
+        self.checks: dict[str, Any] = model_checks(sc, since_expect, history, step=step)
         self.rows = {scope: rows_seen(scope, mode, since_expect, history) for scope in ("rows", "last_batch", "output")}
-        self.row_lists = {scope: [row_text(r, sc) for r in rows] for scope, rows in self.rows.items()}
+        columns = compared(step, sc)
+        self.row_lists = {scope: [row_text(columns.pick(r), columns.types, sc) for r in rows]
+                          for scope, rows in self.rows.items()}
 
     def already(self) -> set[str]:
         """The checks whose written value already says what the model observed (kept as written)."""
         step, history = self.step, self.history
-        same = {c.scope for c in step.rows if _same_rows(c.rows, self.rows[c.scope], step.ordered)}
+        same = {c.scope for c in step.rows if _same_rows(c.rows, self.rows[c.scope], step, self.sc, step.ordered)}
         if step.watermark_us is not None and step.watermark_us // 1000 == (history[-1].watermark_after_ms if history else 0):
             same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
         if step.watermarks is not None and [us // 1000 for us in step.watermarks] == forwarded_ms(self.since_expect):
@@ -297,7 +242,7 @@ class _ModelView:
         return self.row_lists[key] if key in self.row_lists else self.checks[key]
 
 
-def _expect_edits(text: str, node: yaml.MappingNode, view: _ModelView, profile: str) -> list[tuple[int, int, str]]:
+def _expect_edits(text: str, node: yaml.MappingNode, view: _ModelView, profile: str) -> list[Edit]:
     """The edits of one expect step: its checks replaced, then the missing ones appended."""
     present = {k.value: (k, v) for k, v in node.value}
     edits = _replaced(present, view, block=not node.flow_style)
@@ -307,30 +252,30 @@ def _expect_edits(text: str, node: yaml.MappingNode, view: _ModelView, profile: 
     missing = [c for c in wanted if c not in present and not (c == "rows" and "no_output" in present)
                and (c in view.row_lists or c in view.checks)]
     if missing:
-        edits.append(_appended(text, node, view, missing))
+        edits.append(append_checks(text, node, [(c, view.value(c)) for c in missing]))
     return edits
 
 
 def _replaced(present: Mapping[str, tuple[yaml.Node, yaml.Node]], view: _ModelView,
-              block: bool) -> list[tuple[int, int, str]]:
+              block: bool) -> list[Edit]:
     """Edits that set each check the step has to the model's value, leaving alone `ordered`, `failure`,
     a check the model has no value for, and one whose value already agrees."""
     step, since_expect, sc, checks = view.step, view.since_expect, view.sc, view.checks
     already = view.already()
-    edits: list[tuple[int, int, str]] = []
+    edits: list[Edit] = []
     for key, (k, v) in present.items():
         column = k.start_mark.column
         if key in already:
             continue
         if key == "no_output":
             if view.row_lists["rows"]:  # the model writes rows here: `no_output: true` becomes `rows`
-                edits.append((k.start_mark.index, _end(v), "rows" + _value_text(view.row_lists["rows"], column, False)))
+                edits.append(Edit(k.start_mark.index, node_end(v), "rows" + _value_text(view.row_lists["rows"], column, False)))
             continue
         if key in view.row_lists:
             new: Any = view.row_lists[key]
             as_block = block and _is_block_list(v)
         elif key == "batches" and isinstance(v, yaml.SequenceNode) and len(v.value) == len(since_expect):
-            edits += _batch_field_edits(v, since_expect, step.batches or (), sc)  # same batches: field by field
+            edits += _batch_field_edits(v, since_expect, step, sc)  # same batches: field by field
             continue
         elif key == "batches" and isinstance(v, yaml.ScalarNode):
             if step.batch_count == len(since_expect):
@@ -342,28 +287,14 @@ def _replaced(present: Mapping[str, tuple[yaml.Node, yaml.Node]], view: _ModelVi
             stats = next(b.event_time for b in reversed(since_expect) if b.event_time)
             for fk, fv in v.value:  # only the statistics the author checks
                 if fk.value in stats and getattr(step.event_time, f"{fk.value}_us", None) != stats[fk.value] * 1000:
-                    edits.append((fk.end_mark.index, _end(fv), ": " + _time(stats[fk.value] * 1000, sc)))
+                    edits.append(Edit(fk.end_mark.index, node_end(fv), ": " + time_text(stats[fk.value] * 1000, sc)))
             continue
         elif key in checks:
             new, as_block = checks[key], False
         else:
             continue  # ordered, failure, or a check the model has no value for
-        edits.append((k.end_mark.index, _end(v), _value_text(new, column, as_block)))
+        edits.append(Edit(k.end_mark.index, node_end(v), _value_text(new, column, as_block)))
     return edits
-
-
-def _appended(text: str, node: yaml.MappingNode, view: _ModelView, missing: list[str]) -> tuple[int, int, str]:
-    """The edit that appends the `missing` checks: block style at the indentation of the step's other
-    checks (after a trailing comment on the last value's line), flow style before the closing brace."""
-    if not node.flow_style:
-        column = node.value[0][0].start_mark.column
-        added = "".join(f"\n{' ' * column}{c}" + _value_text(view.value(c), column, False) for c in missing)
-        end = max(_end(v) for _, v in node.value)
-        eol = text.find("\n", end)
-        at = len(text.rstrip("\n")) if eol < 0 else eol
-        return (at, at, added)
-    close = text.rindex("}", 0, node.end_mark.index)
-    return (close, close, "".join(f", {c}" + _value_text(view.value(c), 0, False) for c in missing))
 
 
 def expectations_yaml(sim: Any) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import spec as m
-from .fill import rows_text, watermark_text
+from ..scenariotext import rows_text, watermark_text
 from .simulate import ModelError, NotCovered, Simulation, simulate
 
 __all__ = ["ProfileView", "SideBySide", "side_by_side", "render"]
@@ -99,7 +99,7 @@ def render(view: SideBySide) -> str:
             p = v[i]
             extra = (f"  forwarded [{', '.join(watermark_text(w, sc) for w in p.forwarded)}]"
                      if p.forwarded is not None else "")
-            lines.append(f"  {profile:9} watermark {watermark_text(p.watermark_ms, sc)}{extra}  rows {rows_text(p.rows, sc)}")
+            lines.append(f"  {profile:9} watermark {watermark_text(p.watermark_ms, sc)}{extra}  rows {rows_text(p.rows, [c.ctype for c in sc.contract.output], sc)}")
         diff = view.differences(i)
         if diff:
             differ += 1

@@ -10,7 +10,8 @@ from eventtime.harness.observations import BatchObservation
 from eventtime.judge import Observed
 from eventtime.loader import load_scenario_text
 from eventtime.spec import ExpectStep, Step
-from eventtime.semantics.fill import model_checks, rows_text
+from eventtime.scenariotext import rows_text
+from eventtime.semantics.fill import model_checks
 
 SCENARIO = """\
 scenario: every-kind-of-step
@@ -133,7 +134,7 @@ def test_complete_mode_output_is_the_latest_batchs_table_for_every_reader():
     assert Observed(history[2:], history, "complete", ["key", "count"]).rows("output") == []
     assert whole_output(history, "complete") == Counter()
     sc = load_scenario_text(SCENARIO.replace("output_mode: append", "output_mode: complete"), "complete.scenario.yaml")
-    assert model_checks(sc, history[2:], history, batches=False)["output"] == rows_text([], sc)
+    assert model_checks(sc, history[2:], history, batches=False)["output"] == rows_text([], [], sc)
     # control: with rows in the latest batch, every reader shows that table, not the earlier ones
     assert whole_output(history[:2], "complete") == Counter([("a", 2), ("b", 1)])
     assert rows_seen("output", "update", [], history) == [("a", 1), ("a", 2), ("b", 1)]
