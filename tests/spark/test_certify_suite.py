@@ -75,7 +75,9 @@ def test_certify_passes_every_applicable_pair_of_the_bundled_suite(spark, tmp_pa
     proc = subprocess.run([sys.executable, "-m", "eventtime.cli", "certify", "--jobs", "3", "--json", str(results),
                            *allow, "--teeth"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=CERTIFY_TIMEOUT)
-    out = proc.stdout[-6000:] + proc.stderr[-4000:]
+    # what did not pass, in full (the run's own lines, not the tail of its TEETH list), then the tail
+    unpassed = [line for line in proc.stdout.splitlines() if line.startswith(("FAIL", "ERROR", "INVALID", "REJECTED"))]
+    out = "\n".join(unpassed) + "\n...\n" + _failure_details(proc.stdout) + proc.stdout[-3000:] + proc.stderr[-4000:]
     assert proc.returncode == 0, out
     # every check of every passing pair could have failed (docs/teeth.md): none vacuous, none weak
     [teeth] = [line for line in proc.stdout.splitlines() if line.startswith("teeth: ")]
@@ -92,3 +94,16 @@ def test_certify_passes_every_applicable_pair_of_the_bundled_suite(spark, tmp_pa
     wrong = {pair: (got.get(pair, "missing"), want) for pair, want in expected.items() if got.get(pair) != want}
     wrong.update({pair: (status, "not in the suite") for pair, status in got.items() if pair not in expected})
     assert not wrong, wrong
+
+
+def _failure_details(stdout: str) -> str:
+    """The indented block under each FAIL or ERROR line of a run's output (its step, its message)."""
+    keep, out = False, []
+    for line in stdout.splitlines():
+        if line.startswith(("FAIL", "ERROR")):
+            keep = True
+        elif not line.startswith(" "):
+            keep = False
+        if keep:
+            out.append(line)
+    return "\n".join(out[:200]) + "\n"
