@@ -27,7 +27,7 @@ from .errors import EventtimeError
 from .jobio import Place
 
 __all__ = ["SPEC_FILE_NAMES", "Dataset", "FlowDef", "PipelineGraph", "PipelineLoadError", "RecordingRegistry",
-           "available", "find_spec", "load_graph"]
+           "available", "find_spec", "load_graph", "load_spec"]
 
 _HERE = os.path.abspath(__file__)
 # pyspark.pipelines.cli.PIPELINE_SPEC_FILE_NAMES, kept here so a folder can be resolved without it.
@@ -173,18 +173,24 @@ def _pyspark_errors(spec_path: Path) -> Iterator[None]:
         raise PipelineLoadError(f"{spec_path}: {exc}") from exc
 
 
-def load_graph(path: str | Path, spark: Any = None, inner: Any = None, graph_id: str = "eventtime-recording"
-               ) -> PipelineGraph:
-    """Load the pipeline at `path` (a spec file or its folder) as `spark-pipelines run` does, recording what
-    its definition files register. With `spark` and `inner` (a Connect session and its graph registry)
-    the definitions are registered for real as well; without them nothing reaches Spark."""
+def load_spec(path: str | Path) -> tuple[Path, Any]:
+    """The spec file a binding names, resolved, and PySpark's own `PipelineSpec` read from it."""
     if not available():
         raise PipelineLoadError(f"{path}: this pyspark has no Spark Declarative Pipelines (pyspark.pipelines, "
                                 "Spark 4.1 and later)")
     from pyspark.pipelines import cli
     spec_path = find_spec(path).resolve()
     with _pyspark_errors(spec_path):
-        spec = cli.load_pipeline_spec(spec_path)
+        return spec_path, cli.load_pipeline_spec(spec_path)
+
+
+def load_graph(path: str | Path, spark: Any = None, inner: Any = None, graph_id: str = "eventtime-recording"
+               ) -> PipelineGraph:
+    """Load the pipeline at `path` (a spec file or its folder) as `spark-pipelines run` does, recording what
+    its definition files register. With `spark` and `inner` (a Connect session and its graph registry)
+    the definitions are registered for real as well; without them nothing reaches Spark."""
+    from pyspark.pipelines import cli
+    spec_path, spec = load_spec(path)
     graph = PipelineGraph(spec_path, spec.name, spec.storage)
     session: Any = spark if spark is not None else _NoSession()
     with _pyspark_errors(spec_path):
