@@ -1,7 +1,8 @@
 """A Spark Declarative Pipeline's update on the kit's Connect session (`harness/pipelinerun.py`): the
 definition files run unchanged, the streaming table's flow carries its watermark and state from one
 update to the next under the kit's storage (never the spec's), a late row does not reopen its closed
-window (that it is counted as dropped is not checked yet), and a failed update is an error, not a pass."""
+window (that it is counted as dropped is not checked yet), a full refresh recomputes it on a new
+checkpoint, and a failed update is an error, not a pass."""
 from __future__ import annotations
 
 import json
@@ -69,6 +70,12 @@ def test_updates_carry_the_watermark_and_state_under_the_kits_storage(remote_spa
     assert sorted(int(p.name) for p in (flow / "commits").iterdir() if p.name.isdigit()) == [0, 1, 2, 3]
     assert not (root / "production-storage").exists() and not (tmp_path / "production-storage").exists()
     assert {p: p.read_bytes() for p in (root / "transformations").iterdir() if p.is_file()} == before
+
+    # a full refresh of the table: emptied and recomputed from every file on a new checkpoint, so the row
+    # that was late for the incremental flow (09:04) is counted now
+    run_update(remote_spark, root, storage.as_uri(), full_refresh=[table], conf={"spark.sql.shuffle.partitions": "1"})
+    assert _table(remote_spark, table) == {("09:00", "home", 3), ("09:00", "cart", 1), ("09:20", "home", 1)}
+    assert sorted(p.name for p in flow.parent.iterdir()) == ["0", "1"]
 
 
 def test_a_failing_flow_fails_the_update(remote_spark, tmp_path):
