@@ -132,3 +132,12 @@ def test_only_the_files_the_globs_match_are_loaded(tmp_path):
             pass
         """))
     assert "stray" not in pg.load_graph(root).datasets
+
+
+def test_an_update_on_a_classic_session_is_refused_before_anything_runs(tmp_path):
+    from eventtime.harness.pipelinerun import run_update
+
+    root = _project(tmp_path / "shop")
+    # a classic SparkSession has no Connect `client`; a bare object has nothing to use either
+    with pytest.raises(pg.PipelineLoadError, match="runs on a Spark Connect session only"):
+        run_update(object(), root, (tmp_path / "storage").as_uri())
