@@ -40,7 +40,10 @@ class PipelineLoadError(EventtimeError):
 
 def available() -> bool:
     """Whether this pyspark ships Spark Declarative Pipelines (4.1 and later)."""
-    return importlib.util.find_spec("pyspark.pipelines") is not None
+    try:
+        return importlib.util.find_spec("pyspark.pipelines") is not None
+    except ModuleNotFoundError:  # no pyspark at all (find_spec imports the parent package)
+        return False
 
 
 @dataclass(frozen=True)
