@@ -86,3 +86,19 @@ def test_a_failing_flow_fails_the_update(remote_spark, tmp_path):
     _land(root / "landing", 0, [("home", "2024-01-01T09:01:00Z")])
     with pytest.raises((UpdateFailed, pipelinegraph.PipelineLoadError), match="no_such_column"):
         run_update(remote_spark, root, (tmp_path / "kit-storage").as_uri(), conf={"spark.sql.shuffle.partitions": "1"})
+
+
+def test_a_refresh_selection_runs_only_the_flows_of_the_named_tables(remote_spark, tmp_path):
+    from eventtime.harness.pipelinerun import run_update
+    table = f"picked_{uuid.uuid4().hex[:8]}"
+    other = f"left_{uuid.uuid4().hex[:8]}"
+    second = DEFINITIONS.split("\n\n\n")[1].replace("{table}", other)        # the same flow, another table
+    root = _project(tmp_path / "two", table, DEFINITIONS + "\n\n" + second)
+    _land(root / "landing", 0, [("home", "2024-01-01T09:01:00Z"), ("home", "2024-01-01T09:20:00Z")])
+    storage = tmp_path / "kit-storage"
+    result = run_update(remote_spark, root, storage.as_uri(), refresh=[table],
+                        conf={"spark.sql.shuffle.partitions": "1"})
+    assert {table, other} <= set(result.graph.datasets)
+    assert _table(remote_spark, table) == {("09:00", "home", 1)}
+    checkpoints = storage / "_checkpoints" / "spark_catalog" / "default"
+    assert sorted(p.name for p in checkpoints.iterdir()) == [table]              # the other flow never ran
