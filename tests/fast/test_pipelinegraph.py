@@ -1,0 +1,143 @@
+"""A Spark Declarative Pipeline's spec and definition files loaded by PySpark's own loader, no JVM
+(`harness/pipelinegraph.py`): every dataset and flow by name, kind and file:line; the errors name the file."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eventtime.harness import pipelinegraph as pg
+
+pytestmark = pytest.mark.skipif(not pg.available(), reason="pyspark.pipelines needs pyspark 4.1+")
+
+SPEC = """\
+name: shop
+storage: storage
+libraries:
+  - glob:
+      include: transformations/**
+"""
+
+# Line numbers are relied upon below: 5 @dp.table, 11 @dp.materialized_view, 16 @dp.temporary_view,
+# 21 create_streaming_table, 24 @dp.append_flow; 26 lines.
+DEFINITIONS = """\
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.table(comment="bronze")
+def bronze():
+    raise AssertionError("a flow function is not called when the graph is only recorded")
+    return spark.readStream.format("kafka").option("subscribe", "clicks").load()
+
+
+@dp.materialized_view
+def daily():
+    raise AssertionError("not called")
+
+
+@dp.temporary_view
+def parsed():
+    raise AssertionError("not called")
+
+
+dp.create_streaming_table("silver")
+
+
+@dp.append_flow(target="silver", name="silver_from_bronze")
+def silver_flow():
+    raise AssertionError("not called")
+"""
+
+
+def _project(root: Path, definitions: str = DEFINITIONS, spec: str = SPEC, name: str = "spark-pipeline.yml") -> Path:
+    (root / "transformations").mkdir(parents=True)
+    (root / name).write_text(spec)
+    (root / "transformations" / "layers.py").write_text(definitions)
+    (root / "transformations" / "gold.sql").write_text("CREATE MATERIALIZED VIEW gold AS SELECT * FROM daily\n")
+    return root
+
+
+def test_datasets_and_flows_by_name_kind_and_line(tmp_path):
+    root = _project(tmp_path / "shop")
+    graph = pg.load_graph(root)                                   # the folder resolves to its one spec
+    layers = str((root / "transformations" / "layers.py").resolve())
+    assert graph.name == "shop" and graph.storage == "storage"
+    assert graph.spec_path == (root / "spark-pipeline.yml").resolve()
+    assert {n: (d.kind, d.place.file, d.place.line) for n, d in graph.datasets.items()} == {
+        "bronze": ("streaming_table", layers, 5),
+        "daily": ("materialized_view", layers, 11),
+        "parsed": ("temporary_view", layers, 16),
+        "silver": ("streaming_table", layers, 21),
+    }
+    assert [(f.name, f.target, f.kind, f.place.line) for f in graph.flows] == [
+        ("bronze", "bronze", "flow", 5), ("daily", "daily", "flow", 11), ("parsed", "parsed", "flow", 16),
+        ("silver_from_bronze", "silver", "flow", 24)]
+    # SQL is parsed by the server: without one, the file is known, its datasets are not.
+    assert graph.sql_files == [Path("transformations/gold.sql")]
+
+
+def test_the_definition_files_are_unchanged_and_the_working_folder_restored(tmp_path, monkeypatch):
+    root = _project(tmp_path / "shop")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    pg.load_graph(root / "spark-pipeline.yml")
+    assert Path.cwd() == tmp_path
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts} == before
+
+
+def test_a_dataset_defined_twice_is_named_at_both_lines(tmp_path):
+    root = _project(tmp_path / "shop", DEFINITIONS + "\n\n@dp.table\ndef daily():\n    pass\n")
+    with pytest.raises(pg.PipelineLoadError, match=r"layers\.py:29: dataset 'daily' is defined twice "
+                                                   r"\(first at .*layers\.py:11\)"):
+        pg.load_graph(root)
+
+
+def test_module_level_use_of_spark_is_named_at_its_line(tmp_path):
+    definitions = "from pyspark import pipelines as dp\n\nSKIP = spark.conf.get('shop.skip')\n"
+    root = _project(tmp_path / "shop", definitions)
+    with pytest.raises(pg.PipelineLoadError, match=r"layers\.py:3 .*uses `spark\.conf` while it is imported"):
+        pg.load_graph(root)
+
+
+def test_pyspark_own_spec_errors_name_the_spec_file(tmp_path):
+    root = _project(tmp_path / "shop", spec=SPEC.replace("transformations/**", "transformations/**/*.py"))
+    with pytest.raises(pg.PipelineLoadError, match=r"spark-pipeline\.yml: .*PIPELINE_SPEC_INVALID_GLOB_PATTERN"):
+        pg.load_graph(root)
+    other = _project(tmp_path / "other", spec=SPEC + "trigger: continuous\n")
+    with pytest.raises(pg.PipelineLoadError, match=r"PIPELINE_SPEC_UNEXPECTED_FIELD.*trigger"):
+        pg.load_graph(other)
+
+
+def test_a_binding_names_a_spec_file_or_a_folder_with_exactly_one(tmp_path):
+    with pytest.raises(pg.PipelineLoadError, match="no such pipeline spec file or folder"):
+        pg.find_spec(tmp_path / "missing")
+    with pytest.raises(pg.PipelineLoadError, match=r"no pipeline spec here \(looked for spark-pipeline\.yaml"):
+        pg.find_spec(tmp_path)
+    both = _project(tmp_path / "both")
+    (both / "spark-pipeline.yaml").write_text(SPEC)
+    with pytest.raises(pg.PipelineLoadError, match="holds both"):
+        pg.find_spec(both)
+    assert pg.find_spec(both / "spark-pipeline.yaml") == both / "spark-pipeline.yaml"
+
+
+def test_only_the_files_the_globs_match_are_loaded(tmp_path):
+    # a definition outside the spec's globs is not part of the pipeline, as for `spark-pipelines run`
+    root = _project(tmp_path / "shop")
+    (root / "scratch.py").write_text(textwrap.dedent("""\
+        from pyspark import pipelines as dp
+        @dp.table
+        def stray():
+            pass
+        """))
+    assert "stray" not in pg.load_graph(root).datasets
+
+
+def test_an_update_on_a_classic_session_is_refused_before_anything_runs(tmp_path):
+    from eventtime.harness.pipelinerun import run_update
+
+    root = _project(tmp_path / "shop")
+    # a classic SparkSession has no Connect `client`; a bare object has nothing to use either
+    with pytest.raises(pg.PipelineLoadError, match="runs on a Spark Connect session only"):
+        run_update(object(), root, (tmp_path / "storage").as_uri())
