@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .coltypes import TypeSyntaxError, parse_type
 from .contracts import Column, Contract, InvariantSpec, ParamSpec, QuerySpec, SourceSpec, StaticSpec
@@ -195,6 +195,21 @@ class _Reader:
     def at(self, path: tuple, message: str, *, key: bool = False) -> None:
         self.c.at(self.prefix + path, message, key=key)
 
+    def bad_name(self, path: tuple, name: Any, what: str) -> bool:
+        """Whether the name of `what` (a source, a parameter, ...) is not a word of letters, digits and '_';
+        said at its key when it is not."""
+        if _NAME.match(str(name)):
+            return False
+        self.at(path, f"{what}'s name is a word of letters, digits and '_', not {name!r}", key=True)
+        return True
+
+    def unknown_keys(self, path: tuple, spec: Mapping[str, Any], keys: Sequence[str], what: str) -> None:
+        """Each key of `spec` not among `keys` is said at its place, with the keys there are."""
+        for key in spec:
+            if key not in keys:
+                self.at(path + (key,), f"{what} has no key {key!r}{did_you_mean(str(key), keys)} "
+                                       f"(keys: {', '.join(keys)})", key=True)
+
     def columns(self, raw: Any, path: tuple, what: str, *, duplicates: bool = False) -> tuple[Column, ...] | None:
         return read_columns(raw, path, self.at, what=what, duplicates=duplicates)
 
@@ -224,17 +239,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
     `name` is the contract's name when the mapping does not say (an inline contract)."""
     r = _Reader(checker, prefix)
     before = len(checker.problems)
-    for top in doc:
-        if top not in _TOP_KEYS:
-            r.at((top,), f"a contract has no key {top!r}{did_you_mean(top, _TOP_KEYS)} "
-                         f"(keys: {', '.join(_TOP_KEYS)})", key=True)
-    given = doc.get("contract", doc.get("name"))
-    if given is None and name is None:
-        r.at((), "a contract needs `contract: NAME`")
-    if given is not None and (not isinstance(given, str) or not _NAME.match(given)):
-        r.at(("contract" if "contract" in doc else "name",),
-             f"a contract's name is a word of letters, digits and '_', not {given!r}")
-    contract_name = given if isinstance(given, str) else (name or "")
+    contract_name = _contract_name(r, doc, name)
     description = r.text(doc, "description", required=True) or ""
     title = r.text(doc, "title") or contract_name
 
@@ -249,14 +254,7 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
         output, modes, key = (), (), ()
     else:
         output, modes, key = _output(r, doc.get("output"))
-    requires = r.names(doc.get("requires"), ("requires",), "requires") or ()
-    if requires:
-        from eventtime.harness.features import FEATURES
-
-        for i, feature in enumerate(requires):
-            if feature not in FEATURES:
-                r.at(("requires", i), f"unknown Spark feature {feature!r}{did_you_mean(feature, FEATURES)} "
-                                      f"(features: {', '.join(sorted(FEATURES))})")
+    requires = _requires(r, doc)
     implementations = r.names(doc.get("implementations"), ("implementations",), "implementations") or ()
     model_only = doc.get("model_only")
     if model_only is not None and (not isinstance(model_only, str) or not model_only.strip()):
@@ -282,6 +280,32 @@ def read_contract(doc: dict, checker: Checker, prefix: tuple = (), *, name: str 
                     invariants=invariants)
 
 
+def _contract_name(r: _Reader, doc: dict, name: str | None) -> str:
+    """The contract's name (`contract:`, or `name:`; else `name` given for an inline contract), after the
+    top-level keys are checked."""
+    r.unknown_keys((), doc, _TOP_KEYS, "a contract")
+    given = doc.get("contract", doc.get("name"))
+    if given is None and name is None:
+        r.at((), "a contract needs `contract: NAME`")
+    if given is not None and (not isinstance(given, str) or not _NAME.match(given)):
+        r.at(("contract" if "contract" in doc else "name",),
+             f"a contract's name is a word of letters, digits and '_', not {given!r}")
+    return given if isinstance(given, str) else (name or "")
+
+
+def _requires(r: _Reader, doc: dict) -> tuple[str, ...]:
+    """`requires:`, the Spark features the contract needs (`eventtime.harness.features`)."""
+    requires = r.names(doc.get("requires"), ("requires",), "requires") or ()
+    if requires:
+        from eventtime.harness.features import FEATURES
+
+        for i, feature in enumerate(requires):
+            if feature not in FEATURES:
+                r.at(("requires", i), f"unknown Spark feature {feature!r}{did_you_mean(feature, FEATURES)} "
+                                      f"(features: {', '.join(sorted(FEATURES))})")
+    return requires
+
+
 def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
     if not isinstance(raw, dict) or not raw:
         r.at(("sources",) if raw is not None else (), "a contract needs `sources:`, a mapping of source name to "
@@ -290,16 +314,12 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
     out = []
     for name, spec in raw.items():
         path = ("sources", name)
-        if not _NAME.match(str(name)):
-            r.at(path, f"a source's name is a word of letters, digits and '_', not {name!r}", key=True)
+        if r.bad_name(path, name, "a source"):
             continue
         if not isinstance(spec, dict):
             r.at(path, f"source {name!r} needs `columns:` (a DDL list or a mapping of name to type) or `kind:`")
             continue
-        for key in spec:
-            if key not in _SOURCE_KEYS:
-                r.at(path + (key,), f"a source has no key {key!r}{did_you_mean(str(key), _SOURCE_KEYS)} "
-                                    f"(keys: {', '.join(_SOURCE_KEYS)})", key=True)
+        r.unknown_keys(path, spec, _SOURCE_KEYS, "a source")
         reads = _reads(r, spec.get("from"), path + ("from",), str(name))
         shape = source_shape(str(name), spec, path, r.at)
         if shape is None:
@@ -344,8 +364,7 @@ def _statics(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...]) -> tuple[Sta
     out = []
     for name, spec in raw.items():
         path = ("static", name)
-        if not _NAME.match(str(name)):
-            r.at(path, f"a static input's name is a word of letters, digits and '_', not {name!r}", key=True)
+        if r.bad_name(path, name, "a static input"):
             continue
         if str(name) in taken:
             r.at(path, f"{name!r} is the name of a source too: give the static input another name", key=True)
@@ -353,10 +372,7 @@ def _statics(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...]) -> tuple[Sta
         if not isinstance(spec, dict) or "columns" not in spec:
             r.at(path, f"static input {name!r} needs `columns:` and `table: NAME` or `path: PATH`")
             continue
-        for key in spec:
-            if key not in _STATIC_KEYS:
-                r.at(path + (key,), f"a static input has no key {key!r}{did_you_mean(str(key), _STATIC_KEYS)} "
-                                    f"(keys: {', '.join(_STATIC_KEYS)})", key=True)
+        r.unknown_keys(path, spec, _STATIC_KEYS, "a static input")
         table, where_to = spec.get("table"), spec.get("path")
         if (table is None) == (where_to is None):
             r.at(path, f"static input {name!r} is a table (`table: NAME`) or a folder (`path: PATH`, as the job "
@@ -454,8 +470,7 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
     out = []
     for name, spec in raw.items():
         path = ("params", name)
-        if not _NAME.match(str(name)):
-            r.at(path, f"a parameter's name is a word of letters, digits and '_', not {name!r}", key=True)
+        if r.bad_name(path, name, "a parameter"):
             continue
         if isinstance(spec, str):
             spec = {"kind": spec}
@@ -629,27 +644,12 @@ def _invariants(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...], params: t
     out = []
     for name, spec in raw.items():
         path = ("invariants", name)
-        if not _NAME.match(str(name)):
-            r.at(path, f"an invariant's name is a word of letters, digits and '_', not {name!r}", key=True)
+        form = _invariant_form(r, path, name, spec)
+        if form is None:
             continue
-        if not isinstance(spec, dict):
-            r.at(path, f"invariant {name!r} is one of {', '.join(f'{{{f}: ...}}' for f in INVARIANT_FORMS)}, "
-                       f"not {_json_type(spec)}")
-            continue
-        forms = [k for k in spec if k in INVARIANT_FORMS]
-        for key in spec:
-            if key not in INVARIANT_FORMS and key != "doc":
-                r.at(path + (key,), f"an invariant has no key {key!r}{did_you_mean(str(key), INVARIANT_FORMS)} "
-                                    f"(one of {', '.join(INVARIANT_FORMS)}, and doc)", key=True)
-        if len(forms) != 1:
-            if forms or all(k == "doc" for k in spec):
-                r.at(path, f"invariant {name!r} states one form, " + (
-                    f"not {len(forms)} ({', '.join(forms)})" if forms else f"one of {', '.join(INVARIANT_FORMS)}"))
-            continue
-        form = forms[0]
         body = spec[form]
         fpath = path + (form,)
-        bad = len(r.c.problems)
+        bad = len(r.c.problems)  # a problem from here on (`doc:` too) leaves the invariant out
         doc_text = spec.get("doc", "")
         if not isinstance(doc_text, str):
             r.at(path + ("doc",), f"`doc` is text, not {_json_type(doc_text)}")
@@ -662,47 +662,86 @@ def _invariants(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...], params: t
         if not isinstance(body, dict):
             r.at(fpath, f"`{form}` is {_FORM_SHAPES[form]}, not {_json_type(body)}")
             continue
-        for key in body:
-            if key not in _FORM_KEYS[form]:
-                r.at(fpath + (key,), f"`{form}` has no key {key!r}{did_you_mean(str(key), _FORM_KEYS[form])} "
-                                     f"(it is {_FORM_SHAPES[form]})", key=True)
-        for key in _FORM_KEYS[form]:
-            if key not in body and key != "count":
-                r.at(fpath, f"`{form}` needs `{key}:` (it is {_FORM_SHAPES[form]})")
-
-        sources_of = _listed(r, body, fpath, "from", "source names", single=True)
-        okey = "into" if form == "conserve" else ("outputs" if form == "disjoint" else "output")
-        outs = _listed(r, body, fpath, okey, "outputs", single=form == "not_null")
-        cols = _listed(r, body, fpath, "key" if form == "disjoint" else "columns", "column names") \
-            if form != "conserve" else ()
-        _known(r, body, fpath, sources_of, "from", source_names, "source")
-        _known(r, body, fpath, outs, okey, sinks, "output")
-        if form == "disjoint" and len(outs) == 1:
-            r.at(fpath + ("outputs",), "a key never in two outputs needs two outputs or more")
-        if form == "not_null" and len(outs) > 1:
-            r.at(fpath + ("output",), "`not_null` reads one output (state one invariant per output)")
-        relation = body.get("count") if form == "conserve" else None
-        if relation is not None and relation not in COUNT_RELATIONS:
-            r.at(fpath + ("count",), f"a count relation is one of {', '.join(repr(c) for c in COUNT_RELATIONS)} "
-                                     f"(rows in all of `into` against rows added to `from`), not {relation!r}")
+        sources_of, outs, cols, relation = _form_body(r, form, body, fpath, sinks, source_names)
         if len(r.c.problems) > bad:
             continue
-        if form == "conserve" and relation is None and not conserved_columns(sources, queries, output, sources_of, outs):
-            r.at(fpath + ("into",), f"{', '.join(outs)} and {', '.join(sources_of)} share no column: a row is followed "
-                                    "by the columns every source and output of it name; state a count relation "
-                                    "instead (`count: '<='`)")
-        for o in outs:  # the columns it reads must be the sink's
-            names = [c.name for c in sink_columns(queries, output, o)]
-            for i, col in enumerate(cols):
-                if col not in names:
-                    key = "key" if form == "disjoint" else "columns"
-                    r.at(fpath + (key, i), f"column {col!r} is not a column of output {o!r}"
-                                           f"{did_you_mean(col, names)} (its columns: {', '.join(names)})")
+        _invariant_columns(r, form, fpath, sources_of, outs, cols, relation, (sources, queries, output))
         if len(r.c.problems) > bad:
             continue
         out.append(InvariantSpec(str(name), form, outputs=outs, sources=sources_of, columns=cols,
                                  relation=relation, doc=str(doc_text or ""), where=r.c.where(r.prefix + fpath)))
     return tuple(out)
+
+
+def _invariant_form(r: _Reader, path: tuple, name: Any, spec: Any) -> str | None:
+    """The one form an invariant states (None: said why not); its keys are the forms and `doc`."""
+    if r.bad_name(path, name, "an invariant"):
+        return None
+    if not isinstance(spec, dict):
+        r.at(path, f"invariant {name!r} is one of {', '.join(f'{{{f}: ...}}' for f in INVARIANT_FORMS)}, "
+                   f"not {_json_type(spec)}")
+        return None
+    forms = [k for k in spec if k in INVARIANT_FORMS]
+    for key in spec:
+        if key not in INVARIANT_FORMS and key != "doc":
+            r.at(path + (key,), f"an invariant has no key {key!r}{did_you_mean(str(key), INVARIANT_FORMS)} "
+                                f"(one of {', '.join(INVARIANT_FORMS)}, and doc)", key=True)
+    if len(forms) != 1:
+        if forms or all(k == "doc" for k in spec):
+            r.at(path, f"invariant {name!r} states one form, " + (
+                f"not {len(forms)} ({', '.join(forms)})" if forms else f"one of {', '.join(INVARIANT_FORMS)}"))
+        return None
+    return forms[0]
+
+
+def _form_body(r: _Reader, form: str, body: dict, fpath: tuple, sinks: list[str], source_names: list[str]
+               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], Any]:
+    """The body of a `conserve`, `disjoint` or `not_null` invariant, checked key by key: (the sources it
+    reads from, its outputs, its columns, a conservation's count relation)."""
+    for key in body:
+        if key not in _FORM_KEYS[form]:
+            r.at(fpath + (key,), f"`{form}` has no key {key!r}{did_you_mean(str(key), _FORM_KEYS[form])} "
+                                 f"(it is {_FORM_SHAPES[form]})", key=True)
+    for key in _FORM_KEYS[form]:
+        if key not in body and key != "count":
+            r.at(fpath, f"`{form}` needs `{key}:` (it is {_FORM_SHAPES[form]})")
+
+    sources_of = _listed(r, body, fpath, "from", "source names", single=True)
+    okey = "into" if form == "conserve" else ("outputs" if form == "disjoint" else "output")
+    outs = _listed(r, body, fpath, okey, "outputs", single=form == "not_null")
+    cols = _listed(r, body, fpath, "key" if form == "disjoint" else "columns", "column names") \
+        if form != "conserve" else ()
+    _known(r, body, fpath, sources_of, "from", source_names, "source")
+    _known(r, body, fpath, outs, okey, sinks, "output")
+    if form == "disjoint" and len(outs) == 1:
+        r.at(fpath + ("outputs",), "a key never in two outputs needs two outputs or more")
+    if form == "not_null" and len(outs) > 1:
+        r.at(fpath + ("output",), "`not_null` reads one output (state one invariant per output)")
+    relation = body.get("count") if form == "conserve" else None
+    if relation is not None and relation not in COUNT_RELATIONS:
+        r.at(fpath + ("count",), f"a count relation is one of {', '.join(repr(c) for c in COUNT_RELATIONS)} "
+                                 f"(rows in all of `into` against rows added to `from`), not {relation!r}")
+    return sources_of, outs, cols, relation
+
+
+def _invariant_columns(r: _Reader, form: str, fpath: tuple, sources_of: tuple[str, ...], outs: tuple[str, ...],
+                       cols: tuple[str, ...], relation: Any,
+                       declared: tuple[tuple[SourceSpec, ...], tuple[QuerySpec, ...], tuple[Column, ...]]) -> None:
+    """A well-formed invariant against the contract's columns (`declared`: its sources, queries and
+    output): a conservation without a count follows rows by columns they share; the columns it reads
+    are the sinks'."""
+    sources, queries, output = declared
+    if form == "conserve" and relation is None and not conserved_columns(sources, queries, output, sources_of, outs):
+        r.at(fpath + ("into",), f"{', '.join(outs)} and {', '.join(sources_of)} share no column: a row is followed "
+                                "by the columns every source and output of it name; state a count relation "
+                                "instead (`count: '<='`)")
+    for o in outs:  # the columns it reads must be the sink's
+        names = [c.name for c in sink_columns(queries, output, o)]
+        for i, col in enumerate(cols):
+            if col not in names:
+                key = "key" if form == "disjoint" else "columns"
+                r.at(fpath + (key, i), f"column {col!r} is not a column of output {o!r}"
+                                       f"{did_you_mean(col, names)} (its columns: {', '.join(names)})")
 
 
 def _listed(r: _Reader, body: dict, fpath: tuple, key: str, what: str, single: bool = False) -> tuple[str, ...]:

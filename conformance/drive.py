@@ -103,49 +103,17 @@ def _read_by(groups: list[list[tuple[str, tuple]]], batches: list[BatchObservati
 def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action:
     """What one non-expect step does on `driver`; the action returns the batches it ran."""
     if isinstance(step, m.AddStep):
-        def add() -> list[BatchObservation]:
-            for name, rows in step.rows.items():
-                driver.add(name, rows, step.parts.get(name))
-            return []
-        return add
+        return _add_action(step, driver)
     if isinstance(step, m.GenerateStep):
-        def generate() -> list[BatchObservation]:  # per batch: one add, one process
-            out: list[BatchObservation] = []
-            for rows in step.batch_rows():
-                driver.add(step.source, rows, step.batch_parts(rows))
-                out += driver.process()
-            return out
-        return generate
+        return _generate_action(step, driver)
     if isinstance(step, m.AdvanceStep):
         return lambda: driver.advance(step.by.total_ms)
     if isinstance(step, m.StartStep):
-        def start() -> list[BatchObservation]:
-            if step.query is not None:  # one query of a job; the others run on
-                if step.restart:
-                    driver.stop(step.query)
-                if step.rerun_last_batch:
-                    driver.uncommit_last(step.query)
-                return driver.start({**conf, **step.conf}, query=step.query)
-            if step.restart:
-                driver.stop()
-            if step.rerun_last_batch:
-                driver.uncommit_last()
-            return driver.start({**conf, **step.conf}, new_session=step.new_session)
-        return start
+        return _start_action(step, driver, conf)
     if isinstance(step, m.StopStep):
-        def stop() -> list[BatchObservation]:
-            if step.query is not None:
-                driver.stop(step.query)
-            else:
-                driver.stop()
-            return []
-        return stop
+        return _stop_action(step, driver)
     if isinstance(step, m.StaticStep):
-        def replace_static() -> list[BatchObservation]:
-            for name, rows in step.rows.items():
-                driver.replace_static(name, rows)
-            return []
-        return replace_static
+        return _static_action(step, driver)
     if isinstance(step, m.ProcessStep):
         return driver.process
     if isinstance(step, m.InputStep):
@@ -156,18 +124,74 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
             raise TypeError(f"this driver takes no `{step.kind}` step (a watermark or stream status as input)")
         return lambda: signal(step)
     if isinstance(step, m.RunStep):
-        def run_scheduled() -> list[BatchObservation]:
-            # a run from the checkpoint, then stopped: a start runs one trigger, which is all Trigger.Once
-            # runs; trigger(availableNow=True) goes on until what is there is processed
-            if step.was_running:
-                driver.stop()
-            out = driver.start(conf)
-            if step.trigger == "available_now":
-                out += driver.process()
-            driver.stop()
-            return out
-        return run_scheduled
+        return _scheduled_run_action(step, driver, conf)
     raise TypeError(f"no action for step kind {step.kind!r}")
+
+
+def _add_action(step: m.AddStep, driver: Driver) -> Action:
+    def add() -> list[BatchObservation]:
+        for name, rows in step.rows.items():
+            driver.add(name, rows, step.parts.get(name))
+        return []
+    return add
+
+
+def _generate_action(step: m.GenerateStep, driver: Driver) -> Action:
+    def generate() -> list[BatchObservation]:  # per batch: one add, one process
+        out: list[BatchObservation] = []
+        for rows in step.batch_rows():
+            driver.add(step.source, rows, step.batch_parts(rows))
+            out += driver.process()
+        return out
+    return generate
+
+
+def _start_action(step: m.StartStep, driver: Driver, conf: Mapping[str, str]) -> Action:
+    def start() -> list[BatchObservation]:
+        if step.query is not None:  # one query of a job; the others run on
+            if step.restart:
+                driver.stop(step.query)
+            if step.rerun_last_batch:
+                driver.uncommit_last(step.query)
+            return driver.start({**conf, **step.conf}, query=step.query)
+        if step.restart:
+            driver.stop()
+        if step.rerun_last_batch:
+            driver.uncommit_last()
+        return driver.start({**conf, **step.conf}, new_session=step.new_session)
+    return start
+
+
+def _stop_action(step: m.StopStep, driver: Driver) -> Action:
+    def stop() -> list[BatchObservation]:
+        if step.query is not None:
+            driver.stop(step.query)
+        else:
+            driver.stop()
+        return []
+    return stop
+
+
+def _static_action(step: m.StaticStep, driver: Driver) -> Action:
+    def replace_static() -> list[BatchObservation]:
+        for name, rows in step.rows.items():
+            driver.replace_static(name, rows)
+        return []
+    return replace_static
+
+
+def _scheduled_run_action(step: m.RunStep, driver: Driver, conf: Mapping[str, str]) -> Action:
+    def run_scheduled() -> list[BatchObservation]:
+        # a run from the checkpoint, then stopped: a start runs one trigger, which is all Trigger.Once
+        # runs; trigger(availableNow=True) goes on until what is there is processed
+        if step.was_running:
+            driver.stop()
+        out = driver.start(conf)
+        if step.trigger == "available_now":
+            out += driver.process()
+        driver.stop()
+        return out
+    return run_scheduled
 
 
 def rows_seen(scope: str, output_mode: str, since_expect: Sequence[BatchObservation],

@@ -562,66 +562,80 @@ class _Builder:
         for name, spec in raw.items():
             if not isinstance(spec, dict):
                 continue
-            shape = source_shape(name, spec, ("sources", name), self.c.at)
-            if shape is None:
+            source = self.source(name, spec, contract)
+            if source is None:
                 self.bad_sources.add(name)  # reported; its rows cannot be read
                 continue
-            kind, topic, headers = shape
-            if kind == "rows" and "columns" not in spec:
-                self.c.at(("sources", name), f"source {name!r} needs `columns:` (a DDL list or a mapping of name "
-                                             "to type), or a `kind:` (kafka, text)")
-                self.bad_sources.add(name)
-                continue
-            columns = (self.columns(spec["columns"], ("sources", name, "columns")) if kind == "rows"
-                       else source_columns(kind, headers=headers))
-            if columns is None:
-                self.bad_sources.add(name)  # reported; its rows cannot be read
-                continue
-            declared = contract.source(name) if contract is not None else None
-            if contract is not None and declared is not None and (
-                    declared.kind, declared.topic, declared.headers) != (kind, topic, headers):
-                self.c.at(("sources", name), f"source {name!r} is {_shape_text(declared.kind, declared.topic, declared.headers)} "
-                                             f"in contract {contract.name!r}, not {_shape_text(kind, topic, headers)}")
-            event_time = spec.get("event_time")
-            if not isinstance(event_time, str) and declared is not None:
-                event_time = declared.event_time  # the contract names the source's event-time column
-            if isinstance(event_time, str):
-                col = next((c for c in columns if c.name == event_time), None)
-                if col is None:
-                    self.c.at(("sources", name, "event_time") if "event_time" in spec else ("sources", name),
-                              f"event_time {event_time!r} is not a column of source {name!r}"
-                              f"{did_you_mean(event_time, [c.name for c in columns])}")
-                elif col.type not in ("timestamp", "timestamp_ntz"):
-                    self.c.at(("sources", name, "event_time"),
-                              f"event_time column {event_time!r} must be a timestamp, not {col.type}")
-            partitions = spec.get("partitions")
-            partitions = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else None
-            out[name] = m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
-                                    self.c.where(("sources", name)), partitions, kind=kind, topic=topic,
-                                    headers=headers, **self.dataflow_source(name, spec, partitions))
+            out[name] = source
         if contract is not None:
-            wanted = [s.name for s in contract.sources]
-            for name in out:
-                if contract.source(name) is None:
-                    self.c.at(("sources", name), f"contract {contract.name!r} reads no source {name!r}"
-                                                 f"{did_you_mean(name, wanted)} (it reads: {', '.join(wanted)})", key=True)
-            for spec in contract.sources:
-                src = out.get(spec.name)
-                if src is None:
-                    if spec.name not in raw:
-                        self.c.at(("sources",), f"contract {contract.name!r} reads source {spec.name!r}; declare it "
-                                                "(or leave `sources:` out to take the contract's)")
-                    continue
-                have = {col.name: col.type for col in src.columns}
-                for col in spec.columns:
-                    if col.name not in have:
-                        self.c.at(("sources", spec.name, "columns"),
-                                  f"source {spec.name!r} needs column {col.name!r} ({col.type}) for contract {contract.name!r}")
-                    elif have[col.name] != col.type:
-                        self.c.at(("sources", spec.name, "columns", col.name)
-                                  if isinstance(raw[spec.name].get("columns"), dict) else ("sources", spec.name, "columns"),
-                                  f"column {col.name!r} must be {col.type} for contract {contract.name!r}, not {have[col.name]}")
+            self.sources_against(contract, out, raw)
         return out
+
+    def source(self, name: str, spec: dict, contract: Contract | None) -> m.SourceDef | None:
+        """One source the scenario declares (None: reported, its rows cannot be read)."""
+        shape = source_shape(name, spec, ("sources", name), self.c.at)
+        if shape is None:
+            return None
+        kind, topic, headers = shape
+        if kind == "rows" and "columns" not in spec:
+            self.c.at(("sources", name), f"source {name!r} needs `columns:` (a DDL list or a mapping of name "
+                                         "to type), or a `kind:` (kafka, text)")
+            return None
+        columns = (self.columns(spec["columns"], ("sources", name, "columns")) if kind == "rows"
+                   else source_columns(kind, headers=headers))
+        if columns is None:
+            return None
+        declared = contract.source(name) if contract is not None else None
+        if contract is not None and declared is not None and (
+                declared.kind, declared.topic, declared.headers) != (kind, topic, headers):
+            self.c.at(("sources", name), f"source {name!r} is {_shape_text(declared.kind, declared.topic, declared.headers)} "
+                                         f"in contract {contract.name!r}, not {_shape_text(kind, topic, headers)}")
+        event_time = spec.get("event_time")
+        if not isinstance(event_time, str) and declared is not None:
+            event_time = declared.event_time  # the contract names the source's event-time column
+        if isinstance(event_time, str):
+            self.source_event_time(name, spec, event_time, columns)
+        partitions = spec.get("partitions")
+        partitions = partitions if isinstance(partitions, int) and not isinstance(partitions, bool) else None
+        return m.SourceDef(name, columns, event_time if isinstance(event_time, str) else None,
+                           self.c.where(("sources", name)), partitions, kind=kind, topic=topic,
+                           headers=headers, **self.dataflow_source(name, spec, partitions))
+
+    def source_event_time(self, name: str, spec: dict, event_time: str, columns: tuple[Column, ...]) -> None:
+        """A source's event-time column must be one of its columns, and a timestamp."""
+        col = next((c for c in columns if c.name == event_time), None)
+        if col is None:
+            self.c.at(("sources", name, "event_time") if "event_time" in spec else ("sources", name),
+                      f"event_time {event_time!r} is not a column of source {name!r}"
+                      f"{did_you_mean(event_time, [c.name for c in columns])}")
+        elif col.type not in ("timestamp", "timestamp_ntz"):
+            self.c.at(("sources", name, "event_time"),
+                      f"event_time column {event_time!r} must be a timestamp, not {col.type}")
+
+    def sources_against(self, contract: Contract, out: dict[str, m.SourceDef], raw: dict) -> None:
+        """The scenario's sources against the ones its contract reads: none unknown, none missing, each
+        with the columns the contract needs, of its types."""
+        wanted = [s.name for s in contract.sources]
+        for name in out:
+            if contract.source(name) is None:
+                self.c.at(("sources", name), f"contract {contract.name!r} reads no source {name!r}"
+                                             f"{did_you_mean(name, wanted)} (it reads: {', '.join(wanted)})", key=True)
+        for spec in contract.sources:
+            src = out.get(spec.name)
+            if src is None:
+                if spec.name not in raw:
+                    self.c.at(("sources",), f"contract {contract.name!r} reads source {spec.name!r}; declare it "
+                                            "(or leave `sources:` out to take the contract's)")
+                continue
+            have = {col.name: col.type for col in src.columns}
+            for col in spec.columns:
+                if col.name not in have:
+                    self.c.at(("sources", spec.name, "columns"),
+                              f"source {spec.name!r} needs column {col.name!r} ({col.type}) for contract {contract.name!r}")
+                elif have[col.name] != col.type:
+                    self.c.at(("sources", spec.name, "columns", col.name)
+                              if isinstance(raw[spec.name].get("columns"), dict) else ("sources", spec.name, "columns"),
+                              f"column {col.name!r} must be {col.type} for contract {contract.name!r}, not {have[col.name]}")
 
     def columns(self, raw: Any, path: tuple) -> tuple[Column, ...] | None:
         return read_columns(raw, path, self.c.at)
@@ -985,59 +999,12 @@ class _Builder:
         if selected is not None:
             out_cols = tuple(c for name in selected for c in contract.output if c.name == name)
             what += f" ({', '.join(selected)})"
-        checks = []
-        for scope in ("rows", "output", "last_batch"):
-            if scope in body:
-                checks.append(m.RowsCheck(scope, self.rows(body[scope], out_cols, path + (scope,), what),
-                                          self.c.where(path + (scope,))))
-        if body.get("no_output") is True:
-            if "rows" in body:
-                self.c.at(path + ("no_output",), "`no_output` and `rows` say the same thing twice; keep one", key=True)
-            checks.append(m.RowsCheck("rows", (), self.c.where(path + ("no_output",))))
-        wm, wm_range = None, None
-        if isinstance(body.get("watermark"), dict):  # `{at_least: T, at_most: T}`: either bound, or both
-            bounds = {k: self.time(body["watermark"][k], path + ("watermark", k), allow_initial=True)
-                      for k in ("at_least", "at_most") if k in body["watermark"]}
-            low, high = bounds.get("at_least"), bounds.get("at_most")
-            if low is not None and high is not None and low > high:
-                self.c.at(path + ("watermark", "at_most"), "`at_most` is before `at_least`: no watermark is in "
-                                                           "this range")
-            wm_range = (low, high)
-        elif "watermark" in body:
-            wm = self.time(body["watermark"], path + ("watermark",), allow_initial=True)
-        event_time = None
-        if isinstance(body.get("event_time"), dict):
-            et = body["event_time"]
-            event_time = m.EventTimeCheck(
-                self.c.where(path + ("event_time",)),
-                **{f"{k}_us": self.time(et[k], path + ("event_time", k), allow_initial=k == "watermark")
-                   for k in ("min", "max", "avg", "watermark") if k in et})  # type: ignore[arg-type]
-        failure = None
-        if isinstance(body.get("failure"), dict):
-            f = body["failure"]
-            failure = m.FailureCheck(self.c.where(path + ("failure",)), f.get("error_class"), f.get("exception"),
-                                     f.get("message"))
-            others = [k for k in body if k not in ("failure", "query")]  # `query:` says which query of a job failed
-            if others:
-                self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
-                          key=True)
+        checks = self.row_checks(body, out_cols, path, what)
+        wm, wm_range = self.watermark_check(body, path)
+        event_time = self.event_time_check(body, path)
+        failure = self.failure_check(body, path)
         schema = self.schema_check(body["schema"], path + ("schema",)) if isinstance(body.get("schema"), str) else None
-        batch_count, batches = None, None
-        if isinstance(body.get("batches"), int) and not isinstance(body.get("batches"), bool):
-            batch_count = body["batches"]
-        elif isinstance(body.get("batches"), list):
-            items = []
-            for i, b in enumerate(body["batches"]):
-                bp = path + ("batches", i)
-                items.append(m.BatchCheck(
-                    self.c.where(bp), data=b.get("data"),
-                    rows=self.rows(b["rows"], out_cols, bp + ("rows",), what) if "rows" in b else None,
-                    watermark_before_us=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
-                    if "watermark_before" in b else None,
-                    watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
-                    if "watermark_after" in b else None,
-                    dropped=b.get("dropped"), state_rows=b.get("state_rows"), updated=b.get("updated")))
-            batches = tuple(items)
+        batch_count, batches = self.batch_checks(body, out_cols, path, what)
         written = self.written_check(body, contract, path)
         topic = self.topic_check(body, path)
         step = m.ExpectStep(topic=topic,
@@ -1049,6 +1016,75 @@ class _Builder:
             tolerance=body.get("tolerance") if isinstance(body.get("tolerance"), (int, float)) else None,
             query=str(body["query"]) if isinstance(body.get("query"), str) else None)
         return self.inside_checks(step, body, path)
+
+    def row_checks(self, body: dict, out_cols: tuple[Column, ...], path: tuple, what: str) -> list[m.RowsCheck]:
+        """`rows`, `output`, `last_batch` and `no_output` (the same as `rows: []`)."""
+        checks = []
+        for scope in ("rows", "output", "last_batch"):
+            if scope in body:
+                checks.append(m.RowsCheck(scope, self.rows(body[scope], out_cols, path + (scope,), what),
+                                          self.c.where(path + (scope,))))
+        if body.get("no_output") is True:
+            if "rows" in body:
+                self.c.at(path + ("no_output",), "`no_output` and `rows` say the same thing twice; keep one", key=True)
+            checks.append(m.RowsCheck("rows", (), self.c.where(path + ("no_output",))))
+        return checks
+
+    def watermark_check(self, body: dict, path: tuple) -> tuple[int | None, tuple[int | None, int | None] | None]:
+        """`watermark: T` (the watermark itself) or `watermark: {at_least: T, at_most: T}` (a range)."""
+        wm, wm_range = None, None
+        if isinstance(body.get("watermark"), dict):  # `{at_least: T, at_most: T}`: either bound, or both
+            bounds = {k: self.time(body["watermark"][k], path + ("watermark", k), allow_initial=True)
+                      for k in ("at_least", "at_most") if k in body["watermark"]}
+            low, high = bounds.get("at_least"), bounds.get("at_most")
+            if low is not None and high is not None and low > high:
+                self.c.at(path + ("watermark", "at_most"), "`at_most` is before `at_least`: no watermark is in "
+                                                           "this range")
+            wm_range = (low, high)
+        elif "watermark" in body:
+            wm = self.time(body["watermark"], path + ("watermark",), allow_initial=True)
+        return wm, wm_range
+
+    def event_time_check(self, body: dict, path: tuple) -> m.EventTimeCheck | None:
+        if not isinstance(body.get("event_time"), dict):
+            return None
+        et = body["event_time"]
+        return m.EventTimeCheck(
+            self.c.where(path + ("event_time",)),
+            **{f"{k}_us": self.time(et[k], path + ("event_time", k), allow_initial=k == "watermark")
+               for k in ("min", "max", "avg", "watermark") if k in et})  # type: ignore[arg-type]
+
+    def failure_check(self, body: dict, path: tuple) -> m.FailureCheck | None:
+        if not isinstance(body.get("failure"), dict):
+            return None
+        f = body["failure"]
+        failure = m.FailureCheck(self.c.where(path + ("failure",)), f.get("error_class"), f.get("exception"),
+                                 f.get("message"))
+        others = [k for k in body if k not in ("failure", "query")]  # `query:` says which query of a job failed
+        if others:
+            self.c.at(path + (others[0],), "an expected failure stands alone: the query produces nothing after it",
+                      key=True)
+        return failure
+
+    def batch_checks(self, body: dict, out_cols: tuple[Column, ...], path: tuple, what: str
+                     ) -> tuple[int | None, tuple[m.BatchCheck, ...] | None]:
+        """`batches: N` (how many ran) or `batches: [...]` (what each did)."""
+        if isinstance(body.get("batches"), int) and not isinstance(body.get("batches"), bool):
+            return body["batches"], None
+        if not isinstance(body.get("batches"), list):
+            return None, None
+        items = []
+        for i, b in enumerate(body["batches"]):
+            bp = path + ("batches", i)
+            items.append(m.BatchCheck(
+                self.c.where(bp), data=b.get("data"),
+                rows=self.rows(b["rows"], out_cols, bp + ("rows",), what) if "rows" in b else None,
+                watermark_before_us=self.time(b["watermark_before"], bp + ("watermark_before",), allow_initial=True)
+                if "watermark_before" in b else None,
+                watermark_after_us=self.time(b["watermark_after"], bp + ("watermark_after",), allow_initial=True)
+                if "watermark_after" in b else None,
+                dropped=b.get("dropped"), state_rows=b.get("state_rows"), updated=b.get("updated")))
+        return None, tuple(items)
 
     def inside_checks(self, step: m.ExpectStep, body: dict, path: tuple) -> m.ExpectStep:
         """The checks of what the query's operators did: `updated`, `batch_watermark`, `operators`,

@@ -290,7 +290,7 @@ class _Verdict:
 
 def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Callable[..., Any] | None = None) -> _Verdict:
     """An invariant (`contracts.InvariantSpec`) judged on one run's observations."""
-    from .contractfile import conserved_columns, sink_columns
+    from .contractfile import sink_columns
 
     v = _Verdict()
     cols_of = {o: [c for c in sink_columns(contract.queries, contract.output, o)] for o in spec.outputs}
@@ -300,58 +300,82 @@ def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Call
                      "a `table:` the job writes is read back only when it is given (--table, tables=)")
         v.exact = False
         return v
-
-    def tuple_in(sink: str, row: Mapping[str, Any]) -> tuple:
-        return tuple(row[c.name] for c in cols_of[sink])
-
     if spec.form == "hook":
         assert hook is not None
-        try:
-            said = hook(obs)
-        except AssertionError as exc:
-            said = str(exc) or f"{spec.hook or spec.name} failed an assertion"
-        if said is None or said is True or said == []:
-            return v
-        v.why = ([said] if isinstance(said, str) else [f"the hook returned {said!r}"] if said is False
-                 else [str(w) for w in said])
-        v.exact = False
-        return v
-    if spec.form == "not_null":
-        (sink,) = spec.outputs
+        _judge_hook(spec, obs, hook, v)
+    elif spec.form == "not_null":
+        _judge_not_null(spec, obs, cols_of, v)
+    elif spec.form == "disjoint":
+        _judge_disjoint(spec, obs, cols_of, v)
+    elif spec.relation is not None:
+        _judge_count(spec, obs, v)
+    else:
+        _judge_conserve(spec, obs, contract, cols_of, v)
+    return v
+
+
+def _tuple_in(cols_of: Mapping[str, Sequence[Any]], sink: str, row: Mapping[str, Any]) -> tuple:
+    """A sink's row as a tuple in the sink's columns (how the counterexample's expect steps hold it)."""
+    return tuple(row[c.name] for c in cols_of[sink])
+
+
+def _judge_hook(spec: Any, obs: Observations, hook: Callable[..., Any], v: _Verdict) -> None:
+    """A hook holds when it returns None, True or []; else what it returned (or asserted) is why."""
+    try:
+        said = hook(obs)
+    except AssertionError as exc:
+        said = str(exc) or f"{spec.hook or spec.name} failed an assertion"
+    if said is None or said is True or said == []:
+        return
+    v.why = ([said] if isinstance(said, str) else [f"the hook returned {said!r}"] if said is False
+             else [str(w) for w in said])
+    v.exact = False
+
+
+def _judge_not_null(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence[Any]], v: _Verdict) -> None:
+    (sink,) = spec.outputs
+    for row in obs.outputs[sink]:
+        nulls = [c for c in spec.columns if row.get(c) is None]
+        if nulls:
+            t = _tuple_in(cols_of, sink, row)
+            v.remove.setdefault(sink, Counter())[t] += 1
+            v.why.append(f"{sink!r} holds a row with null {', '.join(nulls)}: "
+                         f"{_show(t, [c.type for c in cols_of[sink]])}")
+
+
+def _judge_disjoint(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence[Any]], v: _Verdict) -> None:
+    where: dict[tuple, list[str]] = {}
+    for sink in spec.outputs:
         for row in obs.outputs[sink]:
-            nulls = [c for c in spec.columns if row.get(c) is None]
-            if nulls:
-                t = tuple_in(sink, row)
-                v.remove.setdefault(sink, Counter())[t] += 1
-                v.why.append(f"{sink!r} holds a row with null {', '.join(nulls)}: "
-                             f"{_show(t, [c.type for c in cols_of[sink]])}")
-        return v
-    if spec.form == "disjoint":
-        where: dict[tuple, list[str]] = {}
-        for sink in spec.outputs:
-            for row in obs.outputs[sink]:
-                key = tuple(row[c] for c in spec.columns)
-                if sink not in where.setdefault(key, []):
-                    where[key].append(sink)
-        types = [next(c.type for c in cols_of[spec.outputs[0]] if c.name == k) for k in spec.columns]
-        for key, sinks in sorted(where.items(), key=repr):
-            if len(sinks) > 1:
-                v.why.append(f"key {', '.join(spec.columns)} = {_show(key, types)} is in {' and '.join(sinks)}")
-                for sink in sinks[:-1]:  # expected only in the last of them the invariant names
-                    for row in obs.outputs[sink]:
-                        if tuple(row[c] for c in spec.columns) == key:
-                            v.remove.setdefault(sink, Counter())[tuple_in(sink, row)] += 1
-        return v
-    # conserve
+            key = tuple(row[c] for c in spec.columns)
+            if sink not in where.setdefault(key, []):
+                where[key].append(sink)
+    types = [next(c.type for c in cols_of[spec.outputs[0]] if c.name == k) for k in spec.columns]
+    for key, sinks in sorted(where.items(), key=repr):
+        if len(sinks) > 1:
+            v.why.append(f"key {', '.join(spec.columns)} = {_show(key, types)} is in {' and '.join(sinks)}")
+            for sink in sinks[:-1]:  # expected only in the last of them the invariant names
+                for row in obs.outputs[sink]:
+                    if tuple(row[c] for c in spec.columns) == key:
+                        v.remove.setdefault(sink, Counter())[_tuple_in(cols_of, sink, row)] += 1
+
+
+def _judge_count(spec: Any, obs: Observations, v: _Verdict) -> None:
+    """`conserve` with a `count:` relation: only the numbers of rows are compared."""
     added = sum(len(obs.inputs.get(s, [])) for s in spec.sources)
     out = sum(len(obs.outputs[o]) for o in spec.outputs)
-    if spec.relation is not None:
-        holds = {"==": out == added, "<=": out <= added, ">=": out >= added}[spec.relation]
-        if not holds:
-            v.why.append(f"{out} row(s) in {' + '.join(spec.outputs)} against {added} added to "
-                         f"{' + '.join(spec.sources)}: not {spec.relation}")
-            v.exact = False
-        return v
+    holds = {"==": out == added, "<=": out <= added, ">=": out >= added}[spec.relation]
+    if not holds:
+        v.why.append(f"{out} row(s) in {' + '.join(spec.outputs)} against {added} added to "
+                     f"{' + '.join(spec.sources)}: not {spec.relation}")
+        v.exact = False
+
+
+def _judge_conserve(spec: Any, obs: Observations, contract: Contract, cols_of: Mapping[str, Sequence[Any]],
+                    v: _Verdict) -> None:
+    """`conserve`: each row added lands once in the outputs, followed by the columns they all name."""
+    from .contractfile import conserved_columns
+
     common = conserved_columns(contract.sources, contract.queries, contract.output, spec.sources, spec.outputs)
     src = next(s for s in contract.sources if s.name in spec.sources)
     types = [next(c.type for c in src.columns if c.name == n) for n in common]
@@ -372,7 +396,7 @@ def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Call
             last = spec.outputs[-1]  # a row in none is expected in the last output named: the catch-all
             if {c.name for c in cols_of[last]} <= set(common):
                 rows = [r for s in spec.sources for r in obs.inputs.get(s, []) if tuple(r.get(c) for c in common) == key]
-                v.add.setdefault(last, Counter())[tuple_in(last, rows[0])] += n_in - n_out
+                v.add.setdefault(last, Counter())[_tuple_in(cols_of, last, rows[0])] += n_in - n_out
             else:
                 v.exact = False
             continue
@@ -384,9 +408,8 @@ def judge_invariant(spec: Any, obs: Observations, contract: Contract, hook: Call
         for o in landed:
             for r in obs.outputs[o]:
                 if extra and tuple(r[c] for c in common) == key:
-                    v.remove.setdefault(o, Counter())[tuple_in(o, r)] += 1
+                    v.remove.setdefault(o, Counter())[_tuple_in(cols_of, o, r)] += 1
                     extra -= 1
-    return v
 
 
 class _Corrected:
@@ -648,38 +671,19 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     `invariants`: hooks of your own by name (each a function over `Observations`: None or True when it
     holds, else False, a message or a list of them, or an AssertionError), checked beside the contract's
     `invariants:` as `invariant:NAME`; `properties` names them so, or all of them as `invariants`."""
-    from hypothesis import HealthCheck, Phase, settings
-
     from .registry import ContractLookup
     from .snapshot import in_ci
     from .strategies import scenarios
 
     specs, hooks = _invariant_hooks(contract, invariants)
-    named = [INVARIANT + n for n in specs]
-    unknown = [p for p in properties if p not in PROPERTIES and p not in named]
-    if unknown:
-        raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
-                         f"(known: {', '.join([*PROPERTIES, *named])})")
-    wanted: list[str] = []
-    for p in properties:
-        for q in (named or [p]) if p == "invariants" else [p]:
-            if q not in wanted:
-                wanted.append(q)
+    wanted = _wanted(properties, [INVARIANT + n for n in specs])
     lookup = lookup or ContractLookup((), extra=[contract])
     delay = delay or _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
                         idle=True, pools=pools, params=params, contracts=lookup,
                         resolution=_resolution(delay), max_step=_step(delay))
     if hypothesis_settings is None:
-        kwargs: dict[str, Any] = {"max_examples": max_examples, "deadline": None, "derandomize": derandomize,
-                                  "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                            HealthCheck.filter_too_much],
-                                  # not the `explain` phase: it runs the shrunk stream's variants again, each a
-                                  # Spark run, to say which parts mattered; the written file says it instead
-                                  "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}
-        if database != "default":
-            kwargs["database"] = database
-        hypothesis_settings = settings(**kwargs)
+        hypothesis_settings = _settings(max_examples, derandomize, database)
     tell = progress or (lambda _: None)
     observed: dict[str, RunObservation] = {}
 
@@ -702,8 +706,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
             continue
         tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
-        target = pipeline if isinstance(pipeline, str) else (
-            f"{getattr(pipeline, '__module__', '')}:{getattr(pipeline, '__qualname__', repr(pipeline))}")
+        target = pipeline if isinstance(pipeline, str) else _code_name(pipeline)
         judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
             if prop.startswith(INVARIANT) else (None, None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
@@ -712,6 +715,42 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
     return CheckReport(contract.name, reports)
+
+
+def _wanted(properties: Sequence[str], named: list[str]) -> list[str]:
+    """The properties to check, in order, each once: `invariants` stands for every invariant by name
+    (`named`, `invariant:NAME`); an unknown name is a ValueError that lists the known ones."""
+    unknown = [p for p in properties if p not in PROPERTIES and p not in named]
+    if unknown:
+        raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "
+                         f"(known: {', '.join([*PROPERTIES, *named])})")
+    wanted: list[str] = []
+    for p in properties:
+        for q in (named or [p]) if p == "invariants" else [p]:
+            if q not in wanted:
+                wanted.append(q)
+    return wanted
+
+
+def _settings(max_examples: int, derandomize: bool, database: Any) -> Any:
+    """The Hypothesis settings of a check: no deadline (a stream is Spark runs), no health check that a
+    slow or large draw trips, and no `explain` phase."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    kwargs: dict[str, Any] = {"max_examples": max_examples, "deadline": None, "derandomize": derandomize,
+                              "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
+                                                        HealthCheck.filter_too_much],
+                              # not the `explain` phase: it runs the shrunk stream's variants again, each a
+                              # Spark run, to say which parts mattered; the written file says it instead
+                              "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}
+    if database != "default":
+        kwargs["database"] = database
+    return settings(**kwargs)
+
+
+def _code_name(fn: Any) -> str:
+    """'module:qualname' of a function given in code."""
+    return f"{getattr(fn, '__module__', '')}:{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def _invariant_hooks(contract: Contract, given: Mapping[str, Callable[..., Any]] | None
@@ -744,8 +783,7 @@ def _invariant_hooks(contract: Contract, given: Mapping[str, Callable[..., Any]]
             raise ValueError(f"invariant {name!r} is the contract's already: give the hook another name")
         if not callable(fn):
             raise ValueError(f"invariant {name!r}: a hook is a function over the run's observations, not {fn!r}")
-        specs[name] = InvariantSpec(name, "hook", hook=f"{getattr(fn, '__module__', '')}:"
-                                                      f"{getattr(fn, '__qualname__', repr(fn))}",
+        specs[name] = InvariantSpec(name, "hook", hook=_code_name(fn),
                                     doc=(fn.__doc__ or "").strip().split("\n")[0])
         hooks[name] = fn
     return specs, hooks
@@ -769,33 +807,12 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     """Run one property's Hypothesis test; its outcome goes into `report`. `key`: where Hypothesis's database
     keeps its examples (one per contract, property and pipeline, so a broken stream is tried first on the
     next check of the same three, and never replayed for another)."""
-    from hypothesis import given, seed as hseed, strategies as st
+    from hypothesis import given, seed as hseed
 
-    prop = report.prop
-
-    def points(sc: m.Scenario) -> list[int]:
-        """After a `process` that read rows: a data batch ran, nothing is left pending."""
-        out, added = [], False
-        for s in sc.steps:
-            if isinstance(s, m.AddStep):
-                added = True
-            elif isinstance(s, m.ProcessStep) and added:
-                out.append(s.index)
-                added = False
-        return out
-
-    spec, hook, tables, pools = extra
-
-    def draw_case(sc: m.Scenario) -> Any:
-        where = points(sc)
-        if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
-            return st.just((sc, 0, "same"))
-        return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
-
-    cases = streams.flatmap(draw_case)
+    judge = _PropertyJudge(report, run, ends, contract, lookup, extra)
 
     @hypothesis_settings
-    @given(cases)
+    @given(streams.flatmap(judge.draw_case))
     def holds(case: tuple[m.Scenario, int, str]) -> None:
         if report.error is not None:  # the kit failed on an earlier stream: nothing more is judged
             return
@@ -804,47 +821,108 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         except _KitError as exc:  # never shrunk as if it were the job's failure
             report.error = str(exc)
 
-    def judge(case: tuple[m.Scenario, int, str]) -> None:
+    # the test function is the same code for every property: Hypothesis would key them all alike
+    holds._hypothesis_internal_database_key = key.encode("utf-8")
+    test = hseed(seed)(holds) if seed is not None else holds
+    try:
+        test()
+    except _Broken:
+        pass
+    except Exception as exc:  # noqa: BLE001 - Hypothesis (unsatisfiable, flaky) or the kit: said, not a verdict
+        text = str(exc).strip()
+        report.error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _points(sc: m.Scenario) -> list[int]:
+    """After a `process` that read rows: a data batch ran, nothing is left pending."""
+    out, added = [], False
+    for s in sc.steps:
+        if isinstance(s, m.AddStep):
+            added = True
+        elif isinstance(s, m.ProcessStep) and added:
+            out.append(s.index)
+            added = False
+    return out
+
+
+class _PropertyJudge:
+    """One property judged on one drawn case (a stream, a point after a data batch, a kind of session):
+    a stream it holds on is counted in the report, one it cannot be judged on is counted with the reason,
+    a broken one leaves its counterexample in the report and raises `_Broken` (Hypothesis shrinks on it)."""
+
+    def __init__(self, report: PropertyReport, run: Callable[[str], RunObservation], ends: Sequence[str],
+                 contract: Contract, lookup: Any, extra: tuple):
+        self.report, self.prop, self.run, self.ends = report, report.prop, run, ends
+        self.contract, self.lookup = contract, lookup
+        self.spec, self.hook, self.tables, self.pools = extra
+
+    def draw_case(self, sc: m.Scenario) -> Any:
+        from hypothesis import strategies as st
+
+        where = _points(sc)
+        prop = self.prop
+        if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
+            return st.just((sc, 0, "same"))
+        return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
+
+    def __call__(self, case: tuple[m.Scenario, int, str]) -> None:
         sc, point, session_kind = case
-        base_text = with_step_after(sc, 0, "", tail=ends)
-        if prop == "no-query-dies":
-            base = run(base_text)
-            if not base.applicable:
-                report.not_judged[f"not applicable: {base.result.reason}"] += 1
-                return
-            if base.died is not None:
-                why = [f"the run ended in an error{_error_class(base.died)}: {base.died}"]
-                text = _header(prop, why, "Reproduce: eventtime run THIS_FILE (it ends in the same error).")
-                report.counterexample = Counterexample(prop, contract.name, text + _renamed(
-                    with_step_after(sc, 0, ""), prop), why)
-                raise _Broken("\n".join(why))
-            report.held_on += 1
-            return
-        if prop == "bounded-state":
-            return judge_bounded(sc)
-        if prop.startswith(INVARIANT):
-            return judge_invariant_on(sc, base_text)
+        base_text = with_step_after(sc, 0, "", tail=self.ends)
+        if self.prop == "no-query-dies":
+            return self.judge_dies(sc, base_text)
+        if self.prop == "bounded-state":
+            return self.judge_bounded(sc)
+        if self.prop.startswith(INVARIANT):
+            return self.judge_invariant_on(base_text)
         if not point:
-            report.not_judged["no batch read rows"] += 1
+            self.report.not_judged["no batch read rows"] += 1
             return
+        return self.judge_restart(sc, base_text, point, session_kind)
+
+    def broken(self, why: list[str], text: str) -> None:
+        """The property broke: `text` is the counterexample's file."""
+        self.report.counterexample = Counterexample(self.prop, self.contract.name, text, why)
+        raise _Broken("\n".join(why))
+
+    def usable(self, o: RunObservation) -> bool:
+        """Whether a run can be compared: it applied, and it did not end in an error (`no-query-dies`
+        says so); else counted as not judged, with the reason."""
+        if not o.applicable:
+            self.report.not_judged[f"not applicable: {o.result.reason}"] += 1
+            return False
+        if o.died is not None:  # `no-query-dies` says so
+            self.report.not_judged["the run ended in an error"] += 1
+            return False
+        return True
+
+    def judge_dies(self, sc: m.Scenario, base_text: str) -> None:
+        base = self.run(base_text)
+        if not base.applicable:
+            self.report.not_judged[f"not applicable: {base.result.reason}"] += 1
+            return
+        if base.died is not None:
+            why = [f"the run ended in an error{_error_class(base.died)}: {base.died}"]
+            text = _header(self.prop, why, "Reproduce: eventtime run THIS_FILE (it ends in the same error).")
+            self.broken(why, text + _renamed(with_step_after(sc, 0, ""), self.prop))
+        self.report.held_on += 1
+
+    def judge_restart(self, sc: m.Scenario, base_text: str, point: int, session_kind: str) -> None:
+        """`exactly-once-rerun` and the restart properties: a run with a restart (or a batch run again)
+        after `point` against one without."""
+        prop, ends = self.prop, self.ends
         restart = "- restart" if session_kind == "same" else "- restart: {session: new}"
         if prop == "exactly-once-rerun":
-            reference = run(with_step_after(sc, point, restart, tail=ends))
+            reference = self.run(with_step_after(sc, point, restart, tail=ends))
             variant_text = with_step_after(sc, point, "- restart: {rerun_last_batch: true}", tail=ends)
         else:
-            reference = run(base_text)
+            reference = self.run(base_text)
             variant_text = with_step_after(sc, point, restart, tail=ends)
-        variant = run(variant_text)
-        for o in (reference, variant):
-            if not o.applicable:
-                report.not_judged[f"not applicable: {o.result.reason}"] += 1
-                return
-            if o.died is not None:  # `no-query-dies` says so; nothing to compare here
-                report.not_judged["the run ended in an error"] += 1
-                return
+        variant = self.run(variant_text)
+        if not (self.usable(reference) and self.usable(variant)):
+            return
         why = reference.differences(variant)
         if not why:
-            report.held_on += 1
+            self.report.held_on += 1
             return
         what = "a batch run again after a crash" if prop == "exactly-once-rerun" else "the restart"
         why = [f"{what} after step {point} changed {w}" for w in why]
@@ -860,28 +938,19 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
                 "THIS_FILE (it fails where the outputs differ).")
         if stream_differs:
             note += " The re-run batch's own rows differed too (a batch that is not deterministic)."
-        body = filled(_renamed(variant_text, prop), reference, lookup=lookup, keep=keep)
-        report.counterexample = Counterexample(prop, contract.name, _header(prop, why, note) + body, why)
-        raise _Broken("\n".join(why))
+        body = filled(_renamed(variant_text, prop), reference, lookup=self.lookup, keep=keep)
+        self.broken(why, _header(prop, why, note) + body)
 
-    def usable(o: RunObservation) -> bool:
-        if not o.applicable:
-            report.not_judged[f"not applicable: {o.result.reason}"] += 1
-            return False
-        if o.died is not None:  # `no-query-dies` says so
-            report.not_judged["the run ended in an error"] += 1
-            return False
-        return True
-
-    def judge_bounded(sc: m.Scenario) -> None:
+    def judge_bounded(self, sc: m.Scenario) -> None:
+        contract, report = self.contract, self.report
         mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
         if mode == "complete":
             report.not_judged["complete mode: Spark keeps every group in state"] += 1
             return
-        closing = closing_steps(contract, pools)
+        closing = closing_steps(contract, self.pools)
         variant_text = with_step_after(sc, 0, "", tail=closing)
-        variant, reference = run(variant_text), run(with_steps(sc, closing))
-        if not (usable(variant) and usable(reference)):
+        variant, reference = self.run(variant_text), self.run(with_steps(sc, closing))
+        if not (self.usable(variant) and self.usable(reference)):
             return
         after, stateful = _state_by_query(variant, contract)
         alone, _ = _state_by_query(reference, contract)
@@ -898,16 +967,17 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         note = (f"After the stream, a closing event at {CLOSING_TIME} on each event-time source, twice; its expect "
                 "steps hold the state rows those closing steps leave run alone; reproduce: eventtime run THIS_FILE "
                 "(it fails at the state_rows check).")
-        body = filled(_renamed(variant_text, prop), reference, lookup=lookup, keep=lambda line: "state_rows" in line)
-        report.counterexample = Counterexample(prop, contract.name, _header(prop, why, note) + body, why)
-        raise _Broken("\n".join(why))
+        body = filled(_renamed(variant_text, self.prop), reference, lookup=self.lookup,
+                      keep=lambda line: "state_rows" in line)
+        self.broken(why, _header(self.prop, why, note) + body)
 
-    def judge_invariant_on(sc: m.Scenario, base_text: str) -> None:
-        base = run(base_text)
-        if not usable(base):
+    def judge_invariant_on(self, base_text: str) -> None:
+        spec, contract, report = self.spec, self.contract, self.report
+        base = self.run(base_text)
+        if not self.usable(base):
             return
         try:
-            verdict = judge_invariant(spec, observations_of(base, contract), contract, hook)
+            verdict = judge_invariant(spec, observations_of(base, contract), contract, self.hook)
         except Exception as exc:  # noqa: BLE001 - the user's hook failed: said where, never a verdict
             import traceback
 
@@ -928,21 +998,9 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
             ": the invariant does not say which values it demands; correct them from What broke before the file "
             "guards anything."))
         reference = _corrected(base, contract, verdict)
-        body = filled(_renamed(base_text, prop, report.title), reference, lookup=lookup, keep=lambda line: True)
-        report.counterexample = Counterexample(prop, contract.name,
-                                               _header(prop, verdict.why, note, report.title) + body, verdict.why)
-        raise _Broken("\n".join(verdict.why))
-
-    # the test function is the same code for every property: Hypothesis would key them all alike
-    holds._hypothesis_internal_database_key = key.encode("utf-8")
-    test = hseed(seed)(holds) if seed is not None else holds
-    try:
-        test()
-    except _Broken:
-        pass
-    except Exception as exc:  # noqa: BLE001 - Hypothesis (unsatisfiable, flaky) or the kit: said, not a verdict
-        text = str(exc).strip()
-        report.error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+        body = filled(_renamed(base_text, self.prop, report.title), reference, lookup=self.lookup,
+                      keep=lambda line: True)
+        self.broken(verdict.why, _header(self.prop, verdict.why, note, report.title) + body)
 
 def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:
     named = _sink_names(contract, obs.stream)

@@ -515,6 +515,35 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
         return len(a) == len(b) and all(t.equal(x, y, tol) for t, x, y in zip(types, a, b))
 
     items = list(node.value) if isinstance(node, yaml.SequenceNode) else []
+    keep, left = _matched(expected, actual, same, ordered)
+    added = [written(actual[j]) for j in left]
+    if not ordered:
+        added.sort()
+    removed = [text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if not k]
+    if not removed and not added:
+        return [], [], []
+    if ordered or not isinstance(node, yaml.SequenceNode) or node.flow_style or not items:
+        # one flow list (or order matters): written again, the rows that were right in their own text
+        kept = iter(text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if k)
+        if ordered:
+            # a row expected past the last one the run wrote is taken out (it has no row to become)
+            new = [text[it.start_mark.index:node_end(it)] if k else written(actual[i])
+                   for i, (it, k) in enumerate(zip(items, keep)) if k or i < len(actual)]
+            new += [written(r) for r in actual[len(items):]]
+        else:
+            new = list(kept) + added
+        # up to the last item's end: a block list's end mark is the next key's line, which would be joined on
+        return [Edit(node.start_mark.index, node_end(node), flow_list(new))], removed, added
+    if all(not k for k in keep) and not added:  # every row removed: an empty list
+        return [Edit(node.start_mark.index, node_end(node), "[]")], removed, added
+    return _block_list_edits(text, items, keep, added), removed, added
+
+
+def _matched(expected: Sequence[tuple], actual: Sequence[tuple], same: Callable[[tuple, tuple], bool],
+             ordered: bool) -> tuple[list[bool], list[int]]:
+    """Which rows of `expected` are right (kept), and the positions in `actual` no kept row matched.
+    Ordered: a row is right at its own position; else each expected row takes the first actual one
+    left that equals it."""
     keep = [False] * len(expected)
     left = list(range(len(actual)))
     if ordered:
@@ -528,23 +557,12 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
             if hit is not None:
                 keep[i] = True
                 left.remove(hit)
-    added = [written(actual[j]) for j in left]
-    if not ordered:
-        added.sort()
-    removed = [text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if not k]
-    if not removed and not added:
-        return [], [], []
-    if ordered or not isinstance(node, yaml.SequenceNode) or node.flow_style or not items:
-        # one flow list (or order matters): written again, the rows that were right in their own text
-        kept = iter(text[it.start_mark.index:node_end(it)] for it, k in zip(items, keep) if k)
-        if ordered:
-            new = [text[it.start_mark.index:node_end(it)] if k else written(actual[i])
-                   for i, (it, k) in enumerate(zip(items, keep))]
-            new += [written(r) for r in actual[len(items):]]
-        else:
-            new = list(kept) + added
-        return [Edit(node.start_mark.index, node.end_mark.index, flow_list(new))], removed, added
-    # a block list: a line per row changed, a line per row removed or added
+    return keep, left
+
+
+def _block_list_edits(text: str, items: list[yaml.Node], keep: list[bool], added: list[str]) -> list[Edit]:
+    """A block list: a line per row changed, a line per row removed or added (under the last item, at its
+    indentation)."""
     edits = []
     pending = list(added)
     for it, k in zip(items, keep):
@@ -560,9 +578,7 @@ def row_list_edits(text: str, node: yaml.Node, expected: Sequence[tuple], actual
         pad = " " * (dash - _line_start(text, last.start_mark.index))
         at = line_end(text, node_end(last))
         edits.append(Edit(at, at, block_items(pending, len(pad))))
-    if all(not k for k in keep) and not added:  # every row removed: an empty list
-        return [Edit(node.start_mark.index, node_end(node), "[]")], removed, added
-    return edits, removed, added
+    return edits
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Iterable, Mapping, Sequence
 from .contracts import Contract
 from .judge import format_value
 from .spec import ExpectStep, checked_contract, checked_query
-from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, ScenarioResult
+from .results import DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, ScenarioResult, StepResult
 from .timeparse import format_relative
 
 __all__ = ["summary_line", "describe_failure", "verdict_table", "totals", "totals_line", "short_name", "certification",
@@ -115,33 +115,8 @@ def describe_failure(result: ScenarioResult) -> str:
             if step.kind == "expect" and step.status != SKIPPED:
                 close(named_by(step.index))
             continue
-        lines.append(f"  step {step.index} `{step.kind}` at {step.where}: {step.status}")
-        src = [s for s in sc.steps if s.index == step.index]
-        for n, text in (sc.step_text(src[0]) if src else []):
-            lines.append(f"    {n:>4} | {text}")
-        if step.message:
-            lines.append(f"    {step.message}")
-        contract = checked_contract(sc.contract, src[0]) if src and isinstance(src[0], ExpectStep) else sc.contract
-        for f in step.failures:
-            lines += _failure_lines(f, result, "    ", contract)
-        wm = step.watermark_ms
-        if wm is None and any(b.query is not None for s in result.steps for b in s.batches):
-            lines.append("    watermark now: one per query of the job (an expect with `query:` shows that query's)")
-        else:
-            lines.append(f"    watermark now: {'initial' if not wm else format_relative(wm * 1000, date=sc.date)}")
-        batches = unseen + list(step.batches)
-        queries = {b.query for b in batches}
         named = named_by(step.index)
-        if len(jobs) > 1 and named in jobs:  # a job's queries: the one the check looks at
-            batches, queries = [b for b in batches if b.query == named], {named}
-        of = f" of query {named!r}" if len(jobs) > 1 and named in jobs else ""
-        if batches:
-            lines.append("    batches since the previous expect" + (f" (query {named!r})" if named is not None
-                                                                     and queries == {named} else "") + ":")
-            lines += [f"      {'' if len(queries) == 1 else f'query {b.query!r}: '}{_batch_line(b, result)}"
-                      for b in batches]
-        else:
-            lines.append(f"    no micro-batch ran since the previous expect{of}")
+        lines += _failed_step_lines(step, result, unseen + list(step.batches), jobs, named)
         unseen += step.batches
         if step.kind == "expect":
             close(named)
@@ -151,6 +126,38 @@ def describe_failure(result: ScenarioResult) -> str:
     if result.rerun:
         lines.append(f"  re-run: {result.rerun}")
     return "\n".join(lines)
+
+
+def _failed_step_lines(step: StepResult, result: ScenarioResult, batches: list, jobs: set, named: str | None) -> list[str]:
+    """A failed step: its place and text in the file, what failed, the watermark, and the batches run
+    since the previous expect (`batches`; of the query it checks, `named`, in a job of several)."""
+    sc = result.scenario
+    lines = [f"  step {step.index} `{step.kind}` at {step.where}: {step.status}"]
+    src = [s for s in sc.steps if s.index == step.index]
+    for n, text in (sc.step_text(src[0]) if src else []):
+        lines.append(f"    {n:>4} | {text}")
+    if step.message:
+        lines.append(f"    {step.message}")
+    contract = checked_contract(sc.contract, src[0]) if src and isinstance(src[0], ExpectStep) else sc.contract
+    for f in step.failures:
+        lines += _failure_lines(f, result, "    ", contract)
+    wm = step.watermark_ms
+    if wm is None and any(b.query is not None for s in result.steps for b in s.batches):
+        lines.append("    watermark now: one per query of the job (an expect with `query:` shows that query's)")
+    else:
+        lines.append(f"    watermark now: {'initial' if not wm else format_relative(wm * 1000, date=sc.date)}")
+    queries = {b.query for b in batches}
+    if len(jobs) > 1 and named in jobs:  # a job's queries: the one the check looks at
+        batches, queries = [b for b in batches if b.query == named], {named}
+    of = f" of query {named!r}" if len(jobs) > 1 and named in jobs else ""
+    if batches:
+        lines.append("    batches since the previous expect" + (f" (query {named!r})" if named is not None
+                                                                 and queries == {named} else "") + ":")
+        lines += [f"      {'' if len(queries) == 1 else f'query {b.query!r}: '}{_batch_line(b, result)}"
+                  for b in batches]
+    else:
+        lines.append(f"    no micro-batch ran since the previous expect{of}")
+    return lines
 
 
 def totals(results: Sequence[ScenarioResult]) -> dict[str, int]:

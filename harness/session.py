@@ -83,40 +83,46 @@ def get_session(master: str | None = None, conf: Mapping[str, str] | None = None
             spark = _warm_session(master, conf or {}, settings)
             if spark is not None:
                 return spark
-        if "spark.sql.warehouse.dir" not in settings:
-            settings["spark.sql.warehouse.dir"] = coldstart.warehouse()
-        archive = coldstart.archive_plan(settings)
-        if archive.options:
-            driver = settings.get("spark.driver.extraJavaOptions", "")
-            settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
-        for key, value in settings.items():
-            builder = builder.config(key, value)
-        failure: Exception | None = None
-        with jvm_output_to_log() as log:
-            mark = log.mark() if log is not None else 0
-            try:
-                with coldstart.first_use_imports_once_launched():
-                    spark = builder.getOrCreate()
-            except Exception as exc:
-                failure = exc
-                if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
-                    said = log.since(mark, limit=15)
-                    if said:
-                        exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
-        # outside the redirection: what these say goes to this process's stderr, not the driver log
-        startup = log.since(mark, limit=400) if log is not None else []
-        if failure is not None:
-            coldstart.archive_launch_failed(archive, startup)
-            raise failure
-        coldstart.archive_launched(archive, startup)
-        python_loggers_to_log(log)
-        spark.sparkContext.setLogLevel("ERROR")
-        if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
-            atexit.register(spark.stop)  # executors and log errors while it shuts down
-            wait_for_executors(spark, expected_executors(master))
-        spark = prepare_session(spark)
-        coldstart.prepare_queries_meanwhile(spark)
-        return spark
+        return _cold_session(builder, master, settings)
+
+
+def _cold_session(builder: Any, master: str, settings: dict[str, str]) -> Any:
+    """A session on a JVM launched now (the cold start), with `settings`; the driver's output goes to the
+    driver log, and a launch that fails carries the last of it. Called with SESSION_LOCK held."""
+    if "spark.sql.warehouse.dir" not in settings:
+        settings["spark.sql.warehouse.dir"] = coldstart.warehouse()
+    archive = coldstart.archive_plan(settings)
+    if archive.options:
+        driver = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = (driver + " " + archive.options).strip()
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    failure: Exception | None = None
+    with jvm_output_to_log() as log:
+        mark = log.mark() if log is not None else 0
+        try:
+            with coldstart.first_use_imports_once_launched():
+                spark = builder.getOrCreate()
+        except Exception as exc:
+            failure = exc
+            if log is not None and hasattr(exc, "add_note"):  # what the JVM said before it failed
+                said = log.since(mark, limit=15)
+                if said:
+                    exc.add_note("the Spark driver's output (" + log.path + "):\n  " + "\n  ".join(said))
+    # outside the redirection: what these say goes to this process's stderr, not the driver log
+    startup = log.since(mark, limit=400) if log is not None else []
+    if failure is not None:
+        coldstart.archive_launch_failed(archive, startup)
+        raise failure
+    coldstart.archive_launched(archive, startup)
+    python_loggers_to_log(log)
+    spark.sparkContext.setLogLevel("ERROR")
+    if not is_local(master):  # leave the cluster in order: a JVM that just exits makes its workers relaunch
+        atexit.register(spark.stop)  # executors and log errors while it shuts down
+        wait_for_executors(spark, expected_executors(master))
+    spark = prepare_session(spark)
+    coldstart.prepare_queries_meanwhile(spark)
+    return spark
 
 
 _warm_asked = False  # whether this process's sessions are asked to be warm (the last get_session that said)

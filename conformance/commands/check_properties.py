@@ -6,10 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import ExitCode
 from .options import conf_pairs, contracts_parent, pipelines_parent, positive_int, spark_parent
+
+if TYPE_CHECKING:
+    from ..contracts import Contract
+    from ..properties import CheckReport
 
 __all__ = ["add_parser", "run"]
 
@@ -78,7 +82,6 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
 def run(args: argparse.Namespace) -> int:
     from ..projectconfig import unbound_message
     from ..properties import PROPERTIES, check_properties
-    from ..snapshot import in_ci
     from .execute import unimportable
     from .files import read_project
     from .spark import open_session
@@ -90,16 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return ExitCode.USAGE_ERROR
     contract, lookup, place = found
-    from ..strategies import not_generated
-
-    refused = not_generated(contract)
-    if refused is None and args.delay is not None:
-        from ..timeparse import TimeFormatError, parse_duration
-
-        try:
-            parse_duration(args.delay)
-        except (TimeFormatError, ValueError) as exc:
-            refused = f"--delay {args.delay!r}: {exc}"
+    refused = _refused(contract, args.delay)
     if refused is not None:  # said before Spark starts
         print(f"eventtime: error: {refused}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
@@ -131,17 +125,40 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
-        for p in report.properties:
-            if p.counterexample is not None and p.written is None:
-                why = "CI is set: not written" if in_ci() else "not written"
-                print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
-            elif p.written is not None:
-                # a contract given as a file is found by its folder (a scenario under --out is not beside it)
-                dirs = [*args.contracts, *([str(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
-                print(f"eventtime: reproduce: eventtime run {p.written} --pipeline {contract.name}={target}"
-                      + "".join(f" --contracts {d}" for d in dict.fromkeys(dirs)), flush=True)
+        _say_counterexamples(report, contract.name, target, args.contracts, place)
         held = sum(p.held for p in report.properties)
         print(f"eventtime: {held} of {len(report.properties)} properties held for {contract.name} against {target}",
               flush=True)
         failed = failed or not report.held
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _refused(contract: Contract, delay: str | None) -> str | None:
+    """Why no stream can be checked for `contract` with this `--delay` (None: they can); said before
+    Spark starts."""
+    from ..strategies import not_generated
+
+    refused = not_generated(contract)
+    if refused is None and delay is not None:
+        from ..timeparse import TimeFormatError, parse_duration
+
+        try:
+            parse_duration(delay)
+        except (TimeFormatError, ValueError) as exc:
+            refused = f"--delay {delay!r}: {exc}"
+    return refused
+
+
+def _say_counterexamples(report: CheckReport, contract: str, target: str, contract_dirs: list[str], place: Path) -> None:
+    """Each broken property's shrunk stream: where it was written and how to run it again, else its text."""
+    from ..snapshot import in_ci
+
+    for p in report.properties:
+        if p.counterexample is not None and p.written is None:
+            why = "CI is set: not written" if in_ci() else "not written"
+            print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
+        elif p.written is not None:
+            # a contract given as a file is found by its folder (a scenario under --out is not beside it)
+            dirs = [*contract_dirs, *([str(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
+            print(f"eventtime: reproduce: eventtime run {p.written} --pipeline {contract}={target}"
+                  + "".join(f" --contracts {d}" for d in dict.fromkeys(dirs)), flush=True)

@@ -37,8 +37,7 @@ def lateness_count(sources, params) -> DataFrame:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    window_us = params.window.total_us
-    lateness_ms = params.allowed_lateness.total_ms
+    windowing = _Windowing(params.window.total_us, params.allowed_lateness.total_ms)
     delay_ms = params.bound.total_ms + 1
     events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
     rows = events.select(
@@ -46,49 +45,77 @@ def lateness_count(sources, params) -> DataFrame:
         F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
         F.expr("unix_micros(ts)").alias("ts_us"))
 
-    def max_ts_ms(start_us: int) -> int:
-        return (start_us + window_us) // _US_PER_MS - 1
-
     def windows(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         # {window start (µs): [count, fired]}, as JSON: array-typed state trips some pyspark versions
         open_ = {int(s): v for s, v in json.loads(state.get[0]).items()} if state.exists else {}
         watermark = state.getCurrentWatermarkMs()
-        out: list[tuple] = []  # (start µs, count, firing, result_ts µs)
-        for start in sorted(open_):  # timers the watermark reached: on-time firings
-            if not open_[start][1] and max_ts_ms(start) <= watermark:
-                open_[start][1] = True
-                out.append((start, open_[start][0], "on_time", max_ts_ms(start) * _US_PER_MS))
-        for start in [s for s in open_ if max_ts_ms(s) + lateness_ms <= watermark]:  # cleanup timers
-            del open_[start]
+        out = windowing.timers(open_, watermark)
         if not state.hasTimedOut:
-            for frame in frames:
-                for us in frame["ts_us"]:
-                    us = int(us)
-                    start = us - us % window_us
-                    if max_ts_ms(start) + lateness_ms <= watermark:  # the late side output
-                        out.append((start, 1, "dropped", us))
-                        continue
-                    w = open_.setdefault(start, [0, False])
-                    w[0] += 1
-                    if max_ts_ms(start) <= watermark:  # a late firing, at once
-                        w[1] = True
-                        out.append((start, w[0], "late", max_ts_ms(start) * _US_PER_MS))
+            out += windowing.arrivals(open_, frames, watermark)
         if out:
-            yield pd.DataFrame({
-                "key": [key[0]] * len(out),
-                "window_start": [_ts(pd, s) for s, _, _, _ in out],
-                "window_end": [_ts(pd, s + window_us) for s, _, _, _ in out],
-                "count": [n for _, n, _, _ in out],
-                "firing": [f for _, _, f, _ in out],
-                "result_ts": [_ts(pd, t) for _, _, _, t in out]})
+            yield windowing.frame(pd, key, out)
         if not open_:
             state.remove()
             return
         state.update((json.dumps({str(s): v for s, v in open_.items()}),))
-        due = min(max_ts_ms(s) + (lateness_ms if fired else 0) for s, (_, fired) in open_.items())
-        state.setTimeoutTimestamp(due - 1)
+        state.setTimeoutTimestamp(windowing.next_timeout(open_))
 
     return rows.groupBy("key").applyInPandasWithState(
         windows, "key string, window_start timestamp, window_end timestamp, count long, firing string, "
                  "result_ts timestamp",
         "windows string", "append", GroupStateTimeout.EventTimeTimeout)
+
+
+class _Windowing:
+    """Flink's tumbling event-time windows with allowed lateness, over a key's open windows
+    (`{start µs: [count, fired]}`, changed in place); each firing is (start µs, count, firing, result_ts µs)."""
+
+    def __init__(self, window_us: int, lateness_ms: int):
+        self.window_us, self.lateness_ms = window_us, lateness_ms
+
+    def max_ts_ms(self, start_us: int) -> int:
+        return (start_us + self.window_us) // _US_PER_MS - 1
+
+    def timers(self, open_: dict[int, list], watermark: int) -> list[tuple]:
+        """The timers the watermark reached: on-time firings, then the windows purged (cleanup timers)."""
+        out: list[tuple] = []
+        for start in sorted(open_):
+            if not open_[start][1] and self.max_ts_ms(start) <= watermark:
+                open_[start][1] = True
+                out.append((start, open_[start][0], "on_time", self.max_ts_ms(start) * _US_PER_MS))
+        for start in [s for s in open_ if self.max_ts_ms(s) + self.lateness_ms <= watermark]:
+            del open_[start]
+        return out
+
+    def arrivals(self, open_: dict[int, list], frames: Iterator, watermark: int) -> list[tuple]:
+        """The rows in arrival order: each to the late side output, or counted in its window (a window
+        already fired fires again at once: a late firing)."""
+        out: list[tuple] = []
+        for frame in frames:
+            for us in frame["ts_us"]:
+                us = int(us)
+                start = us - us % self.window_us
+                if self.max_ts_ms(start) + self.lateness_ms <= watermark:  # the late side output
+                    out.append((start, 1, "dropped", us))
+                    continue
+                w = open_.setdefault(start, [0, False])
+                w[0] += 1
+                if self.max_ts_ms(start) <= watermark:  # a late firing, at once
+                    w[1] = True
+                    out.append((start, w[0], "late", self.max_ts_ms(start) * _US_PER_MS))
+        return out
+
+    def frame(self, pd, key, out: list[tuple]):
+        return pd.DataFrame({
+            "key": [key[0]] * len(out),
+            "window_start": [_ts(pd, s) for s, _, _, _ in out],
+            "window_end": [_ts(pd, s + self.window_us) for s, _, _, _ in out],
+            "count": [n for _, n, _, _ in out],
+            "firing": [f for _, _, f, _ in out],
+            "result_ts": [_ts(pd, t) for _, _, _, t in out]})
+
+    def next_timeout(self, open_: dict[int, list]) -> int:
+        """1 ms before the next due timer (a window's firing, else its cleanup): GroupState times out when
+        the watermark is strictly above it, a Flink timer fires when the watermark reaches it."""
+        due = min(self.max_ts_ms(s) + (self.lateness_ms if fired else 0) for s, (_, fired) in open_.items())
+        return due - 1

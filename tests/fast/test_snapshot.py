@@ -232,6 +232,42 @@ def test_fix_names_exactly_the_rows_that_changed_in_a_block_list(tmp_path):
     assert _plan(tmp_path, plan.new, "fix", batches=observed).new == plan.new
 
 
+ORDERED_OBSERVED = [_batch(0, [_row("a", "00:00:00", "00:00:10", 1), _row("b", "00:00:10", "00:00:20", 2)], 0,
+                           T0 + 11_000)]
+
+
+def _ordered(rows: list[str]) -> str:
+    """An ordered expect whose rows are a block list, the watermark's key on the line after it."""
+    return HEAD + "  - expect:\n      ordered: true\n      rows:\n" + "".join(f"        - {r}\n" for r in rows) + \
+        '      watermark: "00:00:11"\n'
+
+
+def test_fix_of_ordered_rows_takes_out_the_rows_past_the_last_the_run_wrote(tmp_path):
+    # an ordered list longer than what the run wrote: the rows past its end are removed (an IndexError before)
+    text = _ordered(['[a, "00:00:00", "00:00:10", 1]', '[b, "00:00:10", "00:00:20", 9]', '[c, "00:00:10", "00:00:20", 1]'])
+    plan = _plan(tmp_path, text, "fix", batches=ORDERED_OBSERVED)
+    assert plan.changes == ['line 11: rows: - [b, "00:00:10", "00:00:20", 9]',
+                            'line 11: rows: - [c, "00:00:10", "00:00:20", 1]',
+                            'line 11: rows: + [b, "00:00:10", "00:00:20", 2]']
+    assert '[[a, "00:00:00", "00:00:10", 1], [b, "00:00:10", "00:00:20", 2]]' in plan.new
+    # the control: the file fixed agrees with the run, so a second fix leaves it as it is
+    assert _plan(tmp_path, plan.new, "fix", batches=ORDERED_OBSERVED).new == plan.new
+
+
+def test_fix_of_an_ordered_block_list_leaves_the_next_key_on_its_line(tmp_path):
+    # an ordered list is written again as one flow list, up to its last item: the next key stays on its own
+    # line (it was joined on: `...]]watermark: ...`, a file that no longer reads)
+    plan = _plan(tmp_path, _ordered(['[a, "00:00:00", "00:00:10", 1]', '[b, "00:00:10", "00:00:20", 9]']), "fix",
+                 batches=ORDERED_OBSERVED)
+    assert plan.new == HEAD + """  - expect:
+      ordered: true
+      rows:
+        [[a, "00:00:00", "00:00:10", 1], [b, "00:00:10", "00:00:20", 2]]
+      watermark: "00:00:11"
+"""
+    assert _plan(tmp_path, plan.new, "fix", batches=ORDERED_OBSERVED).new == plan.new  # it reads, and agrees
+
+
 def test_fix_sets_scalars_and_keeps_their_comments(tmp_path):
     text = HEAD + "  - expect: {rows: [], watermark: \"00:00:02\", state_rows: 1}   # wrong\n"
     plan = _plan(tmp_path, text, "fix")
