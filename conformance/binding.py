@@ -1,18 +1,16 @@
 """The implementation a scenario runs, prepared: resolved from its binding (or the contract's reference),
-found applicable here, its caller made (a pipeline's, or a job's entry point); and the previous version
-of a run across a change, prepared as the current one is."""
+found applicable here, its caller made (a pipeline's, or a job's entry point); the previous version of a
+run across a change is prepared the same way (`upgrade.NewVersion`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import spec as m
 from .applicability import OVER_CONNECT, applicability, connect_applicability
 from .results import ERROR, NOT_APPLICABLE, ScenarioResult
 from .userpipeline import (Pipeline, PipelineError, SignatureError, implementation_info, is_job, pipeline_caller,
                            resolve_pipeline)
 
-__all__ = ["prepare", "Previous", "previous_version"]
+__all__ = ["prepare"]
 
 
 def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
@@ -64,41 +62,3 @@ def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
         result.status, result.reason = NOT_APPLICABLE, reason
         return None
     return call, info, False
-
-
-@dataclass
-class Previous:
-    """The previous version of a run across a change: its caller and name, the step where it hands over."""
-
-    call: Callable[..., Any]
-    name: str
-    restart: m.StartStep
-    unjudged: frozenset[str]
-
-
-def previous_version(result: ScenarioResult, previous: Pipeline | str, name: str | None, compat: Any, job: bool
-                      ) -> Previous | None:
-    """The previous version, prepared as the current one is; None when the run across the change cannot
-    happen (the result says why: no restart step, the previous version's binding, a job against a pipeline)."""
-    from .upgrade import NO_RESTART, restart_step
-
-    restart = restart_step(result.scenario)
-    if restart is None:
-        result.status, result.reason = NOT_APPLICABLE, f"a run across a change {NO_RESTART}"
-        return None
-    name = name or (previous if isinstance(previous, str) else (
-        getattr(previous, "__module__", "") + ":" + getattr(previous, "__qualname__", "")))
-    current = result.implementation
-    result.implementation = name  # errors in preparing it name the previous version
-    prepared = prepare(result, previous, compat)
-    result.implementation = current
-    if prepared is None:
-        result.reason = f"the previous version {name}: {result.reason}"
-        return None
-    call, info, previous_job = prepared
-    if previous_job != job:
-        result.status = ERROR
-        result.reason = (f"the previous version {name} is {'a job' if previous_job else 'a pipeline'} and the current "
-                         f"{current} is {'a job' if job else 'a pipeline'}: both must be of one kind")
-        return None
-    return Previous(call, name, restart, frozenset(info.unjudged))

@@ -15,7 +15,7 @@ from typing import NoReturn, Sequence
 
 from .commands import (certify, check_model, check_properties, cluster, connect_server, expect, listing, profiles,
                        report, run, validate, warm, watch)
-from .commands.options import Parser
+from .commands.options import Options, Parser
 from .commands.spark import guarded
 from .exitcodes import ExitCode
 
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = Options.of(_parser().parse_args(argv))  # read once, never written
     return guarded(COMMANDS[args.command].run, args)
 
 

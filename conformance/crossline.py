@@ -44,9 +44,10 @@ from eventtime.harness.errors import EventtimeError
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
+from .crossing import Straight
 from .results import ERROR, NOT_APPLICABLE, SKIPPED, ScenarioResult, StepResult
 
-__all__ = ["EarlierSpark", "CrossLineError", "crossings", "main"]
+__all__ = ["EarlierSpark", "CrossLineError", "crossings", "main", "Resume", "Keep"]
 
 # The earlier side answers on its own line; anything else the child prints goes to its log.
 _DONE = "eventtime-crossline-done "
@@ -84,8 +85,8 @@ def _kit_version() -> str:
 
 
 class EarlierSpark:
-    """The earlier side of a run across Spark lines: another environment's Python (`--previous-python`).
-    `runner` gives `run_scenario` for `parallel.run_pairs`; `run` runs one scenario; `close` ends the child."""
+    """The earlier side of a run across Spark lines: another environment's Python (`--previous-python`), the
+    `crossing.Crossings` of such a run: `run` runs one scenario across the lines; `close` ends the child."""
 
     def __init__(self, python: str, *, option: str = "--previous-python", contract_dirs: Sequence[str] = (),
                  startup: float = _STARTUP_SECONDS):
@@ -213,12 +214,15 @@ class EarlierSpark:
             self._log = None
 
     # -- one scenario -----------------------------------------------------------------------------
-    def run(self, scenario: m.Scenario, pipeline: Any, run: Callable[..., ScenarioResult] | None = None, *,
+    def load(self, targets: Sequence[Any]) -> None:
+        return None  # the earlier side imports each binding by its name when it runs its scenario
+
+    def run(self, scenario: m.Scenario, target: Any, run: Callable[..., ScenarioResult] | None = None, *,
             previous: str | None = None, at: int | None = None, **kwargs: Any) -> ScenarioResult:
         """See `_run`; a result not applicable is marked as one of a run across the lines (`_marked`)."""
         from .upgrade import restart_step
 
-        result = self._run(scenario, pipeline, run, previous=previous, at=at, **kwargs)
+        result = self._run(scenario, target, run, previous=previous, at=at, **kwargs)
         restart = restart_step(scenario) if at is None else next((s for s in crossings(scenario) if s.index == at), None)
         return self._marked(result, restart, kwargs)
 
@@ -226,8 +230,9 @@ class EarlierSpark:
              previous: str | None = None, at: int | None = None, **kwargs: Any) -> ScenarioResult:
         """`scenario` run with its steps before the restart on the earlier side, the rest here, against
         `pipeline` (a binding MODULE:FUNCTION, imported by its name on both sides; None: the contract's
-        reference). `previous`: a previous version of the job, which the earlier side runs instead (a new
-        job and a new Spark at once). `at`: the step where this side takes over, one of `crossings`
+        reference), by `run` (default `runner.run_scenario`) given this side's crossing (`Resume`).
+        `previous`: a previous version of the job, which the earlier side runs instead (a new job and a
+        new Spark at once). `at`: the step where this side takes over, one of `crossings`
         (default: the first `start`/`restart` of the whole query). `kwargs`: `run_scenario`'s."""
         implementation = pipeline
         from .runner import run_scenario
@@ -271,8 +276,8 @@ class EarlierSpark:
                 status = NOT_APPLICABLE if handover["status"] == NOT_APPLICABLE else ERROR
                 return _said(scenario, name, status, f"on the earlier side ({self.label}): {handover['reason']}", kwargs,
                              self, restart)
-            result = (run or run_scenario)(scenario, implementation, line=_Resume(self, handover, restart,
-                                                                                    str(folder / "run")), **kwargs)
+            result = (run or run_scenario)(scenario, implementation, crossing=Resume(self, handover, restart,
+                                                                                     str(folder / "run")), **kwargs)
             result.seconds = time.monotonic() - started  # both sides
             return result
         finally:
@@ -291,13 +296,6 @@ class EarlierSpark:
             except Exception:  # noqa: BLE001 - a dead session: the result keeps no version
                 pass
         return result
-
-    def runner(self, targets: Sequence[Any] = (), run: Callable[..., ScenarioResult] | None = None
-               ) -> Callable[..., ScenarioResult]:
-        """`run_scenario` across Spark lines (the runner `parallel.run_pairs` takes)."""
-        def across(scenario: m.Scenario, implementation: Any, **kwargs: Any) -> ScenarioResult:
-            return self.run(scenario, implementation, run, **kwargs)
-        return across
 
     def _before(self, scenario: m.Scenario, target: str, until: int, folder: Path, kwargs: Mapping[str, Any]
                 ) -> dict[str, Any]:
@@ -368,17 +366,19 @@ def _scenario_file(scenario: m.Scenario) -> Path:
 
 
 # -- this side: the run from the restart on -----------------------------------------------------------
-class _Resume:
-    """What `run_scenario(line=...)` does on this side: the earlier side's run folder, its steps before
-    the restart (verdicts, batches, history) taken as they were, the outcome at the end."""
+class Resume(Straight):
+    """This side's crossing (`crossing.Crossing`): the earlier side's run folder, its steps before the
+    restart (verdicts, batches, history) taken as they were, the outcome at the end; the folder is removed
+    with the run, as any run's."""
 
-    keep = False
+    def __init__(self, earlier: EarlierSpark, handover: dict[str, Any], restart: Any, folder: str):
+        self.earlier, self.handover, self.restart, self.folder = earlier, handover, restart, folder
 
-    def __init__(self, earlier: EarlierSpark, handover: dict[str, Any], restart: Any, workdir: str):
-        self.earlier, self.handover, self.restart, self.workdir = earlier, handover, restart, workdir
+    def refuses(self, result: ScenarioResult, job: bool, compat: Any) -> bool:
+        return _refused(result, job, compat)
 
-    def refuses(self, job: bool, compat: Any) -> str | None:
-        return _refusal(job, compat)
+    def workdir(self) -> str:
+        return self.folder
 
     def entered(self, database: Any) -> None:
         """The scenario's own database, current on this side: the earlier side's tables made again in it,
@@ -387,8 +387,9 @@ class _Resume:
         for ddl in self.handover.get("tables", ()):
             database.spark.sql(ddl)
 
-    def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
+    def around(self, driver: Any, steps: Any) -> tuple[Any, Any]:
         earlier: dict[int, StepResult] = {s.index: s for s in self.handover["steps"]}
+        run = steps.query_run
         if self.handover.get("queries") is not None:  # a job's queries: each gets its own at the restart
             run.handed_over = dict(self.handover["queries"])
         else:
@@ -419,10 +420,18 @@ class _Resume:
 
 def _refusal(job: bool, compat: Any) -> str | None:
     """Why a run cannot cross Spark lines (None: it can). A job can: its paths are in the run folder both
-    sides share, and its tables are made again on this side (`_Resume.entered`)."""
+    sides share, and its tables are made again on this side (`Resume.entered`)."""
     if compat.connect:
         return "a run across Spark lines hands the checkpoint over on this machine, which Spark Connect does not"
     return None
+
+
+def _refused(result: ScenarioResult, job: bool, compat: Any) -> bool:
+    """`_refusal`, said by the result as not applicable (either side's `Crossing.refuses`)."""
+    refused = _refusal(job, compat)
+    if refused:
+        result.status, result.reason = NOT_APPLICABLE, refused
+    return refused is not None
 
 
 class _Replay:
@@ -500,30 +509,34 @@ class _Taken:
 
 
 # -- the earlier side: the child process --------------------------------------------------------------
-class _Keep:
-    """What `run_scenario(line=...)` does on the earlier side: run in the folder the parent chose and
-    leave it there."""
+class Keep(Straight):
+    """The earlier side's crossing (`crossing.Crossing`): run in the folder the parent chose and leave it
+    there, with the scenario's tables and its `written:` checks, for this side to go on from."""
 
-    keep = True
-
-    def __init__(self, workdir: str):
-        self.workdir = workdir
+    def __init__(self, folder: str):
+        self.folder = folder
         self.run: Any = None
         self.steps: Any = None
         self.database: Any = None
 
-    def refuses(self, job: bool, compat: Any) -> str | None:
-        return _refusal(job, compat)  # said before anything runs, on either side
+    def refuses(self, result: ScenarioResult, job: bool, compat: Any) -> bool:
+        return _refused(result, job, compat)  # said before anything runs, on either side
+
+    def workdir(self) -> str:
+        return self.folder
 
     def entered(self, database: Any) -> None:
         self.database = database
 
-    def around(self, driver: Any, steps: Any, run: Any) -> tuple[Any, Any]:
-        self.run, self.steps = run, steps
+    def around(self, driver: Any, steps: Any) -> tuple[Any, Any]:
+        self.run, self.steps = steps.query_run, steps
         return driver, steps
 
-    def finish(self, result: ScenarioResult, steps: Any) -> None:
-        return None
+    def ended(self, steps: Any) -> None:
+        return None  # the earlier side runs only part of the scenario: the other side settles what was written
+
+    def leave(self, build: Any, workdir: str) -> None:
+        build.leave(drop=False)  # its tables, and the folder, are the other side's to go on from
 
 
 def _serve_one(request_file: str) -> None:
@@ -540,8 +553,9 @@ def _serve_one(request_file: str) -> None:
         scenario = load_scenario_text(request["text"], request["display"], file=Path(request["file"]),
                                       contracts=ContractLookup(request["contract_dirs"]))
         before = replace(scenario, steps=tuple(s for s in scenario.steps if s.index < request["until"]))
-        keep = _Keep(request["workdir"])
-        result = run_scenario(before, request["pipeline"], timeout=request["timeout"], conf=request["conf"], line=keep)
+        keep = Keep(request["workdir"])
+        result = run_scenario(before, request["pipeline"], timeout=request["timeout"], conf=request["conf"],
+                              crossing=keep)
         for step in result.steps:
             step.observed = None  # what a snapshot writes: not handed over
         run = keep.run

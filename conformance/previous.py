@@ -1,7 +1,8 @@
 """The previous version of a run across a change (docs/upgrade.md), for `eventtime run --previous /
 --previous-ref` and the pytest options `--eventtime-previous / --eventtime-previous-ref`: a binding per
-contract, or each scenario's own binding as a git ref has it (`GitCheckout`). The run itself is
-`runner.run_scenario(previous=...)`; its outcome, `eventtime.upgrade`.
+contract, or each scenario's own binding as a git ref has it (`GitCheckout`): the `crossing.Crossings` of
+such a run. Each scenario's run is `runner.run_scenario(crossing=upgrade.NewVersion(...))`; its outcome,
+`eventtime.upgrade`. The command line's options are read by its face (`commands/crossings.py`).
 """
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import spec as m
-from .results import ERROR, ScenarioResult
+from .results import ScenarioResult
 
-__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options", "previous_of_run", "run_across"]
+__all__ = ["parse_previous", "Previous", "GitCheckout", "add_options", "from_options"]
 
 
 def parse_previous(values: Sequence[str], option: str) -> dict[str, str]:
@@ -42,11 +43,13 @@ def parse_previous(values: Sequence[str], option: str) -> dict[str, str]:
 
 class Previous:
     """Where each scenario's previous version comes from: a binding per contract (`--previous`), or the
-    same binding as the current one, loaded from a git ref (`--previous-ref`). `runner` runs a scenario
-    across the change; `close` removes the ref's checkout."""
+    same binding as the current one, loaded from a git ref (`--previous-ref`). `run` runs a scenario
+    across the change; `close` removes the ref's checkout. `repeat`: the options the re-run command of a
+    result repeats the change with (the command line's; None: the face's re-run command does not)."""
 
-    def __init__(self, bindings: Mapping[str, str] | None = None, ref: str | None = None, *, root: str | None = None):
-        self.bindings, self.ref = dict(bindings or {}), ref
+    def __init__(self, bindings: Mapping[str, str] | None = None, ref: str | None = None, *, root: str | None = None,
+                 repeat: tuple[str, str] | None = ("--previous", "--previous-ref")):
+        self.bindings, self.ref, self.repeat = dict(bindings or {}), ref, repeat
         self.checkout: GitCheckout | None = GitCheckout(ref, root or os.getcwd()) if ref is not None else None
         self._loaded: dict[str, Any] = {}
 
@@ -68,11 +71,9 @@ class Previous:
             raise loaded
         return loaded, f"{implementation}@{self.ref}"
 
-    def runner(self, targets: Sequence[Any] = (), run: Callable[..., ScenarioResult] | None = None
-               ) -> Callable[..., ScenarioResult]:
-        """`run_scenario` with each scenario's previous version (the runner `parallel.run_pairs` takes).
-        `targets`: the run's bindings, whose versions at the ref are loaded now, before any scenario runs:
-        loading swaps modules in `sys.modules`, which must not happen while `--jobs` threads build queries."""
+    def load(self, targets: Sequence[Any]) -> None:
+        """The run's bindings' versions at the ref loaded now, before any scenario runs (a binding that does
+        not load is said by each scenario bound to it)."""
         from .userpipeline import PipelineError
 
         checkout = self.checkout
@@ -83,21 +84,19 @@ class Previous:
                 except PipelineError as exc:  # said by each scenario bound to it
                     self._loaded[target] = exc
 
-        def across(scenario: m.Scenario, implementation: Any, **kwargs: Any) -> ScenarioResult:
-            from .runner import run_scenario
-            from .userpipeline import PipelineError
+    def run(self, scenario: m.Scenario, target: Any, run: Callable[..., ScenarioResult], **kwargs: Any
+            ) -> ScenarioResult:
+        """`scenario` run against `target` by `run` from its previous version's checkpoint, or as usual when
+        its contract has none; PipelineError when the ref's version does not load."""
+        from .upgrade import NewVersion
 
-            try:
-                previous, name = self.of(scenario, implementation)
-            except PipelineError as exc:  # the ref's version does not load: an error of this scenario
-                result = ScenarioResult(scenario, str(implementation), ERROR, rerun=kwargs.get("rerun"))
-                result.reason = str(exc)
-                return result
-            if previous is not None and kwargs.get("rerun"):  # the command that re-runs it runs it across the change too
-                kwargs["rerun"] += (f" --previous-ref {shlex.quote(self.ref)}" if self.ref is not None else
-                                    f" --previous {shlex.quote(scenario.contract.name + '=' + str(previous))}")
-            return (run or run_scenario)(scenario, implementation, previous=previous, previous_name=name, **kwargs)
-        return across
+        previous, name = self.of(scenario, target)
+        if previous is None:
+            return run(scenario, target, **kwargs)
+        if kwargs.get("rerun") and self.repeat is not None:  # its re-run command runs it across the change too
+            kwargs["rerun"] += (f" {self.repeat[1]} {shlex.quote(self.ref)}" if self.ref is not None else
+                                f" {self.repeat[0]} {shlex.quote(scenario.contract.name + '=' + str(previous))}")
+        return run(scenario, target, crossing=NewVersion(previous, name), **kwargs)
 
     def close(self) -> None:
         if self.checkout is not None:
@@ -221,43 +220,11 @@ def add_options(parser: Any, *, binding_only: bool = False) -> None:
                             "checkpoint on this one (docs/upgrade.md)")
 
 
-def from_options(previous: Sequence[str], ref: str | None, option: str = "--previous") -> Previous | None:
-    """The run's Previous from the options (None: no run across a change); raises SettingsError or
-    PipelineError saying what is wrong."""
+def from_options(previous: Sequence[str], ref: str | None, option: str = "--previous",
+                 repeat: tuple[str, str] | None = ("--previous", "--previous-ref")) -> Previous | None:
+    """The run's Previous from the options (None: no run across a change; `repeat`: `Previous`'s); raises
+    SettingsError or PipelineError saying what is wrong."""
     if ref is not None:
-        return Previous(ref=ref)
+        return Previous(ref=ref, repeat=repeat)
     bindings = parse_previous(previous, option)
-    return Previous(bindings) if bindings else None
-
-
-def previous_of_run(args: Any, contract_dirs: Sequence[str] = ()) -> tuple[bool, Any]:
-    """(whether the options are usable, `eventtime run`'s Previous from them, or its `crossline.EarlierSpark`
-    for --previous-python: None for no run across a change); a usage error is printed."""
-    from .crossline import CrossLineError, EarlierSpark
-    from .projectconfig import SettingsError
-    from .userpipeline import PipelineError
-
-    try:
-        if getattr(args, "previous_python", None):
-            return True, EarlierSpark(args.previous_python, contract_dirs=contract_dirs)
-        return True, from_options(getattr(args, "previous", None) or [], getattr(args, "previous_ref", None))
-    except (SettingsError, PipelineError, CrossLineError) as exc:
-        print(f"eventtime: error: {exc}", file=sys.stderr)
-        return False, None
-
-
-def run_across(args: Any, contract_dirs: Sequence[str], targets: Sequence[Any],
-               go: Callable[[Callable[..., ScenarioResult] | None], int]) -> int:
-    """`go(runner)` with the runner of the options' run across a change (`--previous`, `--previous-ref`,
-    `--previous-python`; None when none is asked), its checkout or earlier side closed afterwards; a usage
-    error is printed and is exit 2 (what `eventtime run` and `certify` share)."""
-    from .exitcodes import ExitCode
-
-    usable, previous = previous_of_run(args, contract_dirs)
-    if not usable:
-        return ExitCode.USAGE_ERROR
-    try:
-        return go(previous.runner(list(targets)) if previous is not None else None)
-    finally:
-        if previous is not None:
-            previous.close()
+    return Previous(bindings, repeat=repeat) if bindings else None

@@ -238,8 +238,7 @@ class _Settings:
         self.conftest_bindings: dict[tuple[str, str | None], tuple[Any, str]] = {}
         self._resolved: dict[str, Any] = {}
         self.config = config
-        self.previous = _previous(config)
-        self.earlier = _earlier(config)  # --eventtime-previous-python: the earlier side
+        self.crossings = _crossings(config)  # --eventtime-previous(-ref, -python): a run across a change
 
     def take_pending_bindings(self) -> None:
         """Move what bind() recorded since the last call into this session's bindings."""
@@ -508,18 +507,19 @@ class ScenarioItem(pytest.Item):
         impl = self.target if isinstance(self.target, str) else f"{fn.__module__}:{fn.__qualname__}"
         from eventtime.harness.driverlog import driver_log
         from eventtime.results import FAILING, NOT_APPLICABLE
+        from eventtime.userpipeline import PipelineError
 
         log = driver_log()
         mark = log.mark() if log is not None else 0
-        previous, previous_name = _previous_of(settings, self.scenario, self.target)
-        if settings.earlier is not None:  # a new Spark: the steps before the restart on the earlier side
-            self.result = settings.earlier.run(self.scenario, self.target if isinstance(self.target, str) else fn,
-                                               session=spark, timeout=settings.timeout, implementation=impl,
-                                               rerun=self.rerun_command())
-        else:
-            self.result = run_scenario(self.scenario, fn, session=spark, timeout=settings.timeout,
-                                       implementation=impl, rerun=self.rerun_command(), previous=previous,
-                                       previous_name=previous_name, conf=settings.spark_conf)
+        def run(scenario: Any, target: Any, **kwargs: Any) -> Any:  # the binding resolved as the plugin does
+            return run_scenario(scenario, settings.resolve(target), **kwargs)
+
+        try:  # a run across a change, whichever it is, or none (`crossing.Crossings`)
+            self.result = settings.crossings.run(self.scenario, self.target, run, session=spark,
+                                                 timeout=settings.timeout, implementation=impl,
+                                                 rerun=self.rerun_command(), conf=settings.spark_conf)
+        except PipelineError as exc:  # the previous version cannot be had for this binding
+            raise InvalidScenario(f"{self.scenario.path}: {exc}") from None
         if log is not None and self.result.status in FAILING:
             said = log.since(mark)  # what the driver logged while this scenario ran (errors only: log level ERROR)
             if said:
@@ -638,31 +638,33 @@ class _NothingJudged:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
-def _previous(config: pytest.Config) -> Any:
-    """The run's previous version (`eventtime.previous.Previous`), None without --eventtime-previous(-ref)."""
-    if config.getoption("eventtime_previous_python") is not None and (
-            config.getoption("eventtime_previous") or config.getoption("eventtime_previous_ref") is not None):
+def _crossings(config: pytest.Config) -> Any:
+    """The run's `crossing.Crossings`: the earlier side of a run across Spark lines (`crossline.EarlierSpark`)
+    for --eventtime-previous-python, the previous version (`previous.Previous`) for --eventtime-previous(-ref),
+    else `NoCrossing`."""
+    from eventtime.crossing import NoCrossing
+
+    python = config.getoption("eventtime_previous_python")
+    bindings, ref = config.getoption("eventtime_previous"), config.getoption("eventtime_previous_ref")
+    if python is not None and (bindings or ref is not None):
         raise pytest.UsageError("--eventtime-previous-python and --eventtime-previous(-ref): give one")
-    if not config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref") is None:
-        return None
+    if python is not None:
+        return _earlier(config, python)
+    if not bindings and ref is None:
+        return NoCrossing()
     from eventtime.userpipeline import PipelineError
     from eventtime.previous import from_options
 
-    if config.getoption("eventtime_previous") and config.getoption("eventtime_previous_ref"):
+    if bindings and ref:
         raise pytest.UsageError("--eventtime-previous and --eventtime-previous-ref: give one")
-    try:
-        return from_options(config.getoption("eventtime_previous"), config.getoption("eventtime_previous_ref"),
-                            "--eventtime-previous")
+    try:  # pytest's re-run command does not repeat the option (docs/upgrade.md)
+        return from_options(bindings, ref, "--eventtime-previous", repeat=None)
     except (SettingsError, PipelineError) as exc:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _earlier(config: pytest.Config) -> Any:
-    """The earlier side of a run across Spark lines (`eventtime.crossline.EarlierSpark`), None without
-    --eventtime-previous-python."""
-    python = config.getoption("eventtime_previous_python")
-    if python is None:
-        return None
+def _earlier(config: pytest.Config, python: str) -> Any:
+    """The earlier side of a run across Spark lines (`eventtime.crossline.EarlierSpark`)."""
     from eventtime.crossline import CrossLineError, EarlierSpark
 
     dirs = [str(d) for d in config.getini("eventtime_contracts")] + list(config.getoption("eventtime_contracts") or [])
@@ -670,18 +672,6 @@ def _earlier(config: pytest.Config) -> Any:
         return EarlierSpark(python, option="--eventtime-previous-python", contract_dirs=dirs)
     except CrossLineError as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-def _previous_of(settings: Any, scenario: Any, target: Any) -> tuple[Any, str | None]:
-    """The previous version of the pipeline `target` for a scenario (None, None: not a run across a change)."""
-    from eventtime.userpipeline import PipelineError
-
-    if settings.previous is None:
-        return None, None
-    try:
-        return settings.previous.of(scenario, target)
-    except PipelineError as exc:
-        raise InvalidScenario(f"{scenario.path}: {exc}") from None
 
 
 # -- the warm Spark: what the run's sessions said of it, once, in the summary ---------------------------
@@ -715,10 +705,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         NOTES.on_stderr = True
     settings = config.stash.get(_SETTINGS, None)
-    if settings is not None and settings.previous is not None:
-        settings.previous.close()
-    if settings is not None and settings.earlier is not None:
-        settings.earlier.close()
+    if settings is not None:
+        settings.crossings.close()
     judged = config.pluginmanager.get_plugin("eventtime-nothing-judged")
     if judged is not None:
         config.pluginmanager.unregister(judged)

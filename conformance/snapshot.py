@@ -353,9 +353,11 @@ def settle(review: Review, results: Sequence[ScenarioResult | Observation], yes:
 
 # -- the command -------------------------------------------------------------------------------------------
 def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
-                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], int]) -> int:
+                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], int],
+                 jobs_of: Callable[[Any, Any], int]) -> int:
     """`eventtime run PATH... --snapshot MODE [--yes] [--snapshot-on-spark]`: run, review, write
-    (`open_session` and `unimportable` are the run command's: its session, its check of the pipelines)."""
+    (`open_session`, `unimportable` and `jobs_of` are the run command's: its session, its check of the
+    pipelines, how many pairs run at once on its session)."""
     from eventtime.scenarios import display_path
 
     from .exitcodes import ExitCode
@@ -396,7 +398,7 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
     if spark is None:
         return code
     results: list[ScenarioResult] = []
-    for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf):
+    for result in run_pairs(pairs, jobs=jobs_of(args, spark), session=spark, timeout=args.timeout, conf=conf):
         results.append(result)
         if not args.quiet or result.status == ERROR:
             print(summary_line(result), flush=True)

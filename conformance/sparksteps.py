@@ -5,7 +5,7 @@ pipeline or job under test it asks of the `querybuild.QueryBuild`, never which k
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from eventtime.harness.readback import ReadBackMismatch
@@ -20,7 +20,7 @@ from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPE
 from .stepfailures import failure_from, fault_of, in_query, paths_hint, replaced_hint
 from .userpipeline import OutputMismatch, PipelineError, PipelineRaised
 
-__all__ = ["SparkSteps", "conclude_run", "current_watermark"]
+__all__ = ["SparkSteps", "StepOutcome", "conclude_run", "current_watermark"]
 
 
 class SparkSteps:
@@ -250,72 +250,116 @@ class SparkSteps:
         return fault is not None
 
     def _attempt(self, sr: StepResult, action: Callable[[], list[Any]]) -> list[Any]:
-        """The batches the action ran, into `sr`; [] when it failed, with the failure as a verdict."""
+        """The batches the action ran, into `sr`; [] when it failed, with the failure as a verdict: the
+        outcome captured as a value first (`StepOutcome.of`), then classified in one place (`_said`)."""
+        outcome = StepOutcome.of(action, self.query_run.spark)
+        if outcome.error is None:
+            sr.batches.extend(outcome.batches)
+            return outcome.batches
+        if outcome.death is not None:  # whatever py4j raised when the JVM went away, the fact is one: it died
+            self.died.append((outcome.death, sr))
+            sr.status, sr.message = ERROR, "the Spark driver died during this step"
+            self.fatal = True
+            return []
+        self._said(sr, outcome.error)
+        return []
+
+    def _said(self, sr: StepResult, exc: Exception) -> None:
+        """A step's exception as its verdict: the first kind in `_verdicts` that it is says it."""
+        for kinds, say in self._verdicts():
+            if isinstance(exc, kinds):
+                say(sr, exc)
+                return
+
+    def _verdicts(self) -> list[tuple[tuple[type, ...], Callable[[StepResult, Any], None]]]:
+        """What each kind of exception a step raised means, in the order they are tried (a subclass before
+        its base): Spark Connect's limits, a failed query, a wait that ran out, the harness's and the
+        pipeline's errors, an output that breaks the contract, the user's code raising, anything else."""
         from eventtime.harness.connect import ConnectLimit
-        from eventtime.harness.session import driver_death
         from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed
 
-        try:
-            try:
-                batches = action()
-            except Exception as exc:
-                # whatever py4j raised when the JVM went away, the fact is one: the driver died
-                death = driver_death(self.query_run.spark, after=exc)
-                if death is None:
-                    raise
-                self.died.append((death, sr))
-                sr.status, sr.message = ERROR, "the Spark driver died during this step"
-                self.fatal = True
-                return []
-            sr.batches.extend(batches)
-            return batches
-        except ConnectLimit as exc:
-            sr.status, sr.message = SKIPPED, str(exc)
-            self.limit.append(str(exc))
-            self.fatal = True
-        except QueryFailed as exc:
-            if self._surroundings_failed(sr, exc.chain):
-                return []
-            self.failure = failure_from(exc, self.compat, sr.index)
-            self.failure.query = exc.query
-            sink = self.build.sink_of(exc.query)
-            raised = sink.raised if sink is not None else None
-            if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's
-                from .jobs import batch_error
+        return [((ConnectLimit,), self._connect_limit), ((QueryFailed,), self._query_failed),
+                ((HarnessTimeout,), self._timed_out), ((HarnessError, PipelineError), self._harness_error),
+                ((OutputMismatch,), self._output_mismatch), ((PipelineRaised,), self._pipeline_raised),
+                ((Exception,), self._raised)]
 
-                self.failure.summary = in_query(exc, batch_error(raised[0], raised[1], self.build.writer_of(exc.query)))
-                sink.raised = None
-            sr.message = (str(self.failure) + replaced_hint(self.replaced, str(self.failure))
-                          + paths_hint(self.build.workdir, f"{exc}\n{self.failure}"))
-            sr.status = ERROR
-        except HarnessTimeout as exc:
-            stopped = self._stop_batch_functions()
-            sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "")
-            self.fatal = True
-        except (HarnessError, PipelineError) as exc:
-            sr.status, sr.message = ERROR, in_query(exc, str(exc))
-            self.fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
-            if isinstance(exc, PipelineError):
-                self.failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), sr.index)
-        except OutputMismatch as exc:  # the pipeline breaks its contract: it fails, naming each column
-            self.failure = FailureInfo(str(exc), [], ["eventtime.userpipeline.OutputMismatch"], str(exc), sr.index)
-            contract = self.scenario.contract
-            sr.status, sr.message = FAILED, "the output does not match the contract"
-            sr.failures = [CheckFailure("output_schema", contract.output_where or contract.where or self.scenario.where,
-                                        in_query(exc, f"pipeline {self.impl_name}: {exc}"))]
-        except PipelineRaised as exc:  # the user's pipeline raised while the query was built
-            self.failure = failure_from(exc.original, self.compat, sr.index)
-            self.failure.summary = in_query(exc, str(exc))
-            sr.status, sr.message = ERROR, self.failure.summary + paths_hint(self.build.workdir, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a pipeline or Spark error at start: a verdict, not a crash
-            java = getattr(exc, "java_exception", None)
-            if self._surroundings_failed(sr, [(type(exc).__name__, None, str(exc)),
-                                              *(self.compat.java_error_classes(java) if java is not None else [])]):
-                return []
-            self.failure = failure_from(exc, self.compat, sr.index)
-            self.failure.summary = in_query(exc, self.failure.summary)
-            sr.status, sr.message = ERROR, str(self.failure) + paths_hint(self.build.workdir, str(exc))
-        return []
+    def _connect_limit(self, sr: StepResult, exc: Any) -> None:
+        sr.status, sr.message = SKIPPED, str(exc)
+        self.limit.append(str(exc))
+        self.fatal = True
+
+    def _query_failed(self, sr: StepResult, exc: Any) -> None:
+        if self._surroundings_failed(sr, exc.chain):
+            return
+        self.failure = failure_from(exc, self.compat, sr.index)
+        self.failure.query = exc.query
+        sink = self.build.sink_of(exc.query)
+        raised = sink.raised if sink is not None else None
+        if raised is not None:  # the job's batch function raised: its batch and its frames, not Java's
+            from .jobs import batch_error
+
+            self.failure.summary = in_query(exc, batch_error(raised[0], raised[1], self.build.writer_of(exc.query)))
+            sink.raised = None
+        sr.message = (str(self.failure) + replaced_hint(self.replaced, str(self.failure))
+                      + paths_hint(self.build.workdir, f"{exc}\n{self.failure}"))
+        sr.status = ERROR
+
+    def _timed_out(self, sr: StepResult, exc: Any) -> None:
+        stopped = self._stop_batch_functions()
+        sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "")
+        self.fatal = True
+
+    def _harness_error(self, sr: StepResult, exc: Any) -> None:
+        from eventtime.harness.stream import HarnessError, QueryFailed
+
+        sr.status, sr.message = ERROR, in_query(exc, str(exc))
+        self.fatal = isinstance(exc, HarnessError) and not isinstance(exc, QueryFailed)
+        if isinstance(exc, PipelineError):
+            self.failure = FailureInfo(str(exc), [], ["eventtime.runner.PipelineError"], str(exc), sr.index)
+
+    def _output_mismatch(self, sr: StepResult, exc: Any) -> None:
+        """The pipeline breaks its contract: it fails, naming each column."""
+        self.failure = FailureInfo(str(exc), [], ["eventtime.userpipeline.OutputMismatch"], str(exc), sr.index)
+        contract = self.scenario.contract
+        sr.status, sr.message = FAILED, "the output does not match the contract"
+        sr.failures = [CheckFailure("output_schema", contract.output_where or contract.where or self.scenario.where,
+                                    in_query(exc, f"pipeline {self.impl_name}: {exc}"))]
+
+    def _pipeline_raised(self, sr: StepResult, exc: Any) -> None:
+        """The user's pipeline raised while the query was built."""
+        self.failure = failure_from(exc.original, self.compat, sr.index)
+        self.failure.summary = in_query(exc, str(exc))
+        sr.status, sr.message = ERROR, self.failure.summary + paths_hint(self.build.workdir, str(exc))
+
+    def _raised(self, sr: StepResult, exc: Any) -> None:
+        """A pipeline or Spark error at start: a verdict, not a crash."""
+        java = getattr(exc, "java_exception", None)
+        if self._surroundings_failed(sr, [(type(exc).__name__, None, str(exc)),
+                                          *(self.compat.java_error_classes(java) if java is not None else [])]):
+            return
+        self.failure = failure_from(exc, self.compat, sr.index)
+        self.failure.summary = in_query(exc, self.failure.summary)
+        sr.status, sr.message = ERROR, str(self.failure) + paths_hint(self.build.workdir, str(exc))
+
+
+@dataclass
+class StepOutcome:
+    """What one step's action came to, as a value (pytest's `CallInfo`): the batches it ran, or the
+    exception it raised and, when the driver JVM is found dead after it, that death."""
+
+    batches: list[Any]
+    error: Exception | None = None
+    death: Any = None  # harness.driverdeath's DriverDeath
+
+    @classmethod
+    def of(cls, action: Callable[[], list[Any]], spark: Any) -> "StepOutcome":
+        """Call `action` and capture what it came to; only what is not an Exception (Ctrl-C) goes through."""
+        from eventtime.harness.session import driver_death
+
+        try:
+            return cls(action())
+        except Exception as exc:  # noqa: BLE001 - every exception of a step is its verdict (SparkSteps._said)
+            return cls([], exc, driver_death(spark, after=exc))
 
 
 def conclude_run(result: ScenarioResult, steps: SparkSteps, died: list[Any]) -> None:

@@ -11,19 +11,21 @@ built with the *current* one. The verdict says which of these happened:
 - `previous_differs`: an expectation before the restart failed, so the scenario does not describe the
   previous version and says nothing of the change.
 
-This module decides the restart step and the outcome; `runner.run_scenario(previous=...)` swaps the
-implementation; `eventtime.previous` finds the previous version for the command and the pytest plugin
-(a binding, or the same binding at a git ref).
+This module decides the restart step and the outcome, and is the run's crossing (`NewVersion`, a
+`crossing.Crossing`: `runner.run_scenario(crossing=NewVersion(previous))` swaps the implementation at the
+restart); `eventtime.previous` finds the previous version for the command and the pytest plugin (a
+binding, or the same binding at a git ref).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from . import spec as m
-from .results import ERROR, FAILED, PASSED, FailureInfo, ScenarioResult
+from .crossing import Straight
+from .results import ERROR, FAILED, NOT_APPLICABLE, PASSED, FailureInfo, ScenarioResult
 
 __all__ = ["RESTARTS", "DIFFERS", "CANNOT_RESTART", "PREVIOUS_DIFFERS", "OUTCOMES", "restart_step",
-           "NO_RESTART", "upgrade_verdict", "spark_message"]
+           "NO_RESTART", "upgrade_verdict", "spark_message", "NewVersion"]
 
 RESTARTS, DIFFERS, CANNOT_RESTART, PREVIOUS_DIFFERS = "restarts", "differs", "cannot_restart", "previous_differs"
 OUTCOMES = (RESTARTS, DIFFERS, CANNOT_RESTART, PREVIOUS_DIFFERS)
@@ -36,6 +38,64 @@ def restart_step(scenario: m.Scenario) -> m.StartStep | None:
     query (a start of one query of a job, `query: NAME`, leaves the others running the previous code,
     so it is not one). None: the scenario has no such step."""
     return next((s for s in scenario.steps if isinstance(s, m.StartStep) and s.query is None), None)
+
+
+class NewVersion(Straight):
+    """A run across a change of the job (a `crossing.Crossing`): the previous version (a binding or a
+    callable; `name`: how the result names it) builds the query up to the scenario's first `start`/
+    `restart` of the whole query, the current one from that step on, on the same checkpoint, run folder
+    and sink history; the outcome is `upgrade_verdict`'s."""
+
+    def __init__(self, previous: Any, name: str | None = None):
+        self.previous = previous
+        self.name = name or (previous if isinstance(previous, str) else (
+            getattr(previous, "__module__", "") + ":" + getattr(previous, "__qualname__", "")))
+        self.call: Callable[..., Any] | None = None
+        self.restart: m.StartStep | None = None
+        self.unjudged: frozenset[str] = frozenset()
+
+    def refuses(self, result: ScenarioResult, job: bool, compat: Any) -> bool:
+        """The previous version prepared as the current one is; refused (the result says why) with no
+        restart step, a previous version whose binding does not prepare, or a job against a pipeline."""
+        from .binding import prepare
+
+        self.restart = restart_step(result.scenario)
+        if self.restart is None:
+            result.status, result.reason = NOT_APPLICABLE, f"a run across a change {NO_RESTART}"
+            return True
+        current = result.implementation
+        result.implementation = self.name  # errors in preparing it name the previous version
+        prepared = prepare(result, self.previous, compat)
+        result.implementation = current
+        if prepared is None:
+            result.reason = f"the previous version {self.name}: {result.reason}"
+            return True
+        self.call, info, previous_job = prepared
+        if previous_job != job:
+            result.status = ERROR
+            result.reason = (f"the previous version {self.name} is {'a job' if previous_job else 'a pipeline'} and "
+                             f"the current {current} is {'a job' if job else 'a pipeline'}: both must be of one kind")
+            return True
+        self.unjudged = frozenset(info.unjudged)
+        return False
+
+    def around(self, driver: Any, steps: Any) -> tuple[Any, Any]:
+        """The previous version builds the query until the restart step, where the current one takes over."""
+        build, restart = steps.build, self.restart
+        assert restart is not None and self.call is not None
+        current = (build.call, build.impl_name)
+
+        def take_over() -> None:  # the current version builds the query from this start on
+            build.call, build.impl_name = current
+            steps.impl_name = current[1]
+
+        build.call, build.impl_name, steps.impl_name = self.call, self.name, self.name
+        steps.switch = (restart.index, take_over)
+        return driver, steps
+
+    def finish(self, result: ScenarioResult, steps: Any) -> None:
+        assert self.restart is not None
+        upgrade_verdict(result, self.name, self.restart, steps.failure, steps.failure_consumed)
 
 
 def upgrade_verdict(result: ScenarioResult, previous: str, restart: m.StartStep,

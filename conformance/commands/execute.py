@@ -11,21 +11,24 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..crossing import Crossings, NoCrossing
 from ..exitcodes import ExitCode
 from ..results import DRIVER_DIED, FAILING, NOT_APPLICABLE
 from . import spark as _spark
+from .crossings import across
 from .files import rerun_command
 
 __all__ = ["execute", "unimportable", "OutputCapture"]
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
-            certify: bool = False, unbound: int = 0, runner: Any = None, allowed: frozenset[str] = frozenset()) -> int:
+            certify: bool = False, unbound: int = 0, crossings: Crossings | None = None,
+            allowed: frozenset[str] = frozenset()) -> int:
     """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
-    (their errors printed already) count against the run. `runner`: what runs each pair (default
-    `runner.run_scenario`; a run across a change gives its own, `previous.Previous.runner`). A contract
+    (their errors printed already) count against the run. `crossings`: the run across a change each pair
+    is run by (`crossings.across`; None: none). A contract
     and implementation with nothing judged fails the run unless `allowed` names its contract
     (`projectconfig.nothing_judged`)."""
-    from ..parallel import Pair, Recovery
+    from ..parallel import Pair
     from ..resultsfile import ResultsWriter
 
     if not plan:  # before any Spark starts: nothing would run, and "0 passed" must never read as a success
@@ -45,21 +48,11 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         writer = ResultsWriter(args.json, tool="certify" if certify else "run", started_at=started_at,
                                command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
                                master=master)
-
-    def fresh() -> Any:
-        print(f"eventtime: starting a fresh Spark session for the scenarios left "
-              f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
-        session = _spark.start_session(args.master, fresh=True)
-        if session is None:
-            raise _spark.NoDriver()
-        return session
-
-    recovery = Recovery(fresh=fresh, limit=_spark.MAX_DEATHS)
+    recovery = _recovery(args)
     capture = None if getattr(args, "show_output", False) else OutputCapture(sys.stdout)
+    runner = across(crossings or NoCrossing())
     if capture is not None:
-        from ..runner import run_scenario
-
-        runner, sys.stdout = capture.around(runner or run_scenario), capture
+        runner, sys.stdout = capture.around(runner), capture
     try:
         results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
     finally:
@@ -77,8 +70,22 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
     failures = [r for r in results if r.status in FAILING]
     _print_outcome(results, failures, not_run, recovery, certify, capture)
     toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else 0
+    unjudged = _print_totals(results, args, allowed, invalid, unbound, toothless, not_run, recovery,
+                             f" on Spark {version} in {seconds:.1f}s")
+    if getattr(args, "markdown", None):
+        from ..textreport import certification_markdown
+
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
+    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged or toothless else ExitCode.OK
+
+
+def _print_totals(results: list[Any], args: Any, allowed: frozenset[str], invalid: int, unbound: int, toothless: int,
+                  not_run: list[Any], recovery: Any, where: str) -> int:
+    """Each contract and implementation with nothing judged (an error unless `allowed`, then a note), and
+    the totals line last; how many judged nothing and were not allowed to."""
     from ..projectconfig import nothing_judged
-    from ..textreport import certification_markdown, totals, totals_line
+    from ..textreport import totals, totals_line
 
     records = [(r.scenario.contract.name, r.implementation, r.scenario.name, r.scenario.path,
                 r.status != NOT_APPLICABLE, r.reason) for r in results]
@@ -97,11 +104,24 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
           + (f", {toothless} with vacuous or weak checks (--teeth)" if toothless else "")
           + (f", {len(not_run)} not run" if not_run else "")
           + (f", {recovery.deaths} driver death{'s' if recovery.deaths != 1 else ''}" if recovery.deaths else "")
-          + f" on Spark {version} in {seconds:.1f}s")
-    if getattr(args, "markdown", None):
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged or toothless else ExitCode.OK
+          + where)
+    return len(unjudged)
+
+
+def _recovery(args: Any) -> Any:
+    """How the run goes on after a driver death: on a fresh session, said, up to MAX_DEATHS in a row."""
+    from ..parallel import Recovery
+
+    def fresh() -> Any:
+        print(f"eventtime: starting a fresh Spark session for the scenarios left "
+              f"(driver deaths in a row: {recovery.in_a_row} of at most {recovery.limit})", file=sys.stderr, flush=True)
+        session = _spark.start_session(args.master, fresh=True)
+        if session is None:
+            raise _spark.NoDriver()
+        return session
+
+    recovery = Recovery(fresh=fresh, limit=_spark.MAX_DEATHS)
+    return recovery
 
 
 def _print_teeth(results: list[Any], args: argparse.Namespace) -> int:
@@ -132,7 +152,7 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
     results: list[Any] = []
     said: set[str] = set()  # the driver deaths whose message has been printed
     try:
-        for result in run_pairs(pairs, jobs=args.jobs, session=spark, timeout=args.timeout, conf=conf,
+        for result in run_pairs(pairs, jobs=_spark.jobs_of(args, spark), session=spark, timeout=args.timeout, conf=conf,
                                 recovery=recovery, runner=runner):
             results.append(result)  # in the order of `pairs`, whatever --jobs is
             if writer is not None:

@@ -3,21 +3,51 @@ types that check a value where argparse reads it, so a bad value is a usage erro
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence, TypeVar
 
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from ..exitcodes import ExitCode
 
-__all__ = ["Parser", "contracts_parent", "spark_parent", "pipelines_parent", "results_parent", "conf_pairs",
-           "positive_int", "allow_parent"]
+__all__ = ["Parser", "Options", "but", "contracts_parent", "spark_parent", "pipelines_parent", "results_parent",
+           "conf_pairs", "positive_int", "allow_parent"]
+
+N = TypeVar("N")
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse's default exit code is 2 as well; keep the text short
         self.print_usage(sys.stderr)
         self.exit(ExitCode.USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+class Options(argparse.Namespace):
+    """The command line's options, read once (`cli.main`) and never written: a value a command settles on
+    its way (the project's timeout, the paths it found, the binding it split) is a new value (`but`), so
+    what a function is given is what the user said or what its caller settled, never changed under it."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"the options are read once and not written (--{name.replace('_', '-')}): "
+                             "make a new value with options.but()")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"the options are read once and not written (--{name.replace('_', '-')})")
+
+    @classmethod
+    def of(cls, namespace: argparse.Namespace) -> "Options":
+        """The options argparse read, frozen."""
+        out = cls.__new__(cls)
+        out.__dict__.update(vars(namespace))
+        return out
+
+
+def but(options: N, **changes: Any) -> N:
+    """`options` with these values instead, as a new value of the same kind; `options` stays as it is."""
+    out = copy.copy(options)
+    vars(out).update(changes)
+    return out
 
 
 def conf_pairs(values: Sequence[str] | None) -> dict[str, str]:

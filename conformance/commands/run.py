@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exitcodes import ExitCode
-from .options import allow_parent, conf_pairs, contracts_parent, pipelines_parent, results_parent, spark_parent
+from .options import allow_parent, but, conf_pairs, contracts_parent, pipelines_parent, results_parent, spark_parent
 
 __all__ = ["add_parser", "run"]
 
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
         if found is not None:
-            args.paths = [os.path.relpath(p) for p in found]
+            args = but(args, paths=[os.path.relpath(p) for p in found])
             print(f"eventtime: no PATH given: the project's scenarios under {', '.join(args.paths)}", file=sys.stderr)
     files = scenario_files(args.paths)
     if files is None:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
     if project is None:
         return ExitCode.USAGE_ERROR
-    args.timeout = project.timeout  # args.contracts stays the command line's: the re-run commands repeat it
+    args = but(args, timeout=project.timeout)  # args.contracts stays the command line's: the re-run commands repeat it
     allowed = allowed_unjudged(args.allow_not_applicable, project.ini)
     if allowed is None:
         return ExitCode.USAGE_ERROR
@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE_ERROR
     if args.snapshot or args.yes or args.snapshot_on_spark:
         from ..snapshot import snapshot_run
-        from .spark import open_session
+        from .spark import jobs_of, open_session
 
-        return snapshot_run(args, files, project, conf, open_session, unimportable)
+        return snapshot_run(args, files, project, conf, open_session, unimportable, jobs_of)
     loaded, invalid = load_scenario_files(files, project.contract_dirs)
     plan: list[tuple[Any, Path, str]] = []
     unbound: dict[str, list[Any]] = {}
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     failed_import = unimportable(list(dict.fromkeys(target for _, _, target in plan)))
     if failed_import:
         return failed_import
-    from ..previous import run_across
+    from .crossings import run_across
 
     # --previous, --previous-ref, --previous-python: a run across a change (docs/upgrade.md)
-    return run_across(args, [str(d) for d in project.contract_dirs], [t for _, _, t in plan], lambda runner: execute(
-        plan, args, conf, invalid, unbound=sum(map(len, unbound.values())), runner=runner, allowed=allowed))
+    return run_across(args, [str(d) for d in project.contract_dirs], [t for _, _, t in plan], lambda crossings: execute(
+        plan, args, conf, invalid, unbound=sum(map(len, unbound.values())), crossings=crossings, allowed=allowed))

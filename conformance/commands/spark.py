@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..exitcodes import ExitCode
 
 __all__ = ["Terminated", "STOP", "guarded", "remote_of", "open_session", "start_session", "NoDriver", "master_of",
-           "MAX_DEATHS"]
+           "jobs_of", "MAX_DEATHS"]
 
 MAX_DEATHS = 3  # driver deaths in a row (no scenario completing in between) before a run gives up
 
@@ -119,10 +119,9 @@ def open_session(args: Any) -> tuple[Any, int]:
             if warm_of(args):
                 print(f"eventtime: {OVER_CONNECT}", file=sys.stderr)
 
-            if getattr(args, "jobs", 1) != 1:
+            if getattr(args, "jobs", 1) != 1:  # `jobs_of`
                 print(f"eventtime: over Spark Connect the pairs run one at a time (--jobs {args.jobs} ignored)",
                       file=sys.stderr)
-                args.jobs = 1
             # the client has no driver JVM to lose; a local driver is started (and restarted after a death)
             spark = own_sigint(connect_session(remote, timeout=args.timeout))
         else:
@@ -134,6 +133,14 @@ def open_session(args: Any) -> tuple[Any, int]:
         print(f"eventtime: error: {exc}", file=sys.stderr)
         return None, ExitCode.FAILED
     return spark, ExitCode.OK if spark is not None else ExitCode.FAILED
+
+
+def jobs_of(args: Any, spark: Any) -> int:
+    """How many pairs run at once on `spark`: --jobs, but one at a time over Spark Connect (the harness
+    sets query settings on the one Connect session; `open_session` says so)."""
+    from eventtime.harness.compat import is_connect
+
+    return 1 if is_connect(spark) else getattr(args, "jobs", 1)
 
 
 class NoDriver(Exception):

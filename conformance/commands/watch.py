@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exitcodes import ExitCode
-from .options import allow_parent, conf_pairs, contracts_parent, pipelines_parent, spark_parent
+from .options import allow_parent, but, conf_pairs, contracts_parent, pipelines_parent, spark_parent
 
 __all__ = ["add_parser", "run"]
 
@@ -29,9 +29,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..previous import previous_of_run
-    from ..runner import run_scenario
     from ..watch import Watcher
+    from .crossings import across, crossings_of
     from .files import allowed_unjudged, read_project, rerun_command, scenario_files
     from .spark import open_session
 
@@ -43,18 +42,18 @@ def run(args: argparse.Namespace) -> int:
     project = read_project(args.paths, args.pipeline, args.contracts, args.timeout)
     if project is None:
         return ExitCode.USAGE_ERROR
-    args.timeout = project.timeout
+    args = but(args, timeout=project.timeout)
     allowed = allowed_unjudged(args.allow_not_applicable, project.ini)
     if allowed is None:
         return ExitCode.USAGE_ERROR
     conf = conf_pairs(args.spark_conf)
-    usable, previous = previous_of_run(args)  # --previous: a run across a change (docs/upgrade.md)
-    if not usable:
+    crossings = crossings_of(args)  # --previous: a run across a change (docs/upgrade.md)
+    if crossings is None:
         return ExitCode.USAGE_ERROR
     session, code = open_session(args)  # as run opens it: --remote, SPARK_REMOTE or a local Spark
     if session is None:
         return code
-    go = previous.runner() if previous is not None else run_scenario
+    go = across(crossings)
 
     def run_one(scenario: Any, target: Any) -> Any:
         rerun = rerun_command(scenario, None, target if isinstance(target, str) else str(project.pipeline), args)

@@ -202,17 +202,21 @@ def test_the_command_refuses_a_bad_previous_before_spark_starts(tmp_path):
 
 
 def test_a_run_loads_the_refs_versions_before_any_scenario_and_says_a_broken_one_per_scenario(repo):
+    from eventtime.commands.crossings import across
+
     previous = Previous(ref="HEAD", root=str(repo))
     seen = []
     try:
-        run = previous.runner(["upg_pkg.job:version", "upg_pkg.gone:f"],
-                              run=lambda sc, impl, **kw: seen.append((impl, kw["previous"](None, None),
-                                                                      kw["previous_name"])))
+        previous.load(["upg_pkg.job:version", "upg_pkg.gone:f"])
         assert set(previous._loaded) == {"upg_pkg.job:version", "upg_pkg.gone:f"}  # before any scenario ran
-        run(None, "upg_pkg.job:version", rerun=None)
-        assert seen == [("upg_pkg.job:version", "old", "upg_pkg.job:version@HEAD")]
+        run = across(previous, lambda sc, impl, **kw: seen.append((impl, kw["crossing"].previous(None, None),
+                                                                   kw["crossing"].name)))
         scenario = type("S", (), {"name": "s", "path": "s.scenario.yaml"})()
-        result = run(scenario, "upg_pkg.gone:f", rerun=None)  # a module the ref does not have
+        run(scenario, "upg_pkg.job:version", rerun=None)
+        assert seen == [("upg_pkg.job:version", "old", "upg_pkg.job:version@HEAD")]
+        with pytest.raises(PipelineError, match="cannot import module 'upg_pkg.gone'"):  # each face words it
+            previous.run(scenario, "upg_pkg.gone:f", lambda sc, impl, **kw: seen.append(impl), rerun=None)
+        result = run(scenario, "upg_pkg.gone:f", rerun=None)  # a module the ref does not have: the CLI's error
         assert (result.status, seen[1:]) == (ERROR, [])
         assert "cannot import module 'upg_pkg.gone'" in result.reason
     finally:

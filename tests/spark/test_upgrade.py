@@ -1,4 +1,4 @@
-"""A new version of the job restarted from the previous version's checkpoint (`run_scenario(previous=...)`,
+"""A new version of the job restarted from the previous version's checkpoint (`run_scenario(crossing=NewVersion(...))`,
 docs/upgrade.md): each outcome on Spark, from one bundled scenario with a restart and three changes of
 the tumbling count (tests/spark/upgrade_pipelines.py), each a control of the others."""
 import json
@@ -8,6 +8,7 @@ import pytest
 from eventtime import load_scenario
 from eventtime.runner import run_scenario
 from eventtime.scenarios import SUITE_DIR
+from eventtime.upgrade import NewVersion
 
 pytestmark = pytest.mark.spark
 
@@ -17,7 +18,7 @@ NEW = "tests.spark.upgrade_pipelines:"
 
 
 def across(spark, current, previous=PREVIOUS, path=RESTART):
-    result = run_scenario(load_scenario(str(path)), current, previous=previous, session=spark)
+    result = run_scenario(load_scenario(str(path)), current, crossing=NewVersion(previous), session=spark)
     json.dumps(result.to_dict())  # what the results file gets
     return result
 

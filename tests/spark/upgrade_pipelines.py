@@ -1,5 +1,5 @@
 """Versions of the tumbling count as a deploy changes them, for the runs across a change
-(`run_scenario(previous=...)`, tests/spark/test_upgrade.py). The previous version is
+(`run_scenario(crossing=NewVersion(...))`, tests/spark/test_upgrade.py). The previous version is
 `eventtime.pipelines.reference:tumbling_count`."""
 from pyspark.sql import functions as F
 
