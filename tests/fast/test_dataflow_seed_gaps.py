@@ -75,6 +75,16 @@ def test_idle_after_proposes_processing_time_minus_lag_only_once_the_input_is_id
     assert g.on_periodic_emit(40_000) == 30_000
 
 
+def test_idle_after_resolves_the_periodic_assigner_stall():
+    stalled = load_scenario(str(FOLDER / "seed000-periodic-assigner-stalls.scenario.yaml"))
+    assert check_scenario(stalled).status == "passed"  # the same events stall without it
+    failures = _passes_and_control_fails(
+        "seed000-periodic-assigner-idle-fallback",  # control: no fallback (the stall) - the window never fires
+        "    idle_after: 30 seconds            # how long the job is willing to wait for records\n"
+        "    lag: 5 seconds                    # then: processing time - 5 s\n", "")
+    assert {f.check for f in failures} >= {"rows", "watermark", "watermarks"}
+
+
 # -- 4. seed 000 "Stalled Watermarks": SingleWatermarkCoFlatMap ---------------------------------------------
 
 def test_an_ignored_input_never_enters_the_minimum_but_its_rows_count():
