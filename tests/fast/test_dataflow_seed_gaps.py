@@ -102,6 +102,13 @@ def test_an_ignored_input_never_enters_the_minimum_but_its_rows_count():
     assert q.valve.outputs[-1] == ("status", "idle")  # the other input alone decides the status too
 
 
+def test_single_watermark_coflatmap_scenario_and_control():
+    failures = _passes_and_control_fails(
+        "seed000-single-watermark-coflatmap",  # control: the control stream's watermarks taken into the minimum
+        "    ignore_watermarks: [1]", "    generator: periodic")
+    assert failures
+
+
 # -- validation: the new keys' misuse is a file:line error ----------------------------------------------------
 
 HEAD = """\
