@@ -1146,6 +1146,11 @@ class _Builder:
             if all(t is not None for t in times):
                 changes["watermarks"] = tuple(times)
                 changes["watermarks_where"] = self.c.where(path + ("watermarks",))
+        if isinstance(body.get("statuses"), list) and self.dataflow_only(
+                path + ("statuses",), "`statuses` checks the stream statuses an operator emitted, which", key=True,
+                why="gives (add `profile: dataflow`): Spark has no stream status"):
+            changes["statuses"] = tuple(str(s) for s in body["statuses"])
+            changes["statuses_where"] = self.c.where(path + ("statuses",))
         return dataclasses.replace(step, **changes) if changes else step
 
     def state_check(self, body: dict, path: tuple) -> m.StateCheck:

@@ -150,6 +150,10 @@ def model_only(scenario: "Scenario") -> str | None:
     if checks is not None:
         return (f"model only: step {checks.index} checks the watermarks an operator forwarded (`watermarks`), "
                 "which a Spark run does not show; `eventtime check-model` judges it")
+    checks = next((s for s in scenario.steps if isinstance(s, ExpectStep) and s.statuses is not None), None)
+    if checks is not None:
+        return (f"model only: step {checks.index} checks the stream statuses an operator emitted (`statuses`), "
+                "which Spark does not have; `eventtime check-model` judges it")
     if scenario.contract.model_only:
         return f"model only: contract {scenario.contract.name!r}: {scenario.contract.model_only}"
     trigger = next((p for p in scenario.contract.params
@@ -386,6 +390,10 @@ class ExpectStep(Step):
     # (epoch microseconds; dataflow profile only)
     watermarks: tuple[int, ...] | None = None
     watermarks_where: Where | None = None
+    # `statuses: [idle, active]`: the stream statuses the window operator emitted since the previous
+    # expect, in order (dataflow profile only; seed 000 "Stream Status")
+    statuses: tuple[str, ...] | None = None
+    statuses_where: Where | None = None
     kind = "expect"
 
 

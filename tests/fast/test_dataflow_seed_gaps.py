@@ -147,3 +147,59 @@ def test_misuse_of_the_new_source_keys_is_a_file_line_error(profile, source, exp
         load_scenario_text(HEAD.format(profile=profile, source=source), "s.yaml")
     found = [str(p) for p in exc.value.problems]
     assert any(p.startswith(expected) for p in found), found
+
+
+# -- 5. seed 000 "Stream Status": the statuses an operator emits downstream -----------------------------------
+
+def test_the_operator_emits_idle_when_every_input_is_idle_and_active_when_one_is_again():
+    q = DataflowQuery(("events",), 0, 10 * S, 0, clock_start_ms=0, trigger_ms=None, partitions={"events": 2},
+                      subtasks={"events": 2}, generator={"events": "none"})
+    q.start()
+    q.signal(["events#1"], "idle")
+    assert [b.statuses for b in q.process()] == [[]]  # the other input is active
+    q.signal(["events#0"], "idle")
+    assert [b.statuses for b in q.process()] == [["idle"]]
+    q.signal(["events#1"], "active")
+    assert [b.statuses for b in q.process()] == [["active"]]
+    q.signal(["events#0"], "active")
+    assert [b.statuses for b in q.process()] == [[]]  # active already
+
+
+def test_stream_status_scenario_and_control():
+    failures = _passes_and_control_fails(
+        "seed000-stream-status-operator-emits",  # control: the idle status said to come with one input idle
+        "      watermarks: [\"00:00:12\"]\n      statuses: []", "      watermarks: [\"00:00:12\"]\n      statuses: [idle]")
+    assert [(f.check, f.where.line) for f in failures] == [("statuses", 34)]
+    assert "emitted stream statuses [none] since the previous expect, expected [idle]" in failures[0].message
+
+
+def test_statuses_are_model_only_a_spark_profile_error_and_expect_write_fills_them(tmp_path, capsys):
+    from eventtime.cli import main
+    from eventtime.spec import model_only
+
+    path, text = _bundled("seed000-stream-status-operator-emits")
+    only = load_scenario_text(HEAD.format(profile="dataflow", source="") + "  - expect: {statuses: []}\n", "s.yaml")
+    assert (model_only(only) or "").startswith("model only: step 2 checks the stream statuses an operator emitted")
+    with pytest.raises(ScenarioInvalid) as exc:
+        load_scenario_text(text.replace("profile: dataflow", "profile: spark"), path)
+    assert any("`statuses` checks the stream statuses an operator emitted, which only the dataflow profile's model "
+               "gives" in str(p) for p in exc.value.problems)
+    with pytest.raises(ScenarioInvalid) as exc:
+        load_scenario_text(text.replace("statuses: [idle]", "statuses: [sleeping]"), path)
+    assert ":37:81: 'sleeping' is not allowed here (one of: idle, active)" in str(exc.value.problems[0])
+    wrong = tmp_path / "s.scenario.yaml"
+    wrong.write_text(text.replace("statuses: [idle]", "statuses: []").replace("statuses: [active]", "statuses: [idle]"),
+                     encoding="utf-8")
+    assert main(["check-model", str(wrong)]) == 1
+    assert main(["expect", "--write", str(wrong)]) == 0
+    assert wrong.read_text(encoding="utf-8") == text
+    capsys.readouterr()
+
+
+def test_the_statuses_check_has_teeth():
+    from eventtime.teeth import examine
+
+    sc = load_scenario(str(FOLDER / "seed000-stream-status-operator-emits.scenario.yaml"))
+    teeth = examine(check_scenario(sc))
+    checks = [c for c in teeth.checks if c.label == "statuses"]
+    assert len(checks) == 5 and not [c for c in checks if c in teeth.vacuous]
