@@ -204,6 +204,8 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
                 expected=step.watermark_us // 1000, actual=actual))
     if step.watermarks is not None:
         out.extend(_judge_forwarded(step, observed, scenario))
+    if step.statuses is not None:
+        out.extend(_judge_statuses(step, observed))
     if step.watermark_range is not None:
         out.extend(_judge_watermark_range(step, observed, scenario))
     if step.dropped is not None:
@@ -260,6 +262,33 @@ def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -
     expected = ", ".join(format_time(ms * 1000, date=scenario.date) for ms in want) or "none"
     return [CheckFailure("watermarks", where, f"the operator forwarded watermarks [{shown}] since the previous "
                                               f"expect, expected [{expected}]", expected=want, actual=actual)]
+
+
+def statuses_emitted(batches: Sequence[BatchObservation]) -> list[str] | None:
+    """The stream statuses the operator emitted in these batches, in order; None when the batches do not
+    say (only the dataflow profile's model records them)."""
+    out: list[str] = []
+    for b in batches:
+        statuses = getattr(b, "statuses", None)
+        if statuses is None:
+            return None
+        out += statuses
+    return out
+
+
+def _judge_statuses(step: ExpectStep, observed: Observed) -> list[CheckFailure]:
+    """`statuses`: the stream statuses emitted since the previous expect, in order."""
+    where = step.statuses_where or step.where
+    want = list(step.statuses or ())
+    actual = statuses_emitted(observed.since_expect)
+    if actual is None:
+        return [CheckFailure("statuses", where, "this run does not record the stream statuses an operator emitted "
+                                                "(the dataflow profile's model does)", expected=want)]
+    if actual == want:
+        return []
+    return [CheckFailure("statuses", where, f"the operator emitted stream statuses [{', '.join(actual) or 'none'}] "
+                                            f"since the previous expect, expected [{', '.join(want) or 'none'}]",
+                         expected=want, actual=actual)]
 
 
 def _judge_watermark_range(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:

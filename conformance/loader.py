@@ -641,17 +641,47 @@ class _Builder:
         return read_columns(raw, path, self.c.at)
 
     def dataflow_source(self, name: str, spec: dict, partitions: int | None) -> dict[str, Any]:
-        """A source's dataflow-profile keys (`idle_timeout`, `generator`, `subtasks`), schema-checked."""
+        """A source's dataflow-profile keys (`idle_timeout`, `generator`, `subtasks`, `lag`, `idle_after`,
+        `ignore_watermarks`), schema-checked."""
         out: dict[str, Any] = {}
-        for key in ("idle_timeout", "generator", "subtasks"):
+        for key in m.DATAFLOW_SOURCE_KEYS:
             if key not in spec or not self.dataflow_only(("sources", name, key), f"`{key}` is a source setting",
                                                          key=True):
                 continue
-            if key == "idle_timeout":
+            if key in ("idle_timeout", "idle_after"):
                 out[key] = self.duration(spec[key], ("sources", name, key), positive=True)
+            elif key == "lag":
+                out[key] = self.duration(spec[key], ("sources", name, key))
+            elif key == "ignore_watermarks":
+                out[key] = tuple(spec[key]) if isinstance(spec[key], list) else None
             else:
                 out[key] = spec[key]
+        kind = out.get("generator") or "periodic"
+        if "lag" in out and kind != "time_lag" and "idle_after" not in out:
+            self.c.at(("sources", name, "lag"), f"source {name!r}: `lag` is the lag behind processing time of a "
+                                                "`generator: time_lag`, or of `idle_after`; this source has neither")
+        if kind == "time_lag" and "lag" not in spec:
+            self.c.at(("sources", name, "generator"), f"source {name!r}: `generator: time_lag` needs `lag:` (its "
+                                                      "watermark is processing time - lag)")
+        if "idle_after" in out:
+            if kind != "periodic":
+                self.c.at(("sources", name, "idle_after"), f"source {name!r}: `idle_after` is an option of the "
+                                                           f"periodic generator, not of `generator: {kind}`")
+            elif "lag" not in spec:
+                self.c.at(("sources", name, "idle_after"), f"source {name!r}: `idle_after` needs `lag:` (idle that "
+                                                           "long, the generator proposes processing time - lag)")
         subtasks = out.get("subtasks")
+        count = subtasks if isinstance(subtasks, int) else 1
+        for i, k in enumerate(out.get("ignore_watermarks") or ()):
+            if isinstance(k, int) and not 0 <= k < count:
+                self.c.at(("sources", name, "ignore_watermarks", i),
+                          f"source {name!r} has no subtask {k} (it has {count}: `subtasks: {count}`); "
+                          "`ignore_watermarks` lists subtasks the window operator reads")
+        ignored = {k for k in out.get("ignore_watermarks") or () if isinstance(k, int) and 0 <= k < count}
+        if ignored and len(ignored) >= count:
+            self.c.at(("sources", name, "ignore_watermarks"),
+                      f"source {name!r}: `ignore_watermarks` leaves the window operator no input whose watermarks "
+                      "it takes, so its watermark would never move")
         if isinstance(subtasks, int) and subtasks > 1 and not partitions:
             self.c.at(("sources", name, "subtasks"),
                       f"source {name!r} has no `partitions:` for its {subtasks} subtasks to read (partition k is "
@@ -1116,6 +1146,11 @@ class _Builder:
             if all(t is not None for t in times):
                 changes["watermarks"] = tuple(times)
                 changes["watermarks_where"] = self.c.where(path + ("watermarks",))
+        if isinstance(body.get("statuses"), list) and self.dataflow_only(
+                path + ("statuses",), "`statuses` checks the stream statuses an operator emitted, which", key=True,
+                why="gives (add `profile: dataflow`): Spark has no stream status"):
+            changes["statuses"] = tuple(str(s) for s in body["statuses"])
+            changes["statuses_where"] = self.c.where(path + ("statuses",))
         return dataclasses.replace(step, **changes) if changes else step
 
     def state_check(self, body: dict, path: tuple) -> m.StateCheck:

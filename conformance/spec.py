@@ -47,6 +47,10 @@ class Params(Mapping[str, Any]):
         return "Params(" + ", ".join(f"{k}={v}" for k, v in self._values.items()) + ")"
 
 
+# A source's keys only the dataflow profile's model reads (`eventtime.semantics.dataflow`).
+DATAFLOW_SOURCE_KEYS = ("idle_timeout", "generator", "subtasks", "lag", "idle_after", "ignore_watermarks")
+
+
 @dataclass(frozen=True)
 class SourceDef:
     name: str
@@ -61,11 +65,16 @@ class SourceDef:
     idle_timeout: Duration | None = None  # `idle_timeout`: an input without elements that long is idle
     generator: str | None = None  # `generator`: periodic (default), punctuated, none (only `watermark` steps)
     subtasks: int | None = None  # `subtasks: N`: partition k is read by source subtask k mod N
+    lag: Duration | None = None  # `lag`: a time_lag generator's, or idle_after's, processing time - lag
+    idle_after: Duration | None = None  # `idle_after`: a periodic generator idle that long proposes now - lag
+    # `ignore_watermarks: [k, ...]`: the window operator ignores the watermarks and stream statuses of
+    # these source subtasks (their rows count): a two-input operator such as SingleWatermarkCoFlatMap
+    ignore_watermarks: tuple[int, ...] | None = None
 
     @property
     def dataflow_keys(self) -> tuple[str, ...]:
         """The keys only the dataflow profile's model reads, that this source gives."""
-        return tuple(k for k in ("idle_timeout", "generator", "subtasks") if getattr(self, k) is not None)
+        return tuple(k for k in DATAFLOW_SOURCE_KEYS if getattr(self, k) is not None)
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -141,6 +150,10 @@ def model_only(scenario: "Scenario") -> str | None:
     if checks is not None:
         return (f"model only: step {checks.index} checks the watermarks an operator forwarded (`watermarks`), "
                 "which a Spark run does not show; `eventtime check-model` judges it")
+    checks = next((s for s in scenario.steps if isinstance(s, ExpectStep) and s.statuses is not None), None)
+    if checks is not None:
+        return (f"model only: step {checks.index} checks the stream statuses an operator emitted (`statuses`), "
+                "which Spark does not have; `eventtime check-model` judges it")
     if scenario.contract.model_only:
         return f"model only: contract {scenario.contract.name!r}: {scenario.contract.model_only}"
     trigger = next((p for p in scenario.contract.params
@@ -377,6 +390,10 @@ class ExpectStep(Step):
     # (epoch microseconds; dataflow profile only)
     watermarks: tuple[int, ...] | None = None
     watermarks_where: Where | None = None
+    # `statuses: [idle, active]`: the stream statuses the window operator emitted since the previous
+    # expect, in order (dataflow profile only; seed 000 "Stream Status")
+    statuses: tuple[str, ...] | None = None
+    statuses_where: Where | None = None
     kind = "expect"
 
 

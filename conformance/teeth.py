@@ -275,6 +275,14 @@ def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
                      (f"watermark {len(wms)} left out", replace(step, watermarks=wms[:-1]))]
         out.append(_Check("watermarks", step.watermarks_where or _key_where(scenario, step, "watermarks"), "watermarks",
                           muts, window=True))
+    if step.statuses is not None:  # the stream statuses an operator emitted (the dataflow profile's model)
+        sts = step.statuses
+        muts = [("one status more", replace(step, statuses=sts + ("active" if sts[-1:] == ("idle",) else "idle",)))]
+        if sts:
+            muts += [(f"status {len(sts)} left out", replace(step, statuses=sts[:-1])),
+                     ("status 1 flipped", replace(step, statuses=("active" if sts[0] == "idle" else "idle",) + sts[1:]))]
+        out.append(_Check("statuses", step.statuses_where or _key_where(scenario, step, "statuses"), "statuses",
+                          muts, window=True))
     if step.batch_watermark_us is not None:
         out.append(_Check("batch_watermark", step.batch_watermark_where or _key_where(scenario, step, "batch_watermark"),
                           "batch_watermark", [(w, replace(step, batch_watermark_us=v)) for w, v in

@@ -9,7 +9,10 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   with timestamp <= t"); before any element it is the minimum long (Long.MIN_VALUE). A periodic
   generator emits it at each micro-batch boundary (Flink: every auto-watermark interval); a
   punctuated one after every element; a source with `generator: none` only emits the watermarks
-  its `watermark` steps give (a source that emits its own, seed 001). A `watermark` step is a
+  its `watermark` steps give (a source that emits its own, seed 001); a `time_lag` generator emits
+  processing time - lag (seed 001's TimeLagWatermarkGenerator), and a periodic one with `idle_after`
+  proposes processing time - lag once its input had no element for that long (seed 000 "Stalled
+  Watermarks", seed 003): both also emit as `advance` moves the clock. A `watermark` step is a
   watermark emitted on the input, in the stream after the rows added before it. An input's
   watermark never goes back: a watermark not above its last is not emitted (seed 001).
 - Stream status: an input is idle after an `idle` step, or once it has had no element for its
@@ -25,7 +28,8 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   becomes active again below the operator's watermark is not aligned (left out, so it does not
   move it back) until its own watermark catches up; when the last active channel goes idle
   holding the minimum, the maximum over all channels is forwarded; watermarks of an idle channel
-  are ignored.
+  are ignored. A subtask listed in `ignore_watermarks` never enters the valve (its rows count): a
+  two-input operator that ignores one input's watermarks (seed 000, SingleWatermarkCoFlatMap).
 - Each watermark the operator's watermark advances to fires the window timers it reaches first,
   then is forwarded downstream (seed 000 "Watermark handling", seed 003): a batch's `forwarded`
   lists them in order, and its `emitted` is the output stream, firings and watermarks interleaved.
@@ -68,28 +72,51 @@ __all__ = ["input_name", "MIN_WATERMARK", "BoundedOutOfOrderness", "CombinedWate
            "ON_TIME", "LATE", "DROPPED", "DATAFLOW_CONTRACTS", "GENERATORS"]
 
 MIN_WATERMARK = -(2 ** 63)  # Long.MIN_VALUE
-GENERATORS = ("periodic", "punctuated", "none")
+GENERATORS = ("periodic", "punctuated", "none", "time_lag")
 
 
 @dataclass
 class BoundedOutOfOrderness:
     """One input's watermark generator (BoundedOutOfOrdernessWatermarks), in epoch milliseconds.
 
-    `bound_ms` None: no generator, only the watermarks given to the input (`emit`)."""
+    `bound_ms` None: no generator, only the watermarks given to the input (`emit`). `time_lag`: seed 001's
+    TimeLagWatermarkGenerator, processing time - `lag_ms` at each periodic emit, whatever the elements.
+    `idle_after_ms` (a periodic generator): once no element came for that long of processing time (since
+    the last one, or since `last_event_ms` at the start), it proposes processing time - `lag_ms` too
+    (seed 000 "Stalled Watermarks", seed 003 "Idling sources"). A proposal not above the last is not
+    emitted (seed 001)."""
 
     bound_ms: int | None
     punctuated: bool = False
     max_ts: int | None = None
     emitted: int = MIN_WATERMARK
+    lag_ms: int | None = None
+    idle_after_ms: int | None = None
+    time_lag: bool = False
+    last_event_ms: int = 0  # processing time of the input's last element (the start before any)
 
-    def on_event(self, ts_ms: int) -> None:
+    @property
+    def clocked(self) -> bool:
+        """Its watermark follows processing time (so a periodic emit without elements can move it)."""
+        return self.time_lag or self.idle_after_ms is not None
+
+    def on_event(self, ts_ms: int, now_ms: int | None = None) -> None:
         self.max_ts = ts_ms if self.max_ts is None else max(self.max_ts, ts_ms)
+        if now_ms is not None:
+            self.last_event_ms = now_ms
         if self.punctuated:
             self.on_periodic_emit()
 
-    def on_periodic_emit(self) -> int:
+    def on_periodic_emit(self, now_ms: int | None = None) -> int:
+        if self.time_lag:
+            if now_ms is not None and self.lag_ms is not None:
+                self.emitted = max(self.emitted, now_ms - self.lag_ms)
+            return self.emitted
         if self.max_ts is not None and self.bound_ms is not None:
             self.emitted = max(self.emitted, self.max_ts - self.bound_ms - 1)
+        if (self.idle_after_ms is not None and self.lag_ms is not None and now_ms is not None
+                and now_ms - self.last_event_ms >= self.idle_after_ms):
+            self.emitted = max(self.emitted, now_ms - self.lag_ms)
         return self.emitted
 
     def emit(self, watermark_ms: int) -> None:
@@ -152,8 +179,10 @@ class StatusWatermarkValve:
     `input_watermark` and `input_status` return the watermark the operator forwards, or None; `outputs`
     records everything it emitted, in order: ("watermark", ms) and ("status", "idle" | "active")."""
 
-    def __init__(self, channels: int):
+    def __init__(self, channels: int, ignored: Iterable[int] = ()):
         self.channels = [_Channel() for _ in range(channels)]
+        for i in ignored:  # an input whose watermarks the operator ignores (seed 000, SingleWatermarkCoFlatMap)
+            self.channels[i].active = self.channels[i].aligned = False
         self.last_output = MIN_WATERMARK
         self.idle = False
         self.outputs: list[tuple[str, object]] = []
@@ -217,6 +246,7 @@ class DataflowBatch(BatchObservation):
 
     forwarded: list[int] = field(default_factory=list)
     emitted: list[tuple] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)  # the stream statuses it emitted ("idle", "active"), in order
 
 
 # What an input's queue holds besides rows: a watermark, or a stream status change.
@@ -227,14 +257,18 @@ class DataflowQuery:
     """A lateness_count query under the dataflow profile, driven by the scenario's steps.
 
     `idle_timeout_ms` and `generator` are per source (a mapping) or one value for every source;
-    `subtasks` maps a source with partitions to how many subtasks read them (default 1)."""
+    `subtasks` maps a source with partitions to how many subtasks read them (default 1); `lag`,
+    `idle_after` (ms) the time_lag and idle fallback of a source's generator; `ignored` the sources whose
+    watermarks and statuses the operator ignores (their rows count): source -> its subtask indexes."""
 
     def __init__(self, sources: Sequence[str], bound_ms: int, length_us: int, lateness_ms: int, *,
                  clock_start_ms: int, trigger_ms: int | None,
                  idle_timeout_ms: int | None | Mapping[str, int | None] = None,
                  punctuated: bool = False, partitions: Mapping[str, int | None] | None = None,
                  generator: Mapping[str, str] | None = None, subtasks: Mapping[str, int | None] | None = None,
-                 windows: TriggeredWindows | None = None):
+                 windows: TriggeredWindows | None = None, lag_ms: Mapping[str, int | None] | None = None,
+                 idle_after_ms: Mapping[str, int | None] | None = None,
+                 ignored: Mapping[str, Iterable[int]] | None = None):
         self.sources = tuple(sources)
         self.partitions = {n: (partitions or {}).get(n) for n in self.sources}
         # One watermark generator per input: a source, or each partition of a source with partitions.
@@ -242,12 +276,15 @@ class DataflowQuery:
                             for p in (range(self.partitions[n] or 0) or (None,)))
         # The channels of the window operator: each source subtask, with the inputs it reads.
         self.channels: list[tuple[str, tuple[str, ...]]] = []
+        self.ignored: set[int] = set()  # channels whose watermarks and statuses the operator ignores
         for n in self.sources:
             count = (subtasks or {}).get(n) or 1
             for k in range(count):
                 # a subtask assigned no partition has no input: idle from the start (seed 000, Kafka source)
                 read = (tuple(input_name(n, p) for p in range(self.partitions[n] or 0) if p % count == k)
                         if self.partitions[n] else (n,))
+                if k in set((ignored or {}).get(n) or ()):
+                    self.ignored.add(len(self.channels))
                 self.channels.append((n, read))
         self.channel_of = {i: c for c, (_, read) in enumerate(self.channels) for i in read}
         self.bound_ms, self.punctuated = bound_ms, punctuated
@@ -255,6 +292,8 @@ class DataflowQuery:
                                 for n in self.sources}
         self.generator = {n: (generator or {}).get(n) or ("punctuated" if punctuated else "periodic")
                           for n in self.sources}
+        self.lag_ms = {n: (lag_ms or {}).get(n) for n in self.sources}
+        self.idle_after_ms = {n: (idle_after_ms or {}).get(n) for n in self.sources}
         self.windows = windows or TriggeredWindows(length_us=length_us, lateness_ms=lateness_ms)
         self.now_ms = clock_start_ms
         self.trigger_ms = trigger_ms
@@ -270,14 +309,18 @@ class DataflowQuery:
 
     def _new_watermark(self) -> None:
         def generator(name: str) -> BoundedOutOfOrderness:
-            kind = self.generator[self._source_of(name)]
-            return BoundedOutOfOrderness(None if kind == "none" else self.bound_ms, kind == "punctuated")
+            source = self._source_of(name)
+            kind = self.generator[source]
+            return BoundedOutOfOrderness(None if kind in ("none", "time_lag") else self.bound_ms, kind == "punctuated",
+                                         lag_ms=self.lag_ms[source], idle_after_ms=self.idle_after_ms[source],
+                                         time_lag=kind == "time_lag", last_event_ms=self.now_ms)
 
         self.subtask = [CombinedWatermark({n: generator(n) for n in read},
                                           self.idle_timeout_ms[source], started_ms=self.now_ms)
                         for source, read in self.channels]
         self.subtask_idle = [False] * len(self.channels)
-        self.valve = StatusWatermarkValve(len(self.channels))
+        self.valve = StatusWatermarkValve(len(self.channels), self.ignored)
+        self._outputs_seen = 0
         for c in range(len(self.channels)):  # a subtask without partitions says so at once
             if not self.subtask[c].generators:
                 self._propagate(c)
@@ -290,6 +333,11 @@ class DataflowQuery:
     @property
     def idle_timeouts(self) -> bool:
         return any(t is not None for t in self.idle_timeout_ms.values())
+
+    @property
+    def clocked(self) -> bool:
+        """Some generator's watermark follows processing time (time_lag, idle_after)."""
+        return any(g.clocked for mux in self.subtask for g in mux.generators.values())
 
     # -- steps ---------------------------------------------------------------------------------------
     def add(self, source: str, rows: Sequence[dict], partition: int | None = None) -> None:
@@ -331,7 +379,7 @@ class DataflowQuery:
             out.append(self._observe(0, self.watermark, [("row", f) for f in fired]))
         if self.running and self.trigger_ms and self._due_ms is not None and self._due_ms <= self.now_ms:
             return out + self._trigger()
-        if self.running and self.idle_timeouts:  # idleness is noticed on processing time
+        if self.running and (self.idle_timeouts or self.clocked):  # idleness is noticed on processing time
             return out + self._idle_check()
         return out
 
@@ -342,14 +390,19 @@ class DataflowQuery:
         if any(self._pending.values()):
             taken, self._pending = self._pending, {n: [] for n in self.inputs}
             return [self._batch(taken)]
-        return self._idle_check() if self.idle_timeouts else []
+        return self._idle_check() if self.idle_timeouts or self.clocked else []
 
     def _idle_check(self) -> list[BatchObservation]:
+        """Processing time moved: generators that follow it emit (periodic), idle timeouts are noticed."""
         before = self.watermark
         out: list[tuple] = []
+        for mux in self.subtask:
+            for g in mux.generators.values():
+                if g.clocked:
+                    g.on_periodic_emit(self.now_ms)
         for c in range(len(self.channels)):
             out += self._propagate(c)
-        if self.watermark == before:
+        if self.watermark == before and len(self.valve.outputs) == self._outputs_seen:
             return []
         return [self._observe(0, before, out)]
 
@@ -357,6 +410,8 @@ class DataflowQuery:
         """Pass subtask `c`'s watermark and status on to the window operator: status first when it
         becomes active, watermark first when it becomes idle (SourceOperator's output); the output
         stream items (firings, then each forwarded watermark) this causes."""
+        if c in self.ignored:
+            return []  # the operator ignores this input's watermarks and statuses (SingleWatermarkCoFlatMap)
         mux = self.subtask[c]
         before = mux.current
         mux.update(self.now_ms)
@@ -395,7 +450,7 @@ class DataflowQuery:
                     if row.get("ts") is None:
                         continue
                     out += [("row", f) for f in self.windows.on_element(row["key"], row["ts"], self.watermark, self.now_ms)]
-                    gen.on_event(us_to_ms(row["ts"]))
+                    gen.on_event(us_to_ms(row["ts"]), self.now_ms)
                     if gen.punctuated:
                         out += self._propagate(c)
                 elif kind == WATERMARK:
@@ -411,13 +466,15 @@ class DataflowQuery:
                     out += self._propagate(c)
         for mux in self.subtask:
             for g in mux.generators.values():
-                g.on_periodic_emit()
+                g.on_periodic_emit(self.now_ms)
         for c in range(len(self.channels)):
             out += self._propagate(c)
         return self._observe(rows, before, out)
 
     def _observe(self, input_rows: int, before: int, emitted: list[tuple]) -> BatchObservation:
         firings = [f for kind, f in emitted if kind == "row"]
+        statuses = [str(v) for kind, v in self.valve.outputs[self._outputs_seen:] if kind == "status"]
+        self._outputs_seen = len(self.valve.outputs)
         rows = [(f.key, f.start_us, f.end_us, f.count, f.kind, f.result_ts_us) for f in firings]
         obs = DataflowBatch(
             batch_id=len(self.history), input_rows=input_rows, timestamp_ms=self.now_ms,
@@ -425,7 +482,7 @@ class DataflowQuery:
             rows=rows, dropped=0, state_rows=self.windows.keys_with_state,
             operators=[{"operatorName": "windowOperator", "numRowsTotal": self.windows.keys_with_state,
                         "numLateRecordsDropped": self.windows.side_output}],
-            run=self.runs - 1, forwarded=[w for kind, w in emitted if kind == WATERMARK],
+            run=self.runs - 1, forwarded=[w for kind, w in emitted if kind == WATERMARK], statuses=statuses,
             emitted=[(kind, (f.key, f.start_us, f.end_us, f.count, f.kind, f.result_ts_us) if kind == "row" else f)
                      for kind, f in emitted])
         self.history.append(obs)
@@ -492,5 +549,9 @@ def dataflow_query(scenario: m.Scenario) -> DataflowDriver:
                           idle_timeout_ms={name: src.idle_timeout.total_ms if src.idle_timeout else None
                                            for name, src in scenario.sources.items()},
                           generator={name: src.generator or "periodic" for name, src in scenario.sources.items()},
-                          subtasks={name: src.subtasks for name, src in scenario.sources.items()})
+                          subtasks={name: src.subtasks for name, src in scenario.sources.items()},
+                          lag_ms={name: src.lag.total_ms if src.lag else None for name, src in scenario.sources.items()},
+                          idle_after_ms={name: src.idle_after.total_ms if src.idle_after else None
+                                         for name, src in scenario.sources.items()},
+                          ignored={name: src.ignore_watermarks or () for name, src in scenario.sources.items()})
     return DataflowDriver(query, {name: src.column_names for name, src in scenario.sources.items()})

@@ -20,7 +20,7 @@ from eventtime.harness.errors import EventtimeError
 
 from .. import spec as m
 from ..drive import rows_seen
-from ..judge import compared, forwarded_ms, match_rows
+from ..judge import compared, forwarded_ms, match_rows, statuses_emitted
 from ..scenariotext import (Edit, append_checks, apply_edits, block_items, checks_block, flow_list, node_end, row_text,
                             rows_text, time_text, watermark_text)
 
@@ -69,6 +69,9 @@ def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Seq
     forwarded = forwarded_ms(since_expect) if history and forwarded_ms(history[-1:]) is not None else None
     if forwarded is not None:  # the dataflow profile: the watermarks the operator forwarded, in order
         checks["watermarks"] = flow_list(time_text(ms * 1000, scenario) for ms in forwarded)
+    statuses = statuses_emitted(since_expect) if history and statuses_emitted(history[-1:]) is not None else None
+    if statuses is not None and (statuses or (step is not None and step.statuses is not None)):
+        checks["statuses"] = flow_list(statuses)  # the stream statuses the operator emitted, in order
     stats = next((b.event_time for b in reversed(since_expect) if b.event_time), None)
     if stats:
         # an avg that depends on the order Spark's tasks finish in is not expected (`avg_range` instead)
@@ -232,6 +235,8 @@ class _ModelView:
             same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
         if step.watermarks is not None and [us // 1000 for us in step.watermarks] == forwarded_ms(self.since_expect):
             same.add("watermarks")
+        if step.statuses is not None and list(step.statuses) == statuses_emitted(self.since_expect):
+            same.add("statuses")
         low, high = step.watermark_range or (None, None)
         now = (history[-1].watermark_after_ms or 0 if history else 0) * 1000
         if step.watermark_range is not None and (low is None or now >= low) and (high is None or now <= high):

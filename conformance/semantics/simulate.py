@@ -159,7 +159,9 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     only = [f"{s.where}: step {s.kind!r} gives a watermark or a stream status as input" for s in scenario.steps
             if isinstance(s, m.InputStep)] + [
         f"{s.watermarks_where}: `watermarks` checks the watermarks an operator forwarded" for s in scenario.steps
-        if isinstance(s, m.ExpectStep) and s.watermarks is not None]
+        if isinstance(s, m.ExpectStep) and s.watermarks is not None] + [
+        f"{s.statuses_where}: `statuses` checks the stream statuses an operator emitted" for s in scenario.steps
+        if isinstance(s, m.ExpectStep) and s.statuses is not None]
     if only:  # a dataflow scenario asked under the spark profile
         raise NotCovered(f"{only[0]}, which the spark profile's model does not take: Spark derives its watermark "
                          "from the data and has no stream status (judge it under the dataflow profile)")

@@ -5,6 +5,7 @@ before the watermark that fires them is forwarded."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -236,7 +237,7 @@ def test_the_bundled_seed_scenarios_cite_their_seed_and_pass_and_can_fail():
         assert check_scenario(sc).status == "passed", name
         assert model_only(sc) is not None, name  # none of them is a Spark run's
         # a control per file: a forwarded watermark that is not there fails
-        text = "\n".join(sc.lines).replace("watermarks: [", 'watermarks: ["00:00:00.001", ', 1)
+        text = re.sub(r"(?<!\w)watermarks: \[", 'watermarks: ["00:00:00.001", ', "\n".join(sc.lines), count=1)
         assert check_scenario(load_scenario_text(text, name)).status == "failed", name
 
 
@@ -258,8 +259,11 @@ _op = st.one_of(
 
 def _run(ops, partitions: int, subtasks: int, generator: str, idle_timeout: int | None, skip: int | None = None):
     """Run `ops` on a query; `skip`: leave that partition's operations out (it only goes idle at once)."""
-    q = _query(partitions={"events": partitions}, subtasks={"events": subtasks}, generator={"events": generator},
-               idle_timeout_ms=idle_timeout, bound_ms=1_000)
+    clocked = {"time_lag": {"lag_ms": {"events": 2_000}},  # seed 001's TimeLagWatermarkGenerator
+               "idle_after": {"lag_ms": {"events": 2_000}, "idle_after_ms": {"events": 3_000}}}.get(generator, {})
+    q = _query(partitions={"events": partitions}, subtasks={"events": subtasks},
+               generator={"events": "periodic" if generator == "idle_after" else generator},
+               idle_timeout_ms=idle_timeout, bound_ms=1_000, **clocked)
     if skip is not None:  # idle before anything else is read
         q.signal([f"events#{skip}"], "idle")
         q.process()
@@ -281,8 +285,8 @@ def _run(ops, partitions: int, subtasks: int, generator: str, idle_timeout: int 
 
 
 @FAST
-@given(st.lists(_op, max_size=30), st.integers(1, 4), st.integers(1, 3), st.sampled_from(["periodic", "punctuated", "none"]),
-       st.sampled_from([None, 3_000]))
+@given(st.lists(_op, max_size=30), st.integers(1, 4), st.integers(1, 3),
+       st.sampled_from(["periodic", "punctuated", "none", "time_lag", "idle_after"]), st.sampled_from([None, 3_000]))
 def test_watermarks_never_regress_and_timers_fire_before_the_forwarded_watermark(ops, partitions, subtasks, generator,
                                                                                   idle_timeout):
     q, batches = _run(ops, partitions, subtasks, generator, idle_timeout)
