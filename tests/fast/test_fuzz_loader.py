@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from eventtime import yamlsource
 from eventtime.loader import ScenarioInvalid, _validators, load_scenario_text
-from tests.fuzz_scenarios import REACHES, TIME_LIMIT, Tally, fuzzed_files, judge
+from tests.fuzz_scenarios import REACHES, Tally, fuzzed_files, judge
 
 FUZZ_INPUTS = 2000  # inputs per CI run (the documented long run: 100,000)
 CLI_EVERY = 8  # one input in 8 also goes through `eventtime validate`
