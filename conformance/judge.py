@@ -236,16 +236,21 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     return out
 
 
-def forwarded_ms(batches: Sequence[BatchObservation]) -> list[int] | None:
-    """The watermarks the operator forwarded in these batches, in order; None when the batches do not
-    say (only the dataflow profile's model records them)."""
-    out: list[int] = []
+def _recorded(batches: Sequence[BatchObservation], name: str) -> list[Any] | None:
+    """What every batch recorded under `name`, in order; None when a batch does not say (only the
+    dataflow profile's model records the operator's outputs)."""
+    out: list[Any] = []
     for b in batches:
-        forwarded = getattr(b, "forwarded", None)
-        if forwarded is None:
+        recorded = getattr(b, name, None)
+        if recorded is None:
             return None
-        out += forwarded
+        out += recorded
     return out
+
+
+def forwarded_ms(batches: Sequence[BatchObservation]) -> list[int] | None:
+    """The watermarks the operator forwarded in these batches, in order; None when the batches do not say."""
+    return _recorded(batches, "forwarded")
 
 
 def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[CheckFailure]:
@@ -265,15 +270,8 @@ def _judge_forwarded(step: ExpectStep, observed: Observed, scenario: Scenario) -
 
 
 def statuses_emitted(batches: Sequence[BatchObservation]) -> list[str] | None:
-    """The stream statuses the operator emitted in these batches, in order; None when the batches do not
-    say (only the dataflow profile's model records them)."""
-    out: list[str] = []
-    for b in batches:
-        statuses = getattr(b, "statuses", None)
-        if statuses is None:
-            return None
-        out += statuses
-    return out
+    """The stream statuses the operator emitted in these batches, in order; None when the batches do not say."""
+    return _recorded(batches, "statuses")
 
 
 def _judge_statuses(step: ExpectStep, observed: Observed) -> list[CheckFailure]:
