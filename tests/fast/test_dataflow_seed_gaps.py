@@ -203,3 +203,84 @@ def test_the_statuses_check_has_teeth():
     teeth = examine(check_scenario(sc))
     checks = [c for c in teeth.checks if c.label == "statuses"]
     assert len(checks) == 5 and not [c for c in checks if c in teeth.vacuous]
+
+
+# -- the stranger's findings: an ignored input's stream status, the watermark after a restart ----------------
+
+IGNORED = """\
+scenario: ignored-subtask-status
+description: SingleWatermarkCoFlatMap with stream statuses
+contract: lateness_count
+profile: dataflow
+params: {window: 10 seconds, bound: 2 seconds, allowed_lateness: 0 seconds}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+    partitions: 2
+    subtasks: 2
+    ignore_watermarks: [1]
+steps:
+  - add: {events: {partition 0: [[a, "00:00:04"]], partition 1: [[ctl, "00:00:04"]]}}
+  - process
+  - expect: {rows: [], statuses: [], watermark: "00:00:01.999"}
+  - idle: events partition 0
+  - add: {events: {partition 1: [[ctl, "00:00:05"], [ctl, "00:00:30"]]}}
+  - process
+  - expect: {rows: [], statuses: [], watermark: "00:00:01.999", watermarks: []}
+  - idle: events partition 1
+  - process
+  - expect: {statuses: [idle], watermark: "00:00:01.999"}
+  - active: events partition 1
+  - process
+  - expect: {statuses: [active], watermark: "00:00:01.999"}
+"""
+
+
+def test_an_ignored_input_still_counts_for_the_operators_stream_status():
+    """Seed 000's SingleWatermarkCoFlatMap overrides processWatermark2 only: the inputs' stream statuses still
+    combine (idle only when every input is idle); the ignored input's watermarks never reach the operator,
+    also while the other input is idle (its 00:00:30 - 2 s moves nothing)."""
+    result = check_scenario(load_scenario_text(IGNORED, "ignored.scenario.yaml"))
+    assert result.status == "passed", [str(f) for s in result.steps for f in s.failures]
+    q = DataflowQuery(("events",), 0, 10 * S, 0, clock_start_ms=0, trigger_ms=None, partitions={"events": 2},
+                      subtasks={"events": 2}, generator={"events": "none"}, ignored={"events": [1]})
+    q.start()
+    q.signal(["events#0"], "idle")
+    assert [b.statuses for b in q.process()] == [[]]  # the ignored input is active: the operator too
+    q.signal(["events#1"], WATERMARK, 50_000)
+    assert [b.forwarded for b in q.process()] == [[]] and q.watermark < 0  # its watermark is ignored, the other input idle or not
+
+
+RESTART = """\
+scenario: restart-dataflow
+description: watermarks are not checkpointed; after a restart they start from Long.MIN_VALUE
+contract: lateness_count
+profile: dataflow
+params: {window: 10 seconds, bound: 2 seconds, allowed_lateness: 0 seconds}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+steps:
+  - add: {events: [[a, "00:00:03"], [a, "00:00:15"]]}
+  - process
+  - expect: {rows: [[a, "00:00:00", "00:00:10", 1, on_time, "00:00:09.999"]], watermark: "00:00:12.999"}
+  - restart
+  - expect: {rows: [], watermark: initial, watermarks: []}
+  - add: {events: [[a, "00:00:05"]]}
+  - process
+  - expect: {rows: [], watermark: "00:00:02.999", watermarks: ["00:00:02.999"]}
+"""
+
+
+def test_after_a_restart_the_watermark_is_initial_until_one_is_emitted(tmp_path, capsys):
+    from eventtime.cli import main
+
+    result = check_scenario(load_scenario_text(RESTART, "restart.scenario.yaml"))
+    assert result.status == "passed", [str(f) for s in result.steps for f in s.failures]
+    wrong = tmp_path / "restart.scenario.yaml"  # expect --write writes `initial` there too
+    wrong.write_text(RESTART.replace("watermark: initial", 'watermark: "00:00:12.999"'), encoding="utf-8")
+    assert main(["expect", "--write", str(wrong)]) == 0
+    assert wrong.read_text(encoding="utf-8") == RESTART
+    capsys.readouterr()
