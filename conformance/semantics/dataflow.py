@@ -348,6 +348,12 @@ class DataflowQuery:
         return self.valve.last_output
 
     @property
+    def reported_watermark(self) -> int:
+        """The operator's watermark as an observation reports it (Long.MIN_VALUE: 0, `initial`): after a
+        restart, before any watermark is emitted, the restarted one's, not the last batch's."""
+        return _reported(self.watermark)
+
+    @property
     def idle_timeouts(self) -> bool:
         return any(t is not None for t in self.idle_timeout_ms.values())
 

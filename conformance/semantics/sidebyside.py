@@ -61,12 +61,11 @@ def _without_checks(scenario: m.Scenario) -> m.Scenario:
 
 def _views(sim: Simulation) -> list[ProfileView]:
     out = []
-    for _step, since, history in sim.observed_by_expects():
+    for (_step, since, _history), now in zip(sim.observed_by_expects(), sim.expect_watermarks()):
         forwarded = None
         if sim.profile == "dataflow":
             forwarded = [w for b in since for w in getattr(b, "forwarded", [])]
-        out.append(ProfileView([r for b in since for r in b.rows],
-                               history[-1].watermark_after_ms or 0 if history else 0, forwarded))
+        out.append(ProfileView([r for b in since for r in b.rows], now, forwarded))
     return out
 
 

@@ -67,6 +67,12 @@ class Simulation:
                 since_expect = []
         return out
 
+    def expect_watermarks(self) -> list[int]:
+        """The watermark each `expect` observes, in step order: the query's at that step (under the
+        dataflow profile `initial` after a restart until a watermark is emitted, where the last batch's
+        was higher)."""
+        return [s.watermark_ms for s in self.steps if isinstance(s.step, m.ExpectStep)]
+
 
 @dataclass
 class ModelState:
@@ -236,8 +242,7 @@ def _simulate_dataflow(scenario: m.Scenario) -> Simulation:
         raise NotCovered("; ".join(problems))
     driver = dataflow_query(scenario)
 
-    def watermark_ms() -> int:  # what the last batch so far left
-        return next((s.batches[-1].watermark_after_ms or 0 for s in reversed(recorder.steps) if s.batches), 0)
-    recorder = _Recorder(watermark_ms, driver.stop)
+    # the operator's watermark now: after a restart it starts again (not checkpointed), before any batch
+    recorder = _Recorder(lambda: driver.query.reported_watermark, driver.stop)
     drive(scenario, driver, scenario.query_conf(), recorder)
     return Simulation(scenario, "dataflow", recorder.steps)
