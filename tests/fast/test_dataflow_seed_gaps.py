@@ -284,3 +284,15 @@ def test_after_a_restart_the_watermark_is_initial_until_one_is_emitted(tmp_path,
     assert main(["expect", "--write", str(wrong)]) == 0
     assert wrong.read_text(encoding="utf-8") == RESTART
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("args, said", [(["--profile", "dataflow"], "(dataflow profile)"),
+                                        ([], "(each scenario's own profile)")])
+def test_check_model_summary_names_the_profile_asked_for_when_no_file_loads(tmp_path, capsys, args, said):
+    from eventtime.cli import main
+
+    bad = tmp_path / "bad.scenario.yaml"  # statuses under the spark profile: invalid
+    bad.write_text(HEAD.format(profile="spark", source="") + "  - expect: {statuses: []}\n", encoding="utf-8")
+    assert main(["check-model", str(bad), *args]) == 1
+    out = capsys.readouterr().out
+    assert f"0 scenarios: 0 agree with the model {said}, 0 disagree, 0 not covered, 0 errors, 1 invalid files" in out
