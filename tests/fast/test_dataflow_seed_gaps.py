@@ -296,3 +296,24 @@ def test_check_model_summary_names_the_profile_asked_for_when_no_file_loads(tmp_
     assert main(["check-model", str(bad), *args]) == 1
     out = capsys.readouterr().out
     assert f"0 scenarios: 0 agree with the model {said}, 0 disagree, 0 not covered, 0 errors, 1 invalid files" in out
+
+
+STEPS = HEAD.replace("steps:\n  - process\n", "steps:\n{steps}  - process\n")
+
+
+@pytest.mark.parametrize("source, steps, expected", [
+    ("", '  - watermark: {events partition: "00:00:04"}\n',
+     "s.yaml:11:17: 'events partition' is not an input: write `SOURCE` (each of its partitions) or "
+     "`SOURCE partition K` (K counts from 0, without leading zeros), such as `events` or `events partition 0`"),
+    ("", "  - idle: [events partition 01]\n", "s.yaml:11:12: 'events partition 01' is not an input: write `SOURCE`"),
+    ("    partitions: 2\n    ignore_watermarks: [1]\n", "",
+     "s.yaml:11:25: source 'events' has no subtask 1: without `subtasks` one subtask reads every partition "
+     "(subtask 0); give it `subtasks: N`"),
+    ("    partitions: 2\n    subtasks: 2\n    ignore_watermarks: [2]\n", "",
+     "s.yaml:12:25: source 'events' has no subtask 2: it has 2 (`subtasks: 2`: subtasks 0-1)"),
+])
+def test_the_new_keys_messages_say_the_forms_and_ranges(source, steps, expected):
+    with pytest.raises(ScenarioInvalid) as exc:
+        load_scenario_text(STEPS.format(profile="dataflow", source=source, steps=steps), "s.yaml")
+    found = [str(p) for p in exc.value.problems]
+    assert any(p.startswith(expected) for p in found), found
