@@ -5,14 +5,16 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
 
 - Watermark generation, per input: per source, or per partition of a source that declares
   `partitions` (Flink: per source split / Kafka partition, seed 000 "Watermarks per Kafka
-  partition"). Bounded out-of-orderness emits `max event time - bound - 1 ms` ("no more elements
-  with timestamp <= t"); before any element it is the minimum long (Long.MIN_VALUE). A periodic
+  partition"). Bounded out-of-orderness emits `max event time - bound - 1 ms` (seed 002: Flink
+  "subtracts one millisecond" more; seed 003: Watermark(t) means no more elements with timestamp
+  <= t; seed 001's example generator subtracts the bound alone); before any element it is the minimum long (Long.MIN_VALUE). A periodic
   generator emits it at each micro-batch boundary (Flink: every auto-watermark interval); a
   punctuated one after every element; a source with `generator: none` only emits the watermarks
   its `watermark` steps give (a source that emits its own, seed 001); a `time_lag` generator emits
   processing time - lag (seed 001's TimeLagWatermarkGenerator), and a periodic one with `idle_after`
   proposes processing time - lag once its input had no element for that long (seed 000 "Stalled
-  Watermarks", seed 003): both also emit as `advance` moves the clock. A `watermark` step is a
+  Watermarks", seed 003): both also emit at the end of each `advance` (once: not one per
+  auto-watermark interval). A `watermark` step is a
   watermark emitted on the input, in the stream after the rows added before it. An input's
   watermark never goes back: a watermark not above its last is not emitted (seed 001).
 - Stream status: an input is idle after an `idle` step, or once it has had no element for its

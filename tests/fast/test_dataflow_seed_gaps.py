@@ -317,3 +317,51 @@ def test_the_new_keys_messages_say_the_forms_and_ranges(source, steps, expected)
         load_scenario_text(STEPS.format(profile="dataflow", source=source, steps=steps), "s.yaml")
     found = [str(p) for p in exc.value.problems]
     assert any(p.startswith(expected) for p in found), found
+
+
+# -- what the docs say of the new keys, pinned to what the model and expect --write do -----------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _docs(name: str) -> str:
+    return " ".join((DOCS / name).read_text(encoding="utf-8").split())
+
+
+def test_bound_is_unused_under_time_lag_and_none_and_the_docs_say_so():
+    path, text = _bundled("seed001-time-lag-generator")
+    assert "bound: 0 seconds" in text
+    assert check_scenario(load_scenario_text(text.replace("bound: 0 seconds", "bound: 7 seconds"), path)).status == "passed"
+    assert "`bound` is not used by `time_lag` and `none`" in _docs("scenario-format.md")
+
+
+def test_one_long_advance_emits_one_time_lag_watermark_and_the_docs_say_so():
+    q = DataflowQuery(("events",), 0, 10 * S, 0, clock_start_ms=10_000, trigger_ms=None,
+                      generator={"events": "time_lag"}, lag_ms={"events": 5_000})
+    q.start()
+    assert [b.forwarded for b in q.advance(60_000)] == [[65_000]]  # not one per auto-watermark interval
+    assert "one `advance` emits one watermark" in _docs("scenario-format.md")
+
+
+def test_the_minus_one_ms_is_cited_to_seeds_002_and_003_not_001():
+    doc = _docs("scenario-format.md")
+    assert 'seed 001: "no more elements with timestamp <= t"' not in doc
+    assert "seed 001's BoundedOutOfOrdernessGenerator returns `max - bound`" in doc
+
+
+def test_expect_write_adds_rows_and_watermark_under_dataflow_and_the_docs_say_what_each_profile_gets(tmp_path, capsys):
+    from eventtime.cli import main
+
+    path, text = _bundled("seed001-time-lag-generator")
+    bare = text.replace('      watermark: "00:00:25"\n      watermarks: ["00:00:25"]\n', "", 1)
+    assert bare != text
+    f = tmp_path / "s.scenario.yaml"
+    f.write_text(bare, encoding="utf-8")
+    assert main(["expect", "--write", str(f)]) == 0
+    written = f.read_text(encoding="utf-8")
+    tail = written[written.rindex("- expect:"):]  # watermark added; watermarks not
+    assert "rows:" in tail and 'watermark: "00:00:25"' in tail and "watermarks" not in tail and "dropped" not in tail
+    capsys.readouterr()
+    doc = _docs("commands.md")
+    assert "under the dataflow profile `rows` (or `output`) and `watermark`" in doc
+    assert "never `watermarks` nor `statuses`" in doc
