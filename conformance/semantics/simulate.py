@@ -162,15 +162,19 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
         raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
+    settings = [f"{src.where}: source {src.name!r} sets {', '.join(src.dataflow_keys)}: dataflow-only source "
+                "settings (Flink's sources and watermark generators)" for src in scenario.sources.values()
+                if src.dataflow_keys]
     only = [f"{s.where}: step {s.kind!r} gives a watermark or a stream status as input" for s in scenario.steps
             if isinstance(s, m.InputStep)] + [
         f"{s.watermarks_where}: `watermarks` checks the watermarks an operator forwarded" for s in scenario.steps
         if isinstance(s, m.ExpectStep) and s.watermarks is not None] + [
         f"{s.statuses_where}: `statuses` checks the stream statuses an operator emitted" for s in scenario.steps
         if isinstance(s, m.ExpectStep) and s.statuses is not None]
-    if only:  # a dataflow scenario asked under the spark profile
-        raise NotCovered(f"{only[0]}, which the spark profile's model does not take: Spark derives its watermark "
-                         "from the data and has no stream status (judge it under the dataflow profile)")
+    if settings or only:  # a dataflow scenario asked under the spark profile: every such source, the first step
+        raise NotCovered(f"{'; '.join(settings + only[:1])}, which the spark profile's model does not take: Spark "
+                         "derives its watermark from the data and has no stream status (judge it under the dataflow "
+                         "profile)")
     plan = plan_for(scenario)
     _state_covered(scenario, plan)
     uncounted = [op.name for op in plan.operators if not op.counts_updates]

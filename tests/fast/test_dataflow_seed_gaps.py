@@ -365,3 +365,24 @@ def test_expect_write_adds_rows_and_watermark_under_dataflow_and_the_docs_say_wh
     doc = _docs("commands.md")
     assert "under the dataflow profile `rows` (or `output`) and `watermark`" in doc
     assert "never `watermarks` nor `statuses`" in doc
+
+
+# -- compare-profiles: the spark side says which dataflow-only source keys it cannot run; statuses shown -------
+
+def test_compare_profiles_spark_side_names_the_dataflow_only_source_keys_and_the_dataflow_side_shows_statuses(capsys):
+    from eventtime.cli import main
+
+    path, _ = _bundled("seed001-time-lag-generator")
+    assert main(["compare-profiles", path]) == 0
+    out = capsys.readouterr().out
+    assert "  spark: cannot run these steps: " in out
+    assert "source 'events' sets generator, lag: dataflow-only source settings" in out
+    assert "  spark     watermark" not in out and '  dataflow  watermark "00:00:05"' in out
+    path, _ = _bundled("seed000-single-watermark-coflatmap")
+    assert main(["compare-profiles", path]) == 0
+    assert "source 'events' sets subtasks, ignore_watermarks: dataflow-only" in capsys.readouterr().out
+    path, _ = _bundled("seed000-stream-status-operator-emits")
+    assert main(["compare-profiles", path]) == 0
+    out = capsys.readouterr().out
+    assert '  dataflow  watermark "00:00:12"  forwarded []  statuses [idle]  rows []' in out
+    assert "statuses [active]" in out
