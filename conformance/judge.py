@@ -28,7 +28,7 @@ class Observed:
     def __init__(self, since_expect: Sequence[BatchObservation], history: Sequence[BatchObservation],
                  output_mode: str, columns: Sequence[str], failure: FailureInfo | None = None,
                  schema: Sequence[tuple[str, str, bool]] | None = None,
-                 since_check: Sequence[BatchObservation] | None = None):
+                 since_check: Sequence[BatchObservation] | None = None, watermark_now_ms: int | None = None):
         self.schema = None if schema is None else list(schema)  # the pipeline's (name, Spark type, nullable)
         self.since_expect = list(since_expect)
         # the batches since the previous `*_since_check` check of the query, or its last start
@@ -44,10 +44,15 @@ class Observed:
         # not be read; None where the check was not read again (it agreed): what a snapshot writes
         self.state: Any = None
         self.state_judged: Any = None  # the state a `state` check was judged on (its fields), for `eventtime.teeth`
+        # the query's current watermark where it is not what the last batch left: the dataflow model's after
+        # a restart (watermarks are not checkpointed: Long.MIN_VALUE until one is emitted); None: the last batch's
+        self.watermark_now_ms = watermark_now_ms
 
     @property
     def watermark_ms(self) -> int:
         """The current global watermark: what the last batch left for the next (0 = Spark's initial)."""
+        if self.watermark_now_ms is not None:
+            return self.watermark_now_ms
         if not self.history or self.history[-1].watermark_after_ms is None:
             return 0
         return int(self.history[-1].watermark_after_ms)

@@ -160,6 +160,11 @@ class _Checker(Checker):
             elif str(e.validator_value).startswith("^partition "):
                 self.at(path + (inst,), f"{inst!r} is not a partition: write `partition 0`, `partition 1`, ... (the index "
                               "counts from 0, without leading zeros)", key=True)
+            elif "( partition " in str(e.validator_value):  # an input of a watermark, idle or active step
+                key = "propertyNames" in e.schema_path
+                self.at(path + (inst,) if key else path,
+                        f"{inst!r} is not an input: write `SOURCE` (each of its partitions) or `SOURCE partition K` "
+                        "(K counts from 0, without leading zeros), such as `events` or `events partition 0`", key=key)
             elif len(path) >= 2 and path[0] == "tags":
                 self.at(path, f"tag {inst!r} must be lower case letters, digits, '-' or '_'")
             else:
@@ -674,9 +679,11 @@ class _Builder:
         count = subtasks if isinstance(subtasks, int) else 1
         for i, k in enumerate(out.get("ignore_watermarks") or ()):
             if isinstance(k, int) and not 0 <= k < count:
+                has = (f"it has {count} (`subtasks: {count}`: subtasks 0-{count - 1})" if isinstance(subtasks, int)
+                       else "without `subtasks` one subtask reads every partition (subtask 0); give it `subtasks: N`")
                 self.c.at(("sources", name, "ignore_watermarks", i),
-                          f"source {name!r} has no subtask {k} (it has {count}: `subtasks: {count}`); "
-                          "`ignore_watermarks` lists subtasks the window operator reads")
+                          f"source {name!r} has no subtask {k}: {has}; `ignore_watermarks` lists subtasks the window "
+                          "operator reads")
         ignored = {k for k in out.get("ignore_watermarks") or () if isinstance(k, int) and 0 <= k < count}
         if ignored and len(ignored) >= count:
             self.c.at(("sources", name, "ignore_watermarks"),

@@ -67,8 +67,8 @@ class SourceDef:
     subtasks: int | None = None  # `subtasks: N`: partition k is read by source subtask k mod N
     lag: Duration | None = None  # `lag`: a time_lag generator's, or idle_after's, processing time - lag
     idle_after: Duration | None = None  # `idle_after`: a periodic generator idle that long proposes now - lag
-    # `ignore_watermarks: [k, ...]`: the window operator ignores the watermarks and stream statuses of
-    # these source subtasks (their rows count): a two-input operator such as SingleWatermarkCoFlatMap
+    # `ignore_watermarks: [k, ...]`: the window operator ignores the watermarks of these source subtasks
+    # (their rows and stream status count): a two-input operator such as SingleWatermarkCoFlatMap
     ignore_watermarks: tuple[int, ...] | None = None
 
     @property

@@ -58,7 +58,9 @@ def _check_model(paths: Sequence[str], profile: str | None, quiet: bool, contrac
         print(describe_failure(r))
     count = {s: sum(r.status == s for r in results) for s in label}
     print()
-    profiles = " and ".join(sorted(used)) + (" profiles" if len(used) > 1 else " profile") if used else "spark profile"
+    # the profiles the scenarios ran under; none ran: the one asked for, else each scenario's own
+    profiles = (" and ".join(sorted(used)) + (" profiles" if len(used) > 1 else " profile") if used
+                else f"{profile} profile" if profile else "each scenario's own profile")
     print(f"{len(results)} scenarios: {count[PASSED]} agree with the model ({profiles}), "
           f"{count[FAILED]} disagree, {count[NOT_APPLICABLE]} not covered, {count[ERROR]} errors, "
           f"{invalid} invalid files")

@@ -56,7 +56,7 @@ def check_scenario(scenario: Scenario, profile: str | None = None) -> ScenarioRe
         failure_now = failed if sim.failure is not None and obs.index >= sim.failure.index else None
         if isinstance(obs.step, ExpectStep):
             judge_expect(sr, obs.step, Observed(since_expect, history, mode, columns, failure_now,
-                                                since_check=since_check), scenario)
+                                                since_check=since_check, watermark_now_ms=obs.watermark_ms), scenario)
             if sr.status == SKIPPED:
                 continue
             if checks_since_check(obs.step):

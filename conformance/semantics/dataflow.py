@@ -5,14 +5,16 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
 
 - Watermark generation, per input: per source, or per partition of a source that declares
   `partitions` (Flink: per source split / Kafka partition, seed 000 "Watermarks per Kafka
-  partition"). Bounded out-of-orderness emits `max event time - bound - 1 ms` ("no more elements
-  with timestamp <= t"); before any element it is the minimum long (Long.MIN_VALUE). A periodic
+  partition"). Bounded out-of-orderness emits `max event time - bound - 1 ms` (seed 002: Flink
+  "subtracts one millisecond" more; seed 003: Watermark(t) means no more elements with timestamp
+  <= t; seed 001's example generator subtracts the bound alone); before any element it is the minimum long (Long.MIN_VALUE). A periodic
   generator emits it at each micro-batch boundary (Flink: every auto-watermark interval); a
   punctuated one after every element; a source with `generator: none` only emits the watermarks
   its `watermark` steps give (a source that emits its own, seed 001); a `time_lag` generator emits
   processing time - lag (seed 001's TimeLagWatermarkGenerator), and a periodic one with `idle_after`
   proposes processing time - lag once its input had no element for that long (seed 000 "Stalled
-  Watermarks", seed 003): both also emit as `advance` moves the clock. A `watermark` step is a
+  Watermarks", seed 003): both also emit at the end of each `advance` (once: not one per
+  auto-watermark interval). A `watermark` step is a
   watermark emitted on the input, in the stream after the rows added before it. An input's
   watermark never goes back: a watermark not above its last is not emitted (seed 001).
 - Stream status: an input is idle after an `idle` step, or once it has had no element for its
@@ -28,8 +30,11 @@ Seed texts in `seeds/` of the shared reference folder (see docs/scenario-format.
   becomes active again below the operator's watermark is not aligned (left out, so it does not
   move it back) until its own watermark catches up; when the last active channel goes idle
   holding the minimum, the maximum over all channels is forwarded; watermarks of an idle channel
-  are ignored. A subtask listed in `ignore_watermarks` never enters the valve (its rows count): a
-  two-input operator that ignores one input's watermarks (seed 000, SingleWatermarkCoFlatMap).
+  are ignored. The watermarks of a subtask listed in `ignore_watermarks` never reach the valve (its
+  rows count): a two-input operator that ignores one input's watermarks (seed 000,
+  SingleWatermarkCoFlatMap overrides processWatermark2 only). Its stream status still counts: the
+  operator is idle only when every subtask is idle; with the other subtasks idle and an ignored one
+  active, the operator stays active and its watermark where the others left it.
 - Each watermark the operator's watermark advances to fires the window timers it reaches first,
   then is forwarded downstream (seed 000 "Watermark handling", seed 003): a batch's `forwarded`
   lists them in order, and its `emitted` is the output stream, firings and watermarks interleaved.
@@ -171,26 +176,35 @@ class _Channel:
     watermark: int = MIN_WATERMARK
     active: bool = True
     aligned: bool = True
+    ignored: bool = False  # its stream status counts, its watermarks never reach the operator
 
 
 class StatusWatermarkValve:
     """An operator's watermark over its input channels, as Flink's StatusWatermarkValve computes it.
 
     `input_watermark` and `input_status` return the watermark the operator forwards, or None; `outputs`
-    records everything it emitted, in order: ("watermark", ms) and ("status", "idle" | "active")."""
+    records everything it emitted, in order: ("watermark", ms) and ("status", "idle" | "active").
+
+    An `ignored` channel is an input whose watermarks the operator drops (seed 000's SingleWatermarkCoFlatMap
+    overrides processWatermark2 only): it never enters the minimum nor the maximum, but its stream status
+    still counts, since a two-input operator's inputs combine their statuses: the operator is idle only
+    when every channel is idle. `idle` is the status of the channels whose watermarks count (Flink: the
+    first input's valve); when they are all idle and the ignored ones active, the operator stays active
+    and its watermark stays where those channels left it."""
 
     def __init__(self, channels: int, ignored: Iterable[int] = ()):
         self.channels = [_Channel() for _ in range(channels)]
-        for i in ignored:  # an input whose watermarks the operator ignores (seed 000, SingleWatermarkCoFlatMap)
-            self.channels[i].active = self.channels[i].aligned = False
+        for i in ignored:
+            self.channels[i].ignored, self.channels[i].aligned = True, False
         self.last_output = MIN_WATERMARK
-        self.idle = False
+        self.idle = False  # every channel whose watermarks count is idle
+        self.status_idle = False  # the stream status the operator emitted last: idle when every channel is
         self.outputs: list[tuple[str, object]] = []
 
     def input_watermark(self, i: int, watermark: int) -> int | None:
         ch = self.channels[i]
-        if self.idle or not ch.active or watermark <= ch.watermark:
-            return None  # an idle channel's, or one not above the channel's last: ignored
+        if ch.ignored or self.idle or not ch.active or watermark <= ch.watermark:
+            return None  # an ignored channel's, an idle one's, or one not above the channel's last: ignored
         ch.watermark = watermark
         if not ch.aligned and watermark >= self.last_output:
             ch.aligned = True  # caught up
@@ -198,25 +212,30 @@ class StatusWatermarkValve:
 
     def input_status(self, i: int, idle: bool) -> int | None:
         ch = self.channels[i]
+        out = None
         if idle and ch.active:
             ch.active, ch.aligned = False, False
-            if not any(c.active for c in self.channels):
-                out = None
+            if not ch.ignored and not any(c.active for c in self.channels if not c.ignored):
                 if ch.watermark == self.last_output:  # flush: nothing active will move it any more
                     out = self._max_all()
                 self.idle = True
-                self.outputs.append(("status", "idle"))
-                return out
-            if ch.watermark == self.last_output:
-                return self._new_min()
+            elif not ch.ignored and ch.watermark == self.last_output:
+                out = self._new_min()
         elif not idle and not ch.active:
             ch.active = True
-            if ch.watermark >= self.last_output:
-                ch.aligned = True
-            if self.idle:
+            if not ch.ignored:
+                if ch.watermark >= self.last_output:
+                    ch.aligned = True
                 self.idle = False
-                self.outputs.append(("status", "active"))
-        return None
+        self._status()
+        return out
+
+    def _status(self) -> None:
+        """Emit the operator's stream status when it changes: idle when every channel is idle."""
+        idle = not any(c.active for c in self.channels)
+        if idle != self.status_idle:
+            self.status_idle = idle
+            self.outputs.append(("status", "idle" if idle else "active"))
 
     def _new_min(self) -> int | None:
         aligned = [c.watermark for c in self.channels if c.aligned]
@@ -227,7 +246,7 @@ class StatusWatermarkValve:
         return None
 
     def _max_all(self) -> int | None:
-        top = max(c.watermark for c in self.channels)
+        top = max(c.watermark for c in self.channels if not c.ignored)
         if top > self.last_output:
             self.last_output = top
             self.outputs.append(("watermark", top))
@@ -258,8 +277,8 @@ class DataflowQuery:
 
     `idle_timeout_ms` and `generator` are per source (a mapping) or one value for every source;
     `subtasks` maps a source with partitions to how many subtasks read them (default 1); `lag`,
-    `idle_after` (ms) the time_lag and idle fallback of a source's generator; `ignored` the sources whose
-    watermarks and statuses the operator ignores (their rows count): source -> its subtask indexes."""
+    `idle_after` (ms) the time_lag and idle fallback of a source's generator; `ignored` the source subtasks whose
+    watermarks the operator ignores (their rows and stream status count): source -> its subtask indexes."""
 
     def __init__(self, sources: Sequence[str], bound_ms: int, length_us: int, lateness_ms: int, *,
                  clock_start_ms: int, trigger_ms: int | None,
@@ -276,7 +295,7 @@ class DataflowQuery:
                             for p in (range(self.partitions[n] or 0) or (None,)))
         # The channels of the window operator: each source subtask, with the inputs it reads.
         self.channels: list[tuple[str, tuple[str, ...]]] = []
-        self.ignored: set[int] = set()  # channels whose watermarks and statuses the operator ignores
+        self.ignored: set[int] = set()  # channels whose watermarks the operator ignores
         for n in self.sources:
             count = (subtasks or {}).get(n) or 1
             for k in range(count):
@@ -329,6 +348,12 @@ class DataflowQuery:
     def watermark(self) -> int:
         """The window operator's current watermark."""
         return self.valve.last_output
+
+    @property
+    def reported_watermark(self) -> int:
+        """The operator's watermark as an observation reports it (Long.MIN_VALUE: 0, `initial`): after a
+        restart, before any watermark is emitted, the restarted one's, not the last batch's."""
+        return _reported(self.watermark)
 
     @property
     def idle_timeouts(self) -> bool:
@@ -410,8 +435,6 @@ class DataflowQuery:
         """Pass subtask `c`'s watermark and status on to the window operator: status first when it
         becomes active, watermark first when it becomes idle (SourceOperator's output); the output
         stream items (firings, then each forwarded watermark) this causes."""
-        if c in self.ignored:
-            return []  # the operator ignores this input's watermarks and statuses (SingleWatermarkCoFlatMap)
         mux = self.subtask[c]
         before = mux.current
         mux.update(self.now_ms)

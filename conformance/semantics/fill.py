@@ -53,16 +53,20 @@ def _rows_text(rows: Sequence[Sequence[Any]], scenario: m.Scenario, step: m.Expe
 
 
 def model_checks(scenario: m.Scenario, since_expect: Sequence[Any], history: Sequence[Any], *,
-                 batches: bool = True, step: m.ExpectStep | None = None) -> dict[str, Any]:
+                 batches: bool = True, step: m.ExpectStep | None = None,
+                 watermark_ms: int | None = None) -> dict[str, Any]:
     """What the model observed at one expect step, as checks: key -> flow text (`batches` as a
     list of flow mappings). `since_expect` holds the batches since the previous expect, `history`
     every batch so far. Complete mode gets `output` (the latest table) instead of `rows`. Rows are
-    written in the columns the expect `step` compares (None: every output column)."""
+    written in the columns the expect `step` compares (None: every output column). `watermark_ms` is the
+    query's watermark there (`Simulation.expect_watermarks`; None: what the last batch left)."""
     checks: dict[str, Any] = {}
     mode = scenario.params.get("output_mode", "append")
     scope = "output" if mode == "complete" else "rows"
     checks[scope] = _rows_text(rows_seen(scope, mode, since_expect, history), scenario, step)
-    checks["watermark"] = watermark_text(history[-1].watermark_after_ms if history else 0, scenario)
+    if watermark_ms is None:
+        watermark_ms = history[-1].watermark_after_ms or 0 if history else 0
+    checks["watermark"] = watermark_text(watermark_ms, scenario)
     checks["dropped"] = str(sum(b.dropped for b in since_expect))
     if state_rows_pinned(scenario):
         checks["state_rows"] = str(history[-1].state_rows if history else 0)
@@ -121,7 +125,7 @@ def insert_expectations(sim: Any) -> str:
             inserts.append((end, [" " * dash + "- expect:",
                                   " " * (dash + 4) + f"failure: {{message: {FAILURE_TEXT[failure.error_class]}}}"]))
             break
-        block = [" " * dash + "- expect:"] + checks_block(model_checks(sc, since_expect, history), dash + 4)
+        block = [" " * dash + "- expect:"] + checks_block(model_checks(sc, since_expect, history, watermark_ms=obs.watermark_ms), dash + 4)
         inserts.append((end, block))
         since_expect = []
     for after, block in reversed(inserts):
@@ -208,20 +212,22 @@ def write_expectations(sim: Any, text: str | None = None) -> str:
     if len(nodes) != len(observed):
         raise WriteError(f"found {len(nodes)} expect steps in the text, the scenario has {len(observed)}")
     edits: list[Edit] = []
-    for node, (step, since_expect, history) in zip(nodes, observed):
+    for node, (step, since_expect, history), now in zip(nodes, observed, sim.expect_watermarks()):
         if step.failure is None:
-            edits += _expect_edits(text, node, _ModelView(sc, step, since_expect, history), sim.profile)
+            edits += _expect_edits(text, node, _ModelView(sc, step, since_expect, history, now), sim.profile)
     return apply_edits(text, edits)
 
 
 class _ModelView:
     """What the model observed at one expect step, as the texts and rows a file's checks are set to."""
 
-    def __init__(self, sc: m.Scenario, step: m.ExpectStep, since_expect: Sequence[Any], history: Sequence[Any]):
+    def __init__(self, sc: m.Scenario, step: m.ExpectStep, since_expect: Sequence[Any], history: Sequence[Any],
+                 watermark_ms: int):
         self.sc, self.step, self.since_expect, self.history = sc, step, since_expect, history
+        self.watermark_ms = watermark_ms
         mode = sc.params.get("output_mode", "append")
         self.complete = mode == "complete"
-        self.checks: dict[str, Any] = model_checks(sc, since_expect, history, step=step)
+        self.checks: dict[str, Any] = model_checks(sc, since_expect, history, step=step, watermark_ms=watermark_ms)
         self.rows = {scope: rows_seen(scope, mode, since_expect, history) for scope in ("rows", "last_batch", "output")}
         columns = compared(step, sc)
         self.row_lists = {scope: [row_text(columns.pick(r), columns.types, sc) for r in rows]
@@ -229,16 +235,16 @@ class _ModelView:
 
     def already(self) -> set[str]:
         """The checks whose written value already says what the model observed (kept as written)."""
-        step, history = self.step, self.history
+        step = self.step
         same = {c.scope for c in step.rows if _same_rows(c.rows, self.rows[c.scope], step, self.sc, step.ordered)}
-        if step.watermark_us is not None and step.watermark_us // 1000 == (history[-1].watermark_after_ms if history else 0):
+        if step.watermark_us is not None and step.watermark_us // 1000 == self.watermark_ms:
             same.add("watermark")  # as the author wrote it (`initial`, a date, a comment)
         if step.watermarks is not None and [us // 1000 for us in step.watermarks] == forwarded_ms(self.since_expect):
             same.add("watermarks")
         if step.statuses is not None and list(step.statuses) == statuses_emitted(self.since_expect):
             same.add("statuses")
         low, high = step.watermark_range or (None, None)
-        now = (history[-1].watermark_after_ms or 0 if history else 0) * 1000
+        now = self.watermark_ms * 1000
         if step.watermark_range is not None and (low is None or now >= low) and (high is None or now <= high):
             same.add("watermark")  # a range the model's watermark is in stays a range
         return same
@@ -308,7 +314,8 @@ def expectations_yaml(sim: Any) -> str:
     statistics and the batches, one YAML block per step, headed by its file:line."""
     sc = sim.scenario
     out = [f"# {sc.path}: what the model ({sim.profile} profile) observes at each expect step", ""]
-    for step, since_expect, history in sim.observed_by_expects():
-        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(model_checks(sc, since_expect, history), 6)
+    for (step, since_expect, history), now in zip(sim.observed_by_expects(), sim.expect_watermarks()):
+        lines = [f"# {sc.path}:{step.where.line}", "  - expect:"] + checks_block(
+            model_checks(sc, since_expect, history, watermark_ms=now), 6)
         out += lines + [""]
     return "\n".join(out)

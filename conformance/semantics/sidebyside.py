@@ -4,9 +4,10 @@ The teaching view the seed texts call for: the same steps run on the model under
 (what Spark does: one global watermark from the data, no stream status) and the dataflow profile
 (Flink's rules). The scenario's own checks are left aside (each states one profile's expectations);
 at every `expect` step both sides show the rows written since the previous one and the watermark
-after it, and the dataflow side the watermarks its window operator forwarded. A side that cannot run
-the steps says why (a watermark or stream status given as input has no Spark counterpart; a contract
-the dataflow profile does not model).
+after it, and the dataflow side the watermarks its window operator forwarded and the stream statuses
+it emitted (where it emitted some). A side that cannot run the steps says why (a watermark or stream
+status given as input, or a dataflow-only source setting such as `generator: time_lag`, `subtasks`
+or `ignore_watermarks`, has no Spark counterpart; a contract the dataflow profile does not model).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class ProfileView:
     rows: list[tuple]
     watermark_ms: int
     forwarded: list[int] | None  # the dataflow side's forwarded watermarks; None under the spark profile
+    statuses: list[str] | None = None  # the dataflow side's emitted stream statuses; None under the spark profile
 
 
 @dataclass
@@ -61,12 +63,12 @@ def _without_checks(scenario: m.Scenario) -> m.Scenario:
 
 def _views(sim: Simulation) -> list[ProfileView]:
     out = []
-    for _step, since, history in sim.observed_by_expects():
-        forwarded = None
+    for (_step, since, _history), now in zip(sim.observed_by_expects(), sim.expect_watermarks()):
+        forwarded = statuses = None
         if sim.profile == "dataflow":
             forwarded = [w for b in since for w in getattr(b, "forwarded", [])]
-        out.append(ProfileView([r for b in since for r in b.rows],
-                               history[-1].watermark_after_ms or 0 if history else 0, forwarded))
+            statuses = [st for b in since for st in getattr(b, "statuses", [])]
+        out.append(ProfileView([r for b in since for r in b.rows], now, forwarded, statuses))
     return out
 
 
@@ -99,6 +101,8 @@ def render(view: SideBySide) -> str:
             p = v[i]
             extra = (f"  forwarded [{', '.join(watermark_text(w, sc) for w in p.forwarded)}]"
                      if p.forwarded is not None else "")
+            if p.statuses:  # the stream statuses the operator emitted, where it emitted some
+                extra += f"  statuses [{', '.join(p.statuses)}]"
             lines.append(f"  {profile:9} watermark {watermark_text(p.watermark_ms, sc)}{extra}  rows {rows_text(p.rows, [c.ctype for c in sc.contract.output], sc)}")
         diff = view.differences(i)
         if diff:

@@ -67,6 +67,12 @@ class Simulation:
                 since_expect = []
         return out
 
+    def expect_watermarks(self) -> list[int]:
+        """The watermark each `expect` observes, in step order: the query's at that step (under the
+        dataflow profile `initial` after a restart until a watermark is emitted, where the last batch's
+        was higher)."""
+        return [s.watermark_ms for s in self.steps if isinstance(s.step, m.ExpectStep)]
+
 
 @dataclass
 class ModelState:
@@ -156,15 +162,19 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
         raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
+    settings = [f"{src.where}: source {src.name!r} sets {', '.join(src.dataflow_keys)}: dataflow-only source "
+                "settings (Flink's sources and watermark generators)" for src in scenario.sources.values()
+                if src.dataflow_keys]
     only = [f"{s.where}: step {s.kind!r} gives a watermark or a stream status as input" for s in scenario.steps
             if isinstance(s, m.InputStep)] + [
         f"{s.watermarks_where}: `watermarks` checks the watermarks an operator forwarded" for s in scenario.steps
         if isinstance(s, m.ExpectStep) and s.watermarks is not None] + [
         f"{s.statuses_where}: `statuses` checks the stream statuses an operator emitted" for s in scenario.steps
         if isinstance(s, m.ExpectStep) and s.statuses is not None]
-    if only:  # a dataflow scenario asked under the spark profile
-        raise NotCovered(f"{only[0]}, which the spark profile's model does not take: Spark derives its watermark "
-                         "from the data and has no stream status (judge it under the dataflow profile)")
+    if settings or only:  # a dataflow scenario asked under the spark profile: every such source, the first step
+        raise NotCovered(f"{'; '.join(settings + only[:1])}, which the spark profile's model does not take: Spark "
+                         "derives its watermark from the data and has no stream status (judge it under the dataflow "
+                         "profile)")
     plan = plan_for(scenario)
     _state_covered(scenario, plan)
     uncounted = [op.name for op in plan.operators if not op.counts_updates]
@@ -236,8 +246,7 @@ def _simulate_dataflow(scenario: m.Scenario) -> Simulation:
         raise NotCovered("; ".join(problems))
     driver = dataflow_query(scenario)
 
-    def watermark_ms() -> int:  # what the last batch so far left
-        return next((s.batches[-1].watermark_after_ms or 0 for s in reversed(recorder.steps) if s.batches), 0)
-    recorder = _Recorder(watermark_ms, driver.stop)
+    # the operator's watermark now: after a restart it starts again (not checkpointed), before any batch
+    recorder = _Recorder(lambda: driver.query.reported_watermark, driver.stop)
     drive(scenario, driver, scenario.query_conf(), recorder)
     return Simulation(scenario, "dataflow", recorder.steps)

@@ -340,3 +340,29 @@ def test_compare_profiles_shows_where_spark_and_the_dataflow_model_differ(capsys
     out = capsys.readouterr().out
     assert "spark: cannot run these steps: " in out and "step 'watermark' gives a watermark" in out
     assert '  dataflow  watermark "00:00:30"  forwarded ["00:00:30"]' in out
+
+
+_valve_op = st.tuples(st.integers(0, 2), st.sampled_from(["watermark", "idle", "active"]), st.integers(0, 100))
+
+
+@given(st.lists(_valve_op, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_an_ignored_channel_moves_no_watermark_and_its_status_still_counts(ops):
+    """Seed 000's SingleWatermarkCoFlatMap (processWatermark2 overridden only): channel 2 ignored. The
+    watermarks forwarded are those of a valve without it; the operator is idle exactly when every channel,
+    the ignored one included, is idle."""
+    with_ignored, without = StatusWatermarkValve(3, ignored=[2]), StatusWatermarkValve(2)
+    active = [True, True, True]
+    for channel, kind, value in ops:
+        if kind == "watermark":
+            with_ignored.input_watermark(channel, value)
+            if channel < 2:
+                without.input_watermark(channel, value)
+        else:
+            active[channel] = kind == "active"
+            with_ignored.input_status(channel, kind == "idle")
+            if channel < 2:
+                without.input_status(channel, kind == "idle")
+        assert with_ignored.status_idle == (not any(active))
+    assert ([o for o in with_ignored.outputs if o[0] == WATERMARK]
+            == [o for o in without.outputs if o[0] == WATERMARK])

@@ -203,3 +203,186 @@ def test_the_statuses_check_has_teeth():
     teeth = examine(check_scenario(sc))
     checks = [c for c in teeth.checks if c.label == "statuses"]
     assert len(checks) == 5 and not [c for c in checks if c in teeth.vacuous]
+
+
+# -- the stranger's findings: an ignored input's stream status, the watermark after a restart ----------------
+
+IGNORED = """\
+scenario: ignored-subtask-status
+description: SingleWatermarkCoFlatMap with stream statuses
+contract: lateness_count
+profile: dataflow
+params: {window: 10 seconds, bound: 2 seconds, allowed_lateness: 0 seconds}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+    partitions: 2
+    subtasks: 2
+    ignore_watermarks: [1]
+steps:
+  - add: {events: {partition 0: [[a, "00:00:04"]], partition 1: [[ctl, "00:00:04"]]}}
+  - process
+  - expect: {rows: [], statuses: [], watermark: "00:00:01.999"}
+  - idle: events partition 0
+  - add: {events: {partition 1: [[ctl, "00:00:05"], [ctl, "00:00:30"]]}}
+  - process
+  - expect: {rows: [], statuses: [], watermark: "00:00:01.999", watermarks: []}
+  - idle: events partition 1
+  - process
+  - expect: {statuses: [idle], watermark: "00:00:01.999"}
+  - active: events partition 1
+  - process
+  - expect: {statuses: [active], watermark: "00:00:01.999"}
+"""
+
+
+def test_an_ignored_input_still_counts_for_the_operators_stream_status():
+    """Seed 000's SingleWatermarkCoFlatMap overrides processWatermark2 only: the inputs' stream statuses still
+    combine (idle only when every input is idle); the ignored input's watermarks never reach the operator,
+    also while the other input is idle (its 00:00:30 - 2 s moves nothing)."""
+    result = check_scenario(load_scenario_text(IGNORED, "ignored.scenario.yaml"))
+    assert result.status == "passed", [str(f) for s in result.steps for f in s.failures]
+    q = DataflowQuery(("events",), 0, 10 * S, 0, clock_start_ms=0, trigger_ms=None, partitions={"events": 2},
+                      subtasks={"events": 2}, generator={"events": "none"}, ignored={"events": [1]})
+    q.start()
+    q.signal(["events#0"], "idle")
+    assert [b.statuses for b in q.process()] == [[]]  # the ignored input is active: the operator too
+    q.signal(["events#1"], WATERMARK, 50_000)
+    assert [b.forwarded for b in q.process()] == [[]] and q.watermark < 0  # its watermark is ignored, the other input idle or not
+
+
+RESTART = """\
+scenario: restart-dataflow
+description: watermarks are not checkpointed; after a restart they start from Long.MIN_VALUE
+contract: lateness_count
+profile: dataflow
+params: {window: 10 seconds, bound: 2 seconds, allowed_lateness: 0 seconds}
+sources:
+  events:
+    columns: {key: string, ts: timestamp}
+    event_time: ts
+steps:
+  - add: {events: [[a, "00:00:03"], [a, "00:00:15"]]}
+  - process
+  - expect: {rows: [[a, "00:00:00", "00:00:10", 1, on_time, "00:00:09.999"]], watermark: "00:00:12.999"}
+  - restart
+  - expect: {rows: [], watermark: initial, watermarks: []}
+  - add: {events: [[a, "00:00:05"]]}
+  - process
+  - expect: {rows: [], watermark: "00:00:02.999", watermarks: ["00:00:02.999"]}
+"""
+
+
+def test_after_a_restart_the_watermark_is_initial_until_one_is_emitted(tmp_path, capsys):
+    from eventtime.cli import main
+
+    result = check_scenario(load_scenario_text(RESTART, "restart.scenario.yaml"))
+    assert result.status == "passed", [str(f) for s in result.steps for f in s.failures]
+    wrong = tmp_path / "restart.scenario.yaml"  # expect --write writes `initial` there too
+    wrong.write_text(RESTART.replace("watermark: initial", 'watermark: "00:00:12.999"'), encoding="utf-8")
+    assert main(["expect", "--write", str(wrong)]) == 0
+    assert wrong.read_text(encoding="utf-8") == RESTART
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("args, said", [(["--profile", "dataflow"], "(dataflow profile)"),
+                                        ([], "(each scenario's own profile)")])
+def test_check_model_summary_names_the_profile_asked_for_when_no_file_loads(tmp_path, capsys, args, said):
+    from eventtime.cli import main
+
+    bad = tmp_path / "bad.scenario.yaml"  # statuses under the spark profile: invalid
+    bad.write_text(HEAD.format(profile="spark", source="") + "  - expect: {statuses: []}\n", encoding="utf-8")
+    assert main(["check-model", str(bad), *args]) == 1
+    out = capsys.readouterr().out
+    assert f"0 scenarios: 0 agree with the model {said}, 0 disagree, 0 not covered, 0 errors, 1 invalid files" in out
+
+
+STEPS = HEAD.replace("steps:\n  - process\n", "steps:\n{steps}  - process\n")
+
+
+@pytest.mark.parametrize("source, steps, expected", [
+    ("", '  - watermark: {events partition: "00:00:04"}\n',
+     "s.yaml:11:17: 'events partition' is not an input: write `SOURCE` (each of its partitions) or "
+     "`SOURCE partition K` (K counts from 0, without leading zeros), such as `events` or `events partition 0`"),
+    ("", "  - idle: [events partition 01]\n", "s.yaml:11:12: 'events partition 01' is not an input: write `SOURCE`"),
+    ("    partitions: 2\n    ignore_watermarks: [1]\n", "",
+     "s.yaml:11:25: source 'events' has no subtask 1: without `subtasks` one subtask reads every partition "
+     "(subtask 0); give it `subtasks: N`"),
+    ("    partitions: 2\n    subtasks: 2\n    ignore_watermarks: [2]\n", "",
+     "s.yaml:12:25: source 'events' has no subtask 2: it has 2 (`subtasks: 2`: subtasks 0-1)"),
+])
+def test_the_new_keys_messages_say_the_forms_and_ranges(source, steps, expected):
+    with pytest.raises(ScenarioInvalid) as exc:
+        load_scenario_text(STEPS.format(profile="dataflow", source=source, steps=steps), "s.yaml")
+    found = [str(p) for p in exc.value.problems]
+    assert any(p.startswith(expected) for p in found), found
+
+
+# -- what the docs say of the new keys, pinned to what the model and expect --write do -----------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _docs(name: str) -> str:
+    return " ".join((DOCS / name).read_text(encoding="utf-8").split())
+
+
+def test_bound_is_unused_under_time_lag_and_none_and_the_docs_say_so():
+    path, text = _bundled("seed001-time-lag-generator")
+    assert "bound: 0 seconds" in text
+    assert check_scenario(load_scenario_text(text.replace("bound: 0 seconds", "bound: 7 seconds"), path)).status == "passed"
+    assert "`bound` is not used by `time_lag` and `none`" in _docs("scenario-format.md")
+
+
+def test_one_long_advance_emits_one_time_lag_watermark_and_the_docs_say_so():
+    q = DataflowQuery(("events",), 0, 10 * S, 0, clock_start_ms=10_000, trigger_ms=None,
+                      generator={"events": "time_lag"}, lag_ms={"events": 5_000})
+    q.start()
+    assert [b.forwarded for b in q.advance(60_000)] == [[65_000]]  # not one per auto-watermark interval
+    assert "one `advance` emits one watermark" in _docs("scenario-format.md")
+
+
+def test_the_minus_one_ms_is_cited_to_seeds_002_and_003_not_001():
+    doc = _docs("scenario-format.md")
+    assert 'seed 001: "no more elements with timestamp <= t"' not in doc
+    assert "seed 001's BoundedOutOfOrdernessGenerator returns `max - bound`" in doc
+
+
+def test_expect_write_adds_rows_and_watermark_under_dataflow_and_the_docs_say_what_each_profile_gets(tmp_path, capsys):
+    from eventtime.cli import main
+
+    path, text = _bundled("seed001-time-lag-generator")
+    bare = text.replace('      watermark: "00:00:25"\n      watermarks: ["00:00:25"]\n', "", 1)
+    assert bare != text
+    f = tmp_path / "s.scenario.yaml"
+    f.write_text(bare, encoding="utf-8")
+    assert main(["expect", "--write", str(f)]) == 0
+    written = f.read_text(encoding="utf-8")
+    tail = written[written.rindex("- expect:"):]  # watermark added; watermarks not
+    assert "rows:" in tail and 'watermark: "00:00:25"' in tail and "watermarks" not in tail and "dropped" not in tail
+    capsys.readouterr()
+    doc = _docs("commands.md")
+    assert "under the dataflow profile `rows` (or `output`) and `watermark`" in doc
+    assert "never `watermarks` nor `statuses`" in doc
+
+
+# -- compare-profiles: the spark side says which dataflow-only source keys it cannot run; statuses shown -------
+
+def test_compare_profiles_spark_side_names_the_dataflow_only_source_keys_and_the_dataflow_side_shows_statuses(capsys):
+    from eventtime.cli import main
+
+    path, _ = _bundled("seed001-time-lag-generator")
+    assert main(["compare-profiles", path]) == 0
+    out = capsys.readouterr().out
+    assert "  spark: cannot run these steps: " in out
+    assert "source 'events' sets generator, lag: dataflow-only source settings" in out
+    assert "  spark     watermark" not in out and '  dataflow  watermark "00:00:05"' in out
+    path, _ = _bundled("seed000-single-watermark-coflatmap")
+    assert main(["compare-profiles", path]) == 0
+    assert "source 'events' sets subtasks, ignore_watermarks: dataflow-only" in capsys.readouterr().out
+    path, _ = _bundled("seed000-stream-status-operator-emits")
+    assert main(["compare-profiles", path]) == 0
+    out = capsys.readouterr().out
+    assert '  dataflow  watermark "00:00:12"  forwarded []  statuses [idle]  rows []' in out
+    assert "statuses [active]" in out
