@@ -1,7 +1,7 @@
 """Kills the warm Spark's daemon under `pytest --eventtime-warm` runs at random points, many times, and
 counts what went wrong.
 
-    python benchmarks/warm_kills.py [--kills 100] [--seed 1] [--span 25] [--bound 600] [--minutes M]
+    python benchmarks/warm_kills.py [--kills 100] [--seed 1] [--span 25|auto] [--bound 600] [--minutes M]
 
 A user's project (three bundled tumbling scenario files bound to the reference pipeline, and a test file
 whose session fixture is made from `eventtime_spark` and which reads `spark.conf`, the catalog and runs
@@ -163,7 +163,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kills", type=int, default=100, help="kills that land in a run")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--span", type=float, default=25.0, help="kills are drawn from [0, SPAN] s after a run starts")
+    ap.add_argument("--span", default="25", help="kills are drawn from [0, SPAN] s after a run starts; 'auto': SPAN "
+                    "is the length of the latest round that ran whole (no kill in it), 30 s until there is one, so "
+                    "kills keep landing in runs as the machine's load changes their length")
     ap.add_argument("--bound", type=float, default=600.0, help="seconds a run may take before it counts as a hang")
     ap.add_argument("--max-rounds", type=int, default=0, help="stop after this many rounds (0: 3 x --kills)")
     ap.add_argument("--minutes", type=float, default=0.0, help="start no round after this many minutes (0: no limit)")
@@ -173,6 +175,9 @@ def main() -> int:
     totals = dict.fromkeys(keys, 0)
     kills = rounds = 0
     loads = []
+    auto = args.span == "auto"
+    span = 30.0 if auto else float(args.span)
+    at_load = 0
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="eventtime-warm-kills-") as tmp:
         project, cache = Path(tmp) / "project", Path(tmp) / "cache"
@@ -185,11 +190,14 @@ def main() -> int:
         try:
             while kills < args.kills and rounds < (args.max_rounds or 3 * args.kills) and not (
                     args.minutes and time.monotonic() - t0 > args.minutes * 60):
-                delay = rng.uniform(0, args.span)
+                delay = rng.uniform(0, span)
                 r = one_round(project, cache, delay, args.bound)
                 rounds += 1
                 kills += int(r["killed"])
                 loads.append(_load())
+                at_load += int(r["killed"] and float(loads[-1].split()[0]) >= 8)
+                if auto and not r["killed"] and not r["hang"]:
+                    span = r["seconds"]
                 for key in keys:
                     totals[key] += int(r[key])
                 print(f"round {rounds:3}: kill after {delay:5.1f}s  killed={r['killed']!s:5} hit_item={r['hit_item']} "
@@ -209,7 +217,8 @@ def main() -> int:
     first = [float(x.split()[0]) for x in loads]
     print()
     print(f"{rounds} rounds, {kills} kills in a run, in {time.monotonic() - t0:.0f}s (1-min load "
-          f"{min(first, default=0):.1f}-{max(first, default=0):.1f}, mean {sum(first) / max(len(first), 1):.1f}): "
+          f"{min(first, default=0):.1f}-{max(first, default=0):.1f}, mean {sum(first) / max(len(first), 1):.1f}; "
+          f"{at_load} of the kills at 1-min load >= 8): "
           f"{totals['hit_item']} kills hit an item (said in words); hangs {totals['hang']}, raw tracebacks "
           f"{totals['tracebacks']}, errored items after a death {totals['errored_after']}, incomplete runs "
           f"{totals['incomplete']}")
