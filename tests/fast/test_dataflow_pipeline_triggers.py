@@ -113,3 +113,16 @@ def test_controls_the_deliberate_mistakes_disagree(wrong, discarding):
     # accumulation ignored (lateness_discarding_ignored)
     if discarding:
         assert _on_spark(_SCENARIO, _Windowing(10 * S, 5_000, early_count=2)) != _model(_SCENARIO, **trigger)
+
+
+@pytest.mark.parametrize("name", ["early_delay", "late_delay"])
+def test_a_processing_time_trigger_is_refused_by_the_pipeline_never_ignored(name):
+    from eventtime.pipelines.dataflow import lateness_count
+    from eventtime.spec import Params
+    from eventtime.timeparse import Duration
+
+    params = Params({"bound": Duration(0), "allowed_lateness": Duration(0), "window": Duration(10 * S), "early_count": 0,
+                     "early_delay": Duration(0), "late_delay": Duration(0), "accumulation": "accumulating",
+                     name: Duration(10 * S, text="10 seconds")})
+    with pytest.raises(ValueError, match=f"no processing-time trigger: parameter '{name}' is 10 seconds"):
+        lateness_count({}, params)  # refused before it reads a source
