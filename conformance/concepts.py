@@ -105,10 +105,11 @@ CONCEPTS: dict[str, tuple[str, str]] = {
     "late-side-output": ("elements past a window's allowed lateness go to a side output instead of vanishing "
                          "(dataflow profile)", "seed 000 (getting late data as a side output)"),
     "early-firing": ("a window fires before the watermark reaches its end: each time its pane holds N elements, "
-                     "or a processing-time delay after the pane's first element (dataflow profile, model only)",
+                     "or a processing-time delay after the pane's first element (dataflow profile; the processing-time one "
+                     "model only)",
                      "seed 000 (delaying watermarks: the early firing of windows)"),
     "discarding-panes": ("each firing counts only the elements since the previous one, so the panes sum to the "
-                         "accumulating count (dataflow profile, model only)",
+                         "accumulating count (dataflow profile)",
                          "seed 000 (late records in window operators: result updates)"),
     "session-merging": ("a session window merges with every session it overlaps; a late element that bridges "
                         "two sessions merges them, judged late on the merged session (dataflow profile, model only)",

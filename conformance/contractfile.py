@@ -478,14 +478,23 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
             r.at(path, f"parameter {name!r} is {{kind: {'|'.join(PARAM_KINDS)}, doc: ..., default: ...}}")
             continue
         for key in spec:
-            if key not in ("kind", "doc", "default", "choices", "conf", "profile"):
-                r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf, profile)",
-                     key=True)
+            if key not in ("kind", "doc", "default", "choices", "conf", "profile", "model_only"):
+                r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf, profile, "
+                                    "model_only)", key=True)
         profile = spec.get("profile")
         if profile is not None and profile != "dataflow":
             r.at(path + ("profile",), f"a parameter's `profile` is `dataflow` (a setting only the dataflow profile's "
                                       f"model takes), not {profile!r}")
             profile = None
+        model_only = spec.get("model_only")
+        if model_only is not None and (not isinstance(model_only, str) or not model_only.strip()):
+            r.at(path + ("model_only",), "a parameter's `model_only` says in words why the contract's Spark "
+                                         "implementations do not have it")
+            model_only = None
+        elif model_only is not None and profile is None:
+            r.at(path + ("model_only",), "`model_only` is for a parameter with `profile: dataflow` (a setting "
+                                         "the spark profile cannot state)", key=True)
+            model_only = None
         kind = spec.get("kind")
         if kind not in PARAM_KINDS:
             r.at(path + ("kind",) if "kind" in spec else path,
@@ -517,7 +526,7 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
             continue
         doc = spec["doc"] if isinstance(spec.get("doc"), str) else str(name)
         out.append(ParamSpec(str(name), kind, doc, required=required, default=default, choices=choices, conf=conf,
-                             profile=profile))
+                             profile=profile, model_only=model_only))
     return tuple(out)
 
 

@@ -35,6 +35,9 @@ class ParamSpec:
     choices: tuple[str, ...] = ()
     conf: str | None = None  # the Spark SQL conf this parameter sets for the query, if any
     profile: str | None = None  # `dataflow`: a setting only the dataflow profile's model takes (a trigger's)
+    # `model_only:`: why the contract's Spark implementations do not have this setting (a scenario that sets
+    # it away from its default is judged by `eventtime check-model` only); None when they have it
+    model_only: str | None = None
 
 
 @dataclass(frozen=True)

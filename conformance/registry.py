@@ -224,7 +224,8 @@ def contracts_markdown() -> str:
             kind = ("one of " + ", ".join(f"`{v}`" for v in p.choices)) if p.kind == "choice" else p.kind
             default = "required" if p.required else f"default `{p.default}`"
             conf = f"; sets `{p.conf}`" if p.conf else ""
-            only = "; dataflow profile only (model only away from its default)" if p.profile == "dataflow" else ""
+            only = ("" if p.profile != "dataflow" else "; dataflow profile only" + (
+                f" (model only away from its default: {p.model_only})" if p.model_only else ""))
             out.append(f"| param `{p.name}` | {p.doc}: {kind}, {default}{conf}{only} |")
         out.append("| output | " + ", ".join(f"`{col.name}` {col.type}" for col in c.output) + " |")
         if c.key:

@@ -140,7 +140,7 @@ INPUT_STEPS = ("watermark", "idle", "active")
 def model_only(scenario: "Scenario") -> str | None:
     """Why a scenario can be judged by the model only (None when Spark can run it): it gives watermarks
     or stream statuses as input, checks the watermarks an operator forwarded, binds a contract declared
-    `model_only`, or sets a trigger parameter (`profile: dataflow`) away from its default."""
+    `model_only`, or sets a parameter declared `model_only` away from its default."""
     given = next((s for s in scenario.steps if isinstance(s, InputStep)), None)
     if given is not None:
         return (f"model only: step {given.index} ({given.kind}) gives a {'watermark' if given.signal == 'watermark' else 'stream status'} "
@@ -157,11 +157,10 @@ def model_only(scenario: "Scenario") -> str | None:
     if scenario.contract.model_only:
         return f"model only: contract {scenario.contract.name!r}: {scenario.contract.model_only}"
     trigger = next((p for p in scenario.contract.params
-                    if p.profile == "dataflow" and scenario.params.get(p.name, p.default) != p.default), None)
+                    if p.model_only and scenario.params.get(p.name, p.default) != p.default), None)
     if trigger is not None:
-        return (f"model only: parameter {trigger.name!r} ({trigger.doc}) sets a trigger the contract's Spark "
-                "implementations do not have (Spark can express it with applyInPandasWithState or "
-                "transformWithState; none is bundled); `eventtime check-model` judges it")
+        return (f"model only: parameter {trigger.name!r} ({trigger.doc}) is set away from its default, and the "
+                f"contract's Spark implementations cannot have it: {trigger.model_only}; `eventtime check-model` judges it")
     src = next((s for s in scenario.sources.values() if s.dataflow_keys), None)
     if src is not None:
         return (f"model only: source {src.name!r} sets {', '.join(src.dataflow_keys)}, which Spark's sources "

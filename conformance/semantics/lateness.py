@@ -1,7 +1,8 @@
 """Flink's event-time window operator with allowed lateness: EventTimeTrigger, late firings, a late side output.
 
-One rule used by both profiles: the dataflow profile's driver (`dataflow`) and the Spark
-profile's `lateness_count` plan (`plans.FlinkWindows`, the same operator under Spark's global
+The firing kinds and the default trigger alone; both profiles run `triggers.TriggeredWindows`, which
+adds early firings and panes to these rules (the dataflow profile's driver, `dataflow`, and the Spark
+profile's `lateness_count` plan, `plans.FlinkWindows`, the same operator under Spark's global
 watermark). Times of windows and elements are epoch microseconds, watermarks epoch milliseconds.
 """
 from __future__ import annotations

@@ -134,6 +134,58 @@ def inactivity_fires_at_equality(sources, params):
     return inactivity_timeout(sources, Early())
 
 
+# -- lateness_count (the dataflow profile's triggers) ----------------------------------------------
+def _lateness_count_with(sources, params, change):
+    """The bundled lateness_count pipeline with its window logic (`_Windowing`) replaced by `change(base)`,
+    a subclass made inside a function so the workers receive it by value."""
+    from unittest import mock
+
+    from eventtime.pipelines import dataflow
+
+    with mock.patch.object(dataflow, "_Windowing", change(dataflow._Windowing)):
+        return dataflow.lateness_count(sources, params)
+
+
+def lateness_pane_never_restarts(sources, params):
+    """A firing does not start a new pane: the early trigger fires on every element once the window holds
+    early_count, and a discarding firing counts everything since the first."""
+    def change(base):
+        class Windowing(base):
+            def fire(self, start, w, firing):
+                pane = w[2]
+                out = super().fire(start, w, firing)
+                w[2] = pane
+                return out
+        return Windowing
+
+    return _lateness_count_with(sources, params, change)
+
+
+def lateness_discarding_ignored(sources, params):
+    """Ignores `accumulation`: every firing counts the window so far."""
+    class Accumulating:
+        def __getattr__(self, name):
+            return "accumulating" if name == "accumulation" else getattr(params, name)
+
+        def __getitem__(self, name):
+            return getattr(self, name)
+
+    from eventtime.pipelines.dataflow import lateness_count
+
+    return lateness_count(sources, Accumulating())
+
+
+def lateness_on_time_skips_empty_pane(sources, params):
+    """Flink's PurgingTrigger habit: no on-time firing when the pane is empty (the contract fires always)."""
+    def change(base):
+        class Windowing(base):
+            def timers(self, open_, watermark):
+                return [f for f in super().timers(open_, watermark) if f[1] or f[2] != "on_time"]
+        return Windowing
+
+    return _lateness_count_with(sources, params, change)
+
+
 # name -> (contract, function, what is wrong)
 WRONG = {
     "tumbling_no_watermark": ("tumbling_count", tumbling_no_watermark, "no withWatermark at all"),
@@ -158,4 +210,10 @@ WRONG = {
                                              "outer window slides by the inner window's length: windows overlap"),
     "inactivity_fires_at_equality": ("inactivity_timeout", inactivity_fires_at_equality,
                                      "the timeout fires when the watermark equals last_ts + timeout"),
+    "lateness_pane_never_restarts": ("lateness_count", lateness_pane_never_restarts,
+                                     "a firing does not start a new pane (early fires on every element after N)"),
+    "lateness_discarding_ignored": ("lateness_count", lateness_discarding_ignored,
+                                    "accumulation ignored: discarding panes count the window so far"),
+    "lateness_on_time_skips_empty_pane": ("lateness_count", lateness_on_time_skips_empty_pane,
+                                          "no on-time firing of an empty pane (Flink's PurgingTrigger)"),
 }
