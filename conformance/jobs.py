@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
 from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
-                                     substitution, writer_call)
+                                     kafka_reads, substitution, writer_call)
+from eventtime.harness.jobio import reads_match as _matches
 from eventtime.harness.jobpaths import PathOutside, WrittenWith, kept_path, kept_to, keeping, record_written
 
 from .contracts import Contract, SourceSpec
@@ -83,24 +84,7 @@ def reads_of(source: SourceSpec) -> tuple[tuple[str, str], ...]:
     `format: kafka` and its topic as `subscribe`."""
     if source.reads or source.kind != "kafka":
         return source.reads
-    return (("format", "kafka"), ("subscribe", source.topic or source.name))
-
-
-def _matches(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:
-    if not reads:
-        return False
-    for key, value in reads:
-        if key == "format":
-            actual = call.format
-        elif key == "path":
-            actual = call.path
-        elif key == "table":
-            actual = call.table
-        else:
-            actual = call.option(key)
-        if actual != value:
-            return False
-    return True
+    return kafka_reads(source.topic or source.name)
 
 
 def _check_options(call: ReaderCall, notes: list[str]) -> None:

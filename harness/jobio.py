@@ -7,8 +7,11 @@ shortcuts `table`, `json`, `parquet`, `csv`, `orc`, `text`) made in that thread 
 returns a `StandInQuery` instead of starting a query (and `spark.streams.awaitAnyTermination()` returns at once). Nothing is connected to, read from or written to. Each call knows where in the
 job's code it was made (`Place`), so an error can name it.
 
-Only classic PySpark's `DataStreamReader`/`DataStreamWriter` are substituted (Spark Connect's live in
-`pyspark.sql.connect.streaming.readwriter` and send the query to a server). The patch is installed
+`substitution` patches classic PySpark's `DataStreamReader`/`DataStreamWriter`. Spark Connect's
+(`pyspark.sql.connect.streaming.readwriter`, `pyspark.sql.connect.readwriter`) have their own patch,
+`connect_reader_substitution`: readers only (a pipeline's flow functions read; the framework writes),
+the streaming reader's `load()`/`table()` resolved as above (Connect's `json()`, `csv()`... end in its
+own `load()`), the batch reader's `load()`/`table()` resolved by a second function. The patch is installed
 once per process while any thread uses it; a thread with no active substitution (another scenario
 in a plain pipeline, the kit's own code) gets pyspark's own methods (`threadpatch`).
 """
@@ -25,7 +28,7 @@ from . import threadpatch
 from .threadpatch import ThreadPatch
 
 __all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
-           "active_writers", "active_queries"]
+           "active_writers", "active_queries", "connect_reader_substitution", "reads_match", "kafka_reads"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class ReaderCall:
     schema: Any = None  # a StructType or a DDL string, when the job gives one
     place: Place | None = None  # where the chain was loaded (`load()`, `table()`, `json()`...)
     method: str = "load"
+    streaming: bool = True  # False: a batch `spark.read` (Connect's substitution only)
     # pyspark's own call that ends the chain, given the path (or table) to open instead of the one the
     # job names: a reader of what the job's own queries write is opened for real, on the kept path
     opener: Callable[[str], Any] | None = field(default=None, repr=False, compare=False)
@@ -96,7 +100,7 @@ class ReaderCall:
                  f"path {self.path!r}" if self.path else None,
                  f"table {self.table!r}" if self.table else None]
         parts += [f"{k}={v!r}" for k, v in self.options.items()]
-        return f"readStream.{self.method}(" + ", ".join(p for p in parts if p) + ")"
+        return f"{'readStream' if self.streaming else 'read'}.{self.method}(" + ", ".join(p for p in parts if p) + ")"
 
 
 @dataclass
@@ -236,11 +240,12 @@ def _writer_of(obj: Any) -> WriterCall:
     return call
 
 
-def _passthrough(name: str, record: Callable[..., Any]) -> Callable[[Any], Callable[..., Any]]:
+def _passthrough(name: str, record: Callable[..., Any], patch: "ThreadPatch[_Active] | None" = None
+                 ) -> Callable[[Any], Callable[..., Any]]:
     """A method that records the call under a substitution, then does what pyspark's does."""
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if _active() is not None:
+            if (patch or _PATCH).current() is not None:
                 record(self, *args, **kwargs)
             return original(self, *args, **kwargs)
         method.__name__ = name
@@ -277,7 +282,7 @@ def _r_schema(self: Any, schema: Any) -> None:
 def _load(active: _Active, self: Any, path: str | None = None, format: str | None = None,
           schema: Any = None, *, _opener: Callable[[str], Any] | None = None, **options: Any) -> Any:
     call = _reader_of(self)
-    call.opener = _opener or (lambda where: _PATCH.original(self, "load")(self, where, format=format,
+    call.opener = _opener or (lambda where: _original(self, "load")(self, where, format=format,
                                                                           schema=schema, **options))
     if format is not None:
         call.format = format
@@ -296,7 +301,7 @@ def _shortcut(fmt: str) -> Callable[..., Any]:
         call = _reader_of(self)
         call.format, call.method = fmt, fmt
         given = {**options, **({"schema": schema} if schema is not None else {})}
-        return _load(active, self, path, schema=schema, **options, _opener=lambda where: _PATCH.original(
+        return _load(active, self, path, schema=schema, **options, _opener=lambda where: _original(
             self, fmt)(self, where, *args, **given))
     return load
 
@@ -304,7 +309,7 @@ def _shortcut(fmt: str) -> Callable[..., Any]:
 def _table(active: _Active, self: Any, tableName: str) -> Any:  # noqa: N803 - pyspark's name
     call = _reader_of(self)
     call.table, call.method = tableName, "table"
-    call.opener = lambda where: _PATCH.original(self, "table")(self, where)
+    call.opener = lambda where: _original(self, "table")(self, where)
     call.place = caller_place()
     return active.resolve(call)
 
@@ -453,3 +458,79 @@ def _patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
 
 
 _PATCH: ThreadPatch[_Active] = ThreadPatch("a substitution", _patches)
+
+
+def _original(obj: Any, name: str) -> Any:
+    """pyspark's own method `name` of a reader, whichever patch (classic or Connect) replaced it."""
+    return (_CONNECT if type(obj).__module__.startswith("pyspark.sql.connect") else _PATCH).original(obj, name)
+
+
+def reads_match(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:
+    """Whether a reader names what a source's `from:` pairs say: `format`, `path`, `table`, or an option
+    (its key matched regardless of case); no pairs match nothing."""
+    if not reads:
+        return False
+    for key, value in reads:
+        if key == "format":
+            actual = call.format
+        elif key == "path":
+            actual = call.path
+        elif key == "table":
+            actual = call.table
+        else:
+            actual = call.option(key)
+        if actual != value:
+            return False
+    return True
+
+
+def kafka_reads(topic: str) -> tuple[tuple[str, str], ...]:
+    """What a reader of a Kafka topic names: `format: kafka` and the topic as `subscribe`."""
+    return (("format", "kafka"), ("subscribe", topic))
+
+
+class _ConnectActive(_Active):
+    """A Connect thread's reader substitution: streaming reads resolve by `resolve`, batch ones by `batch`."""
+
+    def __init__(self, resolve: Callable[[ReaderCall], Any], batch: Callable[[ReaderCall], Any]):
+        super().__init__(resolve, None)
+        self.batch = batch
+
+
+def _batch(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A streaming reader's patch applied to the batch reader: the call marked batch, resolved by `batch`."""
+    def method(active: _ConnectActive, self: Any, *args: Any, **kwargs: Any) -> Any:
+        _reader_of(self).streaming = False
+        return fn(_Active(active.batch, None), self, *args, **kwargs)
+    return method
+
+
+def _connect_patches() -> list[tuple[type, str, Callable[[Any], Any]]]:
+    from pyspark.sql.connect.readwriter import DataFrameReader
+    from pyspark.sql.connect.streaming.readwriter import DataStreamReader
+
+    out: list[tuple[type, str, Callable[[Any], Any]]] = []
+    for cls in (DataStreamReader, DataFrameReader):
+        out.append((cls, "format", _passthrough("format", _r_format, _CONNECT)))
+        out.append((cls, "option", _passthrough("option", _r_option, _CONNECT)))
+        out.append((cls, "options", _passthrough("options", _r_options, _CONNECT)))
+        out.append((cls, "schema", _passthrough("schema", _r_schema, _CONNECT)))
+    out.append((DataStreamReader, "load", _CONNECT.instead("load", _load)))
+    out.append((DataStreamReader, "table", _CONNECT.instead("table", _table)))
+    out.append((DataFrameReader, "load", _CONNECT.instead("load", _batch(_load))))
+    out.append((DataFrameReader, "table", _CONNECT.instead("table", _batch(_table))))
+    return out
+
+
+_CONNECT: ThreadPatch[_Active] = ThreadPatch("a Spark Connect reader substitution", _connect_patches)
+
+
+@contextlib.contextmanager
+def connect_reader_substitution(resolve: Callable[[ReaderCall], Any], batch: Callable[[ReaderCall], Any]
+                                ) -> Iterator[_Active]:
+    """Inside the block, the Spark Connect readers used in this thread resolve their `load()` and
+    `table()` (and the shortcuts ending in `load()`) by `resolve(call)` (`spark.readStream`) or
+    `batch(call)` (`spark.read`, `call.streaming` False) instead of building their plan; `call.open(x)`
+    builds pyspark's own plan reading `x`. Writers are left alone."""
+    with _CONNECT.entered(_ConnectActive(resolve, batch)) as active:
+        yield active

@@ -11,26 +11,139 @@ Where it differs from the command, on purpose:
   settings); the configuration still reaches every flow as the graph's SQL settings;
 - the wait is bounded: the update not ended after `timeout` seconds is a `HarnessTimeout` saying so
   (the session's operations are interrupted).
-Not yet (docs/pipelines.md): the scenario's sources in place of what the definitions read, steps and
-checks; this runs the definitions as they are, reading what they name.
+Sources (`sources=`, docs/pipelines.md step 1): each `PipelineSource` is a kit source (`ConnectSource`)
+and the `from:` pairs a reader names to read it, the vocabulary of a job's contract sources (`format`,
+`path`, `table`, any option such as Kafka's `subscribe`). While the definitions are registered, every
+Connect reader their flow functions call is substituted (`jobio.connect_reader_substitution`): a
+streaming read matching a source gets that source's staged DataFrame, so the flow's registered plan
+reads the kit's rows; a read of a table the pipeline itself defines (`spark.readStream.table("bronze")`,
+`spark.read.table(...)`) is left to the server, which resolves it in the graph; any other read is a
+`SubstitutionError` naming the definition's `file:line`, before the update starts. Without `sources`
+the definitions run as they are, reading what they name. `PipelineRun` holds the sources and the
+storage across updates: add rows, `update()`, read a dataset, add, `update()` again.
+Differs from a real source (measured, docs/pipelines.md): an update over the staged source runs its
+data batch only, not the no-data batch a file source's update runs after it, so a window closed by the
+update's own watermark is emitted by the next update's batch.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
+from .connect import ConnectSource
+from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
 from .pipelinegraph import PipelineGraph, PipelineLoadError, load_graph, load_spec
 from .stream import HarnessError, HarnessTimeout
 
-__all__ = ["UpdateFailed", "UpdateResult", "run_update"]
+__all__ = ["PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "run_update"]
 
 _COMPLETED = "Run is COMPLETED."
 
 
 class UpdateFailed(HarnessError):
     """A pipeline update ended other than completed; the message holds the update's last events."""
+
+
+@dataclass(frozen=True)
+class PipelineSource:
+    """A kit source standing in for what a definition reads: `reads` are the `from:` pairs a reader must
+    name (`jobio.kafka_reads(topic)` for a Kafka topic), `source` the staged source it then reads."""
+
+    name: str
+    reads: tuple[tuple[str, str], ...]
+    source: ConnectSource
+
+
+def _bare(name: str) -> str:
+    return name.rsplit(".", 1)[-1].strip("`").lower()
+
+
+@contextlib.contextmanager
+def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall]) -> Iterator[None]:
+    """The definitions' readers replaced by `sources` inside the block; reads of tables left to the server
+    are put in `graph_reads` (the caller checks them against the graph once it is registered)."""
+    # built before the patch is on: a source's own DataFrame is a reader too
+    frames = {s.name: s.source.dataframe() for s in sources}
+
+    def described() -> str:
+        return "; ".join(f"{s.name} (from: {{{', '.join(f'{k}: {v}' for k, v in s.reads)}}})" for s in sources)
+
+    def streaming(call: ReaderCall) -> Any:
+        fitting = [s for s in sources if reads_match(call, s.reads)]
+        if len(fitting) > 1:
+            raise SubstitutionError(call.place, f"{call.describe()} matches sources "
+                                                f"{' and '.join(s.name for s in fitting)}: make their `from:` tell "
+                                                "them apart")
+        if fitting:
+            return frames[fitting[0].name]
+        return batch(call)
+
+    def batch(call: ReaderCall) -> Any:
+        if call.table is not None and call.format is None and not call.options:
+            graph_reads.append(call)  # a dataset of this pipeline, resolved by the server in the graph
+            return call.open(call.table)
+        kind = "streaming read" if call.streaming else "batch read (a static input)"
+        raise SubstitutionError(call.place, f"{call.describe()} matches no source given for the pipeline "
+                                            f"({described() or 'none given'}); the kit never opens a real source: "
+                                            f"this {kind} cannot be stood in for")
+
+    with connect_reader_substitution(streaming, batch):
+        yield
+
+
+def _check_graph_reads(graph: PipelineGraph, reads: Sequence[ReaderCall]) -> None:
+    defined = {_bare(n) for n in graph.datasets}
+    for call in reads:
+        assert call.table is not None
+        if _bare(call.table) not in defined:
+            sql = (f" (its SQL files {', '.join(str(p) for p in graph.sql_files)} define datasets the kit does not "
+                   "know before the update)") if graph.sql_files else ""
+            raise SubstitutionError(call.place, f"{call.describe()} reads table {call.table!r}, which no Python "
+                                                f"definition of pipeline {graph.name!r} defines{sql}, and which "
+                                                "matches no source given: a table outside the pipeline cannot be "
+                                                "stood in for yet")
+
+
+class _TolerantClient:
+    """The Connect client as `start_run` uses it, with an iterator that passes over observed metrics.
+
+    pyspark 4.3.0's `execute_command_as_iterator` raises `UNKNOWN_RESPONSE` on any response that is not
+    a dict, and a pipeline update whose flows run Python workers (a Python data source such as the kit's
+    staged source, a Python UDF) streams `__python_accumulator__` observed metrics among its events
+    (measured: the update's first such response ended `spark-pipelines`' own loop). The client has
+    already applied those accumulators when it yields them, so they are passed over here; any other
+    response the command's iterator would refuse is an error. Without the client's internals this
+    relies on (another pyspark), pyspark's own iterator is used."""
+
+    def __init__(self, client: Any):
+        self._client = client
+
+    @staticmethod
+    def usable(client: Any) -> bool:
+        return all(hasattr(client, n) for n in ("_execute_plan_request_with_metadata", "_set_command_in_plan",
+                                                "_execute_and_fetch_as_iterator"))
+
+    def execute_command_as_iterator(self, command: Any, observations: Any = None) -> Iterator[dict[str, Any]]:
+        from pyspark.sql.connect.client.core import ObservedMetrics
+
+        req = self._client._execute_plan_request_with_metadata()
+        self._client._set_command_in_plan(req.plan, command)
+        for response in self._client._execute_and_fetch_as_iterator(req, observations or {}):
+            if isinstance(response, dict):
+                yield response
+            elif not isinstance(response, ObservedMetrics):
+                raise HarnessError(f"the pipeline update answered with a response the kit does not know: "
+                                   f"{str(response)[:300]}")
+
+
+class _Session:
+    """What `start_run` needs of a session: its client (see `_TolerantClient`)."""
+
+    def __init__(self, spark: Any):
+        self.client = _TolerantClient(spark.client) if _TolerantClient.usable(spark.client) else spark.client
 
 
 @dataclass
@@ -42,10 +155,13 @@ class UpdateResult:
 
 def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[str] = (),
                full_refresh: Sequence[str] = (), full_refresh_all: bool = False,
-               conf: Mapping[str, str] | None = None, timeout: float = 600.0) -> UpdateResult:
+               conf: Mapping[str, str] | None = None, timeout: float = 600.0,
+               sources: Sequence[PipelineSource] | None = None) -> UpdateResult:
     """Load the pipeline at `path` (spec file or folder) into a new graph on `spark` (a Spark Connect
     session) and run one update with checkpoints under `storage`. `conf` is added to the spec's
-    `configuration` (the kit's test settings); the spec's own value of a key wins nowhere: `conf` does."""
+    `configuration` (the kit's test settings); the spec's own value of a key wins nowhere: `conf` does.
+    With `sources`, the definitions' reads are substituted (the module's docstring): the update reads
+    what the sources released before it."""
     from pyspark.pipelines.spark_connect_graph_element_registry import SparkConnectGraphElementRegistry
     from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
@@ -56,15 +172,23 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
     sql_conf = {**spec.configuration, **(conf or {})}
     graph_id = create_dataflow_graph(spark, default_catalog=spec.catalog, default_database=spec.database,
                                      sql_conf=sql_conf)
-    graph = load_graph(spec_path, spark=spark, inner=SparkConnectGraphElementRegistry(spark, graph_id),
-                       graph_id=graph_id)
+    inner = SparkConnectGraphElementRegistry(spark, graph_id)
+    if sources is None:
+        graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
+    else:
+        graph_reads: list[ReaderCall] = []
+        with _substituted(sources, graph_reads):
+            graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
+        _check_graph_reads(graph, graph_reads)
     result = UpdateResult(graph, graph_id)
     error: list[BaseException] = []
     done = threading.Event()
 
+    session: Any = _Session(spark)
+
     def update() -> None:
         try:
-            for response in start_run(spark, graph_id, full_refresh=list(full_refresh),
+            for response in start_run(session, graph_id, full_refresh=list(full_refresh),
                                       full_refresh_all=full_refresh_all, refresh=list(refresh), dry=False,
                                       storage=storage):
                 if "pipeline_event_result" in response:
@@ -89,3 +213,36 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
         raise UpdateFailed(f"the update of pipeline {spec.name!r} ({spec_path}) did not complete; its last "
                            f"events: {result.events[-8:]}")
     return result
+
+
+class PipelineRun:
+    """A pipeline tested over several updates on one storage, reading the kit's sources: add rows to the
+    sources, `update()` (the adds released before it, then one update as `run_update`), read a dataset
+    with `rows`, add again, `update()` again; the flows' offsets, state and watermark carry over."""
+
+    def __init__(self, spark: Any, path: str | Path, storage: str, sources: Sequence[PipelineSource], *,
+                 conf: Mapping[str, str] | None = None, timeout: float = 600.0):
+        stagings = {id(s.source.staging) for s in sources}
+        if len(stagings) > 1:
+            raise HarnessError("a pipeline's sources must share one staging (one release per update)")
+        self.spark, self.path, self.storage = spark, path, storage
+        self.sources = list(sources)
+        self.conf = dict(conf or {})
+        self.timeout = timeout
+        self.updates: list[UpdateResult] = []
+
+    def update(self, *, refresh: Sequence[str] = (), full_refresh: Sequence[str] = (),
+               full_refresh_all: bool = False) -> UpdateResult:
+        if self.sources:
+            staging = self.sources[0].source.staging
+            staging.release()  # what was added before the update is what it reads
+            staging.new_token()  # the flows registered now share their sources' pins, no earlier update's
+        result = run_update(self.spark, self.path, self.storage, refresh=refresh, full_refresh=full_refresh,
+                            full_refresh_all=full_refresh_all, conf=self.conf, timeout=self.timeout,
+                            sources=self.sources)
+        self.updates.append(result)
+        return result
+
+    def rows(self, dataset: str) -> list[dict[str, Any]]:
+        """A table the pipeline wrote (a streaming table or materialized view), read back as written."""
+        return [r.asDict(recursive=True) for r in self.spark.read.table(dataset).collect()]

@@ -102,3 +102,112 @@ def test_a_refresh_selection_runs_only_the_flows_of_the_named_tables(remote_spar
     assert _table(remote_spark, table) == {("09:00", "home", 1)}
     checkpoints = storage / "_checkpoints" / "spark_catalog" / "default"
     assert sorted(p.name for p in checkpoints.iterdir()) == [table]              # the other flow never ran
+
+
+# -- sources substituted (docs/pipelines.md step 1) ------------------------------------------------------
+KAFKA_DEFINITIONS = """\
+from pyspark import pipelines as dp
+from pyspark.sql import functions as F
+
+
+@dp.table
+def {table}():
+    clicks = (spark.readStream.format("kafka")
+              .option("kafka.bootstrap.servers", "broker-1:9092")
+              .option("subscribe", "clicks")
+              .option("startingOffsets", "earliest")
+              .load())
+    return (clicks.select(F.from_json(F.col("value").cast("string"), "page string, ts timestamp").alias("e"))
+            .select("e.*")
+            .withWatermark("ts", "10 minutes")
+            .groupBy(F.window("ts", "5 minutes").alias("w"), "page").count()
+            .select(F.col("w.start").alias("window_start"), "page", "count"))
+"""
+KAFKA_COLUMNS = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
+                 ("offset", "long"), ("timestamp", "timestamp"), ("timestampType", "int")]
+
+
+def _kafka_project(root: Path, table: str) -> Path:
+    (root / "transformations").mkdir(parents=True)
+    (root / "spark-pipeline.yml").write_text(
+        "name: clicks\nstorage: production-storage\nlibraries:\n  - glob:\n      include: transformations/**\n")
+    (root / "transformations" / "counts.py").write_text(KAFKA_DEFINITIONS.format(table=table))
+    return root
+
+
+def _clicks(source, offset: int, events: list[tuple[str, str]]) -> int:
+    """One add of Kafka records (value = the event as JSON), as a producer would have written them."""
+    from datetime import datetime, timezone
+    rows = []
+    for page, ts in events:
+        micros = int(datetime.fromisoformat(ts).replace(tzinfo=timezone.utc).timestamp() * 1_000_000)
+        rows.append((None, json.dumps({"page": page, "ts": ts + "Z"}).encode(), "clicks", 0, offset, micros, 0))
+        offset += 1
+    source.add(rows)
+    return offset
+
+
+def test_a_kafka_reading_pipeline_reads_the_kits_source_across_updates(remote_spark, tmp_path):
+    from eventtime.harness.connect import ConnectSource, ConnectStaging
+    from eventtime.harness.jobio import kafka_reads
+    from eventtime.harness.pipelinerun import PipelineRun, PipelineSource
+    table = f"kafka_counts_{uuid.uuid4().hex[:8]}"
+    root = _kafka_project(tmp_path / "clicks", table)
+    before = (root / "transformations" / "counts.py").read_bytes()
+    storage = tmp_path / "kit-storage"
+    source = ConnectSource(ConnectStaging(remote_spark), "clicks", KAFKA_COLUMNS)
+    run = PipelineRun(remote_spark, root, storage.as_uri(), [PipelineSource("clicks", kafka_reads("clicks"), source)],
+                      conf={"spark.sql.shuffle.partitions": "1"})
+
+    def counts() -> set[tuple[str, str, int]]:
+        return {(r["window_start"].strftime("%H:%M"), r["page"], r["count"]) for r in run.rows(table)}
+
+    offset = _clicks(source, 0, [("home", "2024-01-01T09:01:00"), ("home", "2024-01-01T09:02:00"),
+                                 ("cart", "2024-01-01T09:03:00"), ("home", "2024-01-01T09:20:00")])
+    run.update()
+    flow = storage / "_checkpoints" / "spark_catalog" / "default" / table / table / "0"
+
+    def logged(log: str, batch: int) -> list[dict]:
+        return [json.loads(line) for line in (flow / log / str(batch)).read_text().splitlines()[1:]]
+
+    # Measured: over the kit's staged source an update runs the data batch only, not the no-data batch
+    # a file source's update runs (the first test: 2 batches per update). The watermark the batch
+    # computed (09:20 - 10 min = 09:10) is in its commit; no window is emitted yet.
+    assert counts() == set()
+    assert logged("offsets", 0)[-1] == {"adds": 1, "source": "clicks"}
+    assert logged("commits", 0) == [{"nextBatchWatermarkMs": 1704100200000}]             # 09:10
+
+    _clicks(source, offset, [("home", "2024-01-01T09:04:00"),    # behind the watermark 09:10
+                             ("home", "2024-01-01T09:36:00")])   # on time; moves the watermark to 09:26
+    run.update()
+    # batch 1 evicts by watermark 09:10 but judges lateness by the previous batch's watermark (Spark 3.4+:
+    # batch 0's, still 0), so the 09:04 row is counted, not dropped: home 3, where the file source's
+    # updates (the first test: a no-data batch in between) drop it. The 09:20 window stays open.
+    assert counts() == {("09:00", "home", 3), ("09:00", "cart", 1)}
+    assert logged("offsets", 1)[0]["batchWatermarkMs"] == 1704100200000
+    assert logged("offsets", 1)[-1] == {"adds": 2, "source": "clicks"}      # the second add only
+    assert logged("commits", 1) == [{"nextBatchWatermarkMs": 1704101160000}]             # 09:26
+    assert sorted(int(p.name) for p in (flow / "offsets").iterdir() if p.name.isdigit()) == [0, 1]
+    assert (root / "transformations" / "counts.py").read_bytes() == before
+    assert not (root / "production-storage").exists()
+
+
+def test_a_read_the_kit_cannot_stand_in_for_is_refused_at_its_line(remote_spark, tmp_path):
+    """Controls: a source for another topic leaves the definition's Kafka read unmatched (an error at its
+    line, before any update); with no substitution the definition reads real Kafka and the update fails."""
+    from eventtime.harness.connect import ConnectSource, ConnectStaging
+    from eventtime.harness.jobio import SubstitutionError, kafka_reads
+    from eventtime.harness.pipelinerun import PipelineSource, UpdateFailed, run_update
+    table = f"refused_{uuid.uuid4().hex[:8]}"
+    root = _kafka_project(tmp_path / "clicks", table)
+    definition = root / "transformations" / "counts.py"
+    # the reader chain's first line or its `load()` line (Python 3.11 places a chained call on either)
+    lines = [n for n, text in enumerate(definition.read_text().splitlines(), 1) if "clicks = (" in text or ".load()" in text]
+    other = ConnectSource(ConnectStaging(remote_spark), "orders", KAFKA_COLUMNS)
+    storage = (tmp_path / "kit-storage").as_uri()
+    with pytest.raises(SubstitutionError, match=rf"counts\.py:({lines[0]}|{lines[1]})\b.*subscribe='clicks'.*matches no source") as err:
+        run_update(remote_spark, root, storage, sources=[PipelineSource("orders", kafka_reads("orders"), other)])
+    assert err.value.place is not None and (root / err.value.place.file).resolve() == definition.resolve()
+
+    with pytest.raises((UpdateFailed, pipelinegraph.PipelineLoadError), match="(?i)kafka"):
+        run_update(remote_spark, root, storage, conf={"spark.sql.shuffle.partitions": "1"}, timeout=300)
