@@ -41,7 +41,7 @@ from .contracts import Contract
 from .results import ERROR, NOT_APPLICABLE, ScenarioResult
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
-           "check_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
+           "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
 
 PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state", "invariants")
 TITLES = {
@@ -675,8 +675,8 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     from .snapshot import in_ci
     from .strategies import scenarios
 
+    wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
-    wanted = _wanted(properties, [INVARIANT + n for n in specs])
     lookup = lookup or ContractLookup((), extra=[contract])
     delay = delay or _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
@@ -717,9 +717,26 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     return CheckReport(contract.name, reports)
 
 
+def wanted_properties(properties: Sequence[str], contract: Contract, invariants: Sequence[str] = ()) -> list[str]:
+    """The properties a check runs, in order, each once, as both faces read them (`--property NAME`,
+    `properties=`): a built-in name, `invariants` (every invariant of the contract and every one of
+    `invariants`, the names of hooks given in code), or `invariant:NAME` for one. An unknown name is a
+    ValueError naming the known ones, said before any Spark run."""
+    names = [i.name for i in contract.invariants] + [n for n in invariants if n not in
+                                                       {i.name for i in contract.invariants}]
+    return _wanted(properties, [INVARIANT + n for n in names])
+
+
 def _wanted(properties: Sequence[str], named: list[str]) -> list[str]:
     """The properties to check, in order, each once: `invariants` stands for every invariant by name
     (`named`, `invariant:NAME`); an unknown name is a ValueError that lists the known ones."""
+    known = [n[len(INVARIANT):] for n in named]
+    for p in properties:
+        if p.startswith(INVARIANT) and p not in named:
+            raise ValueError(f"unknown invariant {p[len(INVARIANT):]!r} in {p!r} ("
+                             + (f"the invariants known: {', '.join(known)}" if known else
+                                "no invariant is declared: `invariants:` in the contract file, or invariants= in code")
+                             + ")")
     unknown = [p for p in properties if p not in PROPERTIES and p not in named]
     if unknown:
         raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)} "

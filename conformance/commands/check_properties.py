@@ -26,8 +26,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("contract", metavar="CONTRACT",
                    help="a contract's name (found in --contracts, the project's eventtime_contracts, or bundled) "
                         "or its *.contract.yaml file")
-    c.add_argument("--property", action="append", choices=PROPERTIES, dest="properties", metavar="NAME",
-                   help=f"a property to check (repeatable; default all: {', '.join(PROPERTIES)})")
+    c.add_argument("--property", action="append", dest="properties", metavar="NAME",
+                   help=f"a property to check (repeatable; default all: {', '.join(PROPERTIES)}); "
+                        "invariant:NAME for one of the contract's invariants")
     c.add_argument("--max-examples", type=positive_int, default=20, metavar="N",
                    help="generated streams per property (Hypothesis's max_examples; default 20)")
     c.add_argument("--seed", type=int, default=None, help="Hypothesis's seed: the same streams on every run")
@@ -81,7 +82,7 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
 
 def run(args: argparse.Namespace) -> int:
     from ..projectconfig import unbound_message
-    from ..properties import PROPERTIES, check_properties
+    from ..properties import PROPERTIES, check_properties, wanted_properties
     from .execute import unimportable
     from .files import read_project
     from .spark import open_session
@@ -93,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return ExitCode.USAGE_ERROR
     contract, lookup, place = found
+    try:  # the same rule as properties= in code, said before Spark starts
+        properties = wanted_properties(args.properties or list(PROPERTIES), contract)
+    except ValueError as exc:
+        print(f"eventtime: error: --property: {exc}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     refused = _refused(contract, args.delay)
     if refused is not None:  # said before Spark starts
         print(f"eventtime: error: {refused}", file=sys.stderr)
@@ -111,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
     spark, code = open_session(args)
     if spark is None:
         return code
-    properties = args.properties or list(PROPERTIES)
     failed = False
     for target in targets:
         print(f"eventtime: {contract.name} against {target}: {', '.join(properties)}", flush=True)
