@@ -160,7 +160,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_contracts", type="paths", default=[],
                   help="folders of *.contract.yaml files (relative to the ini file)")
     _add_remote_option(parser, group)
-    from eventtime.snapshot import add_pytest_options
+    from eventtime.snapshot_pytest import add_pytest_options
 
     add_pytest_options(group)
     group.addoption("--eventtime-allow-not-applicable", action="append", default=[], metavar="CONTRACT",
