@@ -160,7 +160,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("eventtime_contracts", type="paths", default=[],
                   help="folders of *.contract.yaml files (relative to the ini file)")
     _add_remote_option(parser, group)
-    from eventtime.snapshot import add_pytest_options
+    from eventtime.snapshot_pytest import add_pytest_options
 
     add_pytest_options(group)
     group.addoption("--eventtime-allow-not-applicable", action="append", default=[], metavar="CONTRACT",
@@ -577,6 +577,14 @@ class ScenarioItem(pytest.Item):
         return self.path, self.scenario.where.line - 1, f"scenario {self.scenario.name} [{_label(self.target)}]"
 
 
+def _recorded(report: pytest.TestReport) -> list[dict]:
+    """The results a scenario item recorded in its call report (under xdist they reach the controller with
+    it), as `results.result_record` wrote them."""
+    if report.when != "call":
+        return []
+    return [json.loads(value) for key, value in getattr(report, "user_properties", ()) if key == _RESULT_KEY]
+
+
 class _ResultsCollector:
     """Gathers the results the items recorded and writes the `--eventtime-report-json` file; registered
     only when that file is asked for, and not on xdist workers (their reports reach the controller)."""
@@ -587,11 +595,7 @@ class _ResultsCollector:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
-        for key, value in getattr(report, "user_properties", ()):
-            if key == _RESULT_KEY:
-                self.results.append(json.loads(value))
+        self.results += _recorded(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from eventtime.resultsfile import build_document, write_results
@@ -612,15 +616,10 @@ class _NothingJudged:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
         from eventtime.results import NOT_APPLICABLE
 
-        for key, value in getattr(report, "user_properties", ()):
-            if key == _RESULT_KEY:
-                r = json.loads(value)
-                self.records.append((r["contract"], r["implementation"], r["scenario"], r["file"],
-                                     r["status"] != NOT_APPLICABLE, r.get("reason")))
+        self.records += [(r["contract"], r["implementation"], r["scenario"], r["file"], r["status"] != NOT_APPLICABLE,
+                          r.get("reason")) for r in _recorded(report)]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

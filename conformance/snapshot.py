@@ -1,7 +1,7 @@
 """Snapshot expectations: write what Spark did into a scenario's `expect` steps, reviewed as a diff.
 
 `eventtime run PATH --snapshot create|fix|all` (pytest: `--eventtime-snapshot=...`) runs the scenarios
-on Spark, then edits their files:
+on Spark, then edits their files (the faces: `commands/snapshot.py`, `snapshot_pytest.py`):
 
 - `create` fills each check an `expect` asks for without a value (`rows:` left empty, `watermark:`, a
   `batches` entry's `data:`, a bare `expect:` or `expect: {}`, which gets the rows, watermark, dropped
@@ -40,10 +40,27 @@ from . import spec as m
 from . import snapshotedit as se
 from .results import ERROR, NOT_APPLICABLE, PASSED, ScenarioResult
 
-__all__ = ["MODES", "load_scenario", "plan_file", "plan", "observe", "Observation", "Review", "snapshot_run",
+__all__ = ["MODES", "OPTIONS", "load_scenario", "plan_file", "plan", "observe", "Observation", "Review", "settle",
            "in_ci"]
 
 MODES = ("create", "fix", "all")
+
+
+@dataclass(frozen=True)
+class OptionRules:
+    """What each of a snapshot's options does, said once; each face words it with its own names
+    (`commands/snapshot.py`: --snapshot, --yes, --snapshot-on-spark; `snapshot_pytest.py`:
+    --eventtime-snapshot, --eventtime-snapshot-yes, --eventtime-snapshot-on-spark). --yes and on_spark
+    go with a mode (each face refuses them alone); nothing is ever written in CI (`Review.decide`)."""
+
+    mode: str = ("write what Spark observed into the scenarios' expect steps: create (fill checks without a "
+                 "value), fix (replace values Spark disagrees with), all; the diff is shown first")
+    yes: str = "write without asking (never in CI)"
+    on_spark: str = ("write what differs as an on_spark variant for the running Spark line instead of changing "
+                     "the checks every line shares")
+
+
+OPTIONS = OptionRules()
 
 
 def load_scenario(path: str | Path, *, display_path: str | None = None, contracts: Any = None) -> m.Scenario:
@@ -349,89 +366,3 @@ def settle(review: Review, results: Sequence[ScenarioResult | Observation], yes:
         if plan is None or plan.refused or plan.shown not in written:
             return False
     return True
-
-
-# -- the command -------------------------------------------------------------------------------------------
-def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any,
-                 open_session: Callable[[Any], tuple[Any, int]], unimportable: Callable[[list[str]], int],
-                 jobs_of: Callable[[Any, Any], int]) -> int:
-    """`eventtime run PATH... --snapshot MODE [--yes] [--snapshot-on-spark]`: run, review, write
-    (`open_session`, `unimportable` and `jobs_of` are the run command's: its session, its check of the
-    pipelines, how many pairs run at once on its session)."""
-    from eventtime.scenarios import display_path
-
-    from .exitcodes import ExitCode
-    from .problems import FileInvalid
-    from .parallel import Pair, run_pairs
-    from .projectconfig import unbound_message
-    from .registry import ContractLookup
-    from .textreport import summary_line
-
-    if not args.snapshot:
-        flag = "--yes" if args.yes else "--snapshot-on-spark"
-        print(f"eventtime: error: {flag} goes with --snapshot create|fix|all", file=sys.stderr)
-        return ExitCode.USAGE_ERROR
-    lookup = ContractLookup(project.contract_dirs)
-    pairs, invalid, shown_of = [], 0, {}
-    for f in files:
-        shown = display_path(f)
-        try:
-            sc = load_scenario(f, display_path=shown, contracts=lookup)
-        except FileInvalid as exc:
-            invalid += 1
-            print(exc, file=sys.stderr)
-            continue
-        targets = project.targets(sc, Path(f))
-        if not targets:
-            print(f"eventtime: error: {unbound_message(sc.contract, sc.path)}", file=sys.stderr)
-            invalid += 1
-            continue
-        shown_of[shown] = Path(f)
-        pairs += [Pair(sc, target) for target in targets]
-    if not pairs:
-        print("eventtime: error: nothing ran: no scenario to snapshot (see above)", file=sys.stderr)
-        return ExitCode.FAILED
-    failed_import = unimportable(list(dict.fromkeys(str(p.implementation) for p in pairs)))
-    if failed_import:
-        return failed_import
-    spark, code = open_session(args)
-    if spark is None:
-        return code
-    results: list[ScenarioResult] = []
-    for result in run_pairs(pairs, jobs=jobs_of(args, spark), session=spark, timeout=args.timeout, conf=conf):
-        results.append(result)
-        if not args.quiet or result.status == ERROR:
-            print(summary_line(result), flush=True)
-    from .textreport import totals, totals_line
-
-    print(f"{totals_line(totals(results), invalid)} on Spark {spark.version} (before the snapshot)")
-    by_file: dict[str, list[ScenarioResult]] = {}
-    for r in results:
-        by_file.setdefault(r.scenario.path, []).append(r)
-    plans = [plan_file(shown_of[shown], shown, rs, args.snapshot, on_spark=args.snapshot_on_spark, contracts=lookup)
-             for shown, rs in by_file.items()]
-    settled = settle(Review(plans, args.snapshot), results, args.yes, terminal_prompt())
-    return ExitCode.OK if settled and not invalid else ExitCode.FAILED
-
-
-def add_cli_options(parser: Any) -> None:
-    """The options `eventtime run` takes for a snapshot."""
-    parser.add_argument("--snapshot", choices=MODES, default=None,
-                        help="write what Spark observed into the scenarios' expect steps: create (fill checks "
-                             "without a value), fix (replace values Spark disagrees with), all; the diff is "
-                             "shown first (docs/scenario-format.md, Snapshots)")
-    parser.add_argument("--yes", action="store_true", help="with --snapshot: write without asking (never in CI)")
-    parser.add_argument("--snapshot-on-spark", action="store_true",
-                        help="with --snapshot fix: write what differs as an on_spark variant for the running "
-                             "Spark line instead of changing the checks every line shares")
-
-
-# -- pytest ------------------------------------------------------------------------------------------------
-def add_pytest_options(group: Any) -> None:
-    group.addoption("--eventtime-snapshot", choices=MODES, default=None,
-                    help="write what Spark observed into the scenario files' expect steps (create, fix, all); "
-                         "the diff is shown first")
-    group.addoption("--eventtime-snapshot-yes", action="store_true",
-                    help="with --eventtime-snapshot: write without asking (never in CI)")
-    group.addoption("--eventtime-snapshot-on-spark", action="store_true",
-                    help="with --eventtime-snapshot fix: write differences as on_spark variants for the running line")

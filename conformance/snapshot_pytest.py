@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from .results import ScenarioResult
-from .snapshot import Observation, Review, observe, plan, settle, terminal_prompt
+from .snapshot import MODES, OPTIONS, Observation, Review, observe, plan, settle, terminal_prompt
 
-__all__ = ["SnapshotPlugin", "register_pytest"]
+__all__ = ["SnapshotPlugin", "register_pytest", "add_pytest_options"]
 
 _WORKER_KEY = "eventtime_snapshot"  # a pytest-xdist worker's observations, in its workeroutput
 
@@ -102,3 +102,11 @@ def register_pytest(config: Any, settings: Any) -> None:
         raise pytest.UsageError("--eventtime-snapshot-yes and --eventtime-snapshot-on-spark go with "
                                 "--eventtime-snapshot=create|fix|all")
     config.pluginmanager.register(SnapshotPlugin(config, settings), "eventtime-snapshot")
+
+
+def add_pytest_options(group: Any) -> None:
+    """The options pytest takes for a snapshot (their rules: `eventtime.snapshot.OPTIONS`)."""
+    group.addoption("--eventtime-snapshot", choices=MODES, default=None, help=OPTIONS.mode)
+    group.addoption("--eventtime-snapshot-yes", action="store_true", help=f"with --eventtime-snapshot: {OPTIONS.yes}")
+    group.addoption("--eventtime-snapshot-on-spark", action="store_true",
+                    help=f"with --eventtime-snapshot fix: {OPTIONS.on_spark}")

@@ -22,11 +22,11 @@ import json
 import os
 import pickle
 import re
-import threading
 import time
 import uuid
 from typing import Any, Callable, Mapping, Sequence
 
+from .bounded import bounded_call
 from .compat import SparkCompat, compat_for
 from .sparkvalues import from_spark_python, parse_schema, read_back_exprs, to_spark_python
 from .waits import DEFAULT_TIMEOUT
@@ -315,25 +315,7 @@ class ConnectStreamRun:
 
     def _bounded(self, fn: Callable[[], Any], what: str, timeout: float | None = None) -> Any:
         """Run a blocking Connect call with the harness's bound (processAllAvailable has none)."""
-        timeout = self.timeout if timeout is None else timeout
-        done = threading.Event()
-        result: list[Any] = []
-        error: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                result.append(fn())
-            except BaseException as exc:  # noqa: BLE001 - rethrown in the caller's thread
-                error.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=call, name=f"{self.name}-wait", daemon=True).start()
-        if not done.wait(timeout):
-            raise HarnessTimeout(f"timed out after {self.timeout:g}s waiting for {what}")
-        if error:
-            raise error[0]
-        return result[0] if result else None
+        return bounded_call(fn, self.timeout if timeout is None else timeout, what, name=f"{self.name}-wait")
 
     def _run_available(self, what: str) -> list[BatchObservation]:
         """Release the staged adds and wait until the query has committed a batch reading all of them
@@ -489,20 +471,11 @@ def connect_session(url: str, *, timeout: float = DEFAULT_TIMEOUT) -> Any:
 
     url = check_remote(url)
     spark = SparkSession.builder.remote(url).getOrCreate()
-    answer: list[Any] = []
-
-    def ask() -> None:
-        try:
-            answer.append(spark.version)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            answer.append(exc)
-
-    thread = threading.Thread(target=ask, name="eventtime-connect-probe", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if not answer:
-        raise HarnessTimeout(f"the Spark Connect server at {url} did not answer within {timeout:g}s")
-    if isinstance(answer[0], Exception):
+    try:
+        bounded_call(lambda: spark.version, timeout, "an answer", name="eventtime-connect-probe")
+    except HarnessTimeout:
+        raise HarnessTimeout(f"the Spark Connect server at {url} did not answer within {timeout:g}s") from None
+    except Exception as exc:  # noqa: BLE001 - said in words
         raise HarnessError(f"the Spark Connect server at {url} did not answer: "
-                           f"{_headline(str(answer[0])) or type(answer[0]).__name__}")
+                           f"{_headline(str(exc)) or type(exc).__name__}") from exc
     return spark

@@ -28,11 +28,11 @@ update's own watermark is emitted by the next update's batch.
 from __future__ import annotations
 
 import contextlib
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from .bounded import bounded_call
 from .connect import ConnectSource
 from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
 from .pipelinegraph import PipelineGraph, PipelineLoadError, load_graph, load_spec
@@ -181,34 +181,27 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
             graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
         _check_graph_reads(graph, graph_reads)
     result = UpdateResult(graph, graph_id)
-    error: list[BaseException] = []
-    done = threading.Event()
 
     session: Any = _Session(spark)
 
     def update() -> None:
-        try:
-            for response in start_run(session, graph_id, full_refresh=list(full_refresh),
-                                      full_refresh_all=full_refresh_all, refresh=list(refresh), dry=False,
-                                      storage=storage):
-                if "pipeline_event_result" in response:
-                    result.events.append(response["pipeline_event_result"].event.message)
-        except BaseException as exc:  # noqa: BLE001 - rethrown in the caller's thread
-            error.append(exc)
-        finally:
-            done.set()
+        for response in start_run(session, graph_id, full_refresh=list(full_refresh),
+                                  full_refresh_all=full_refresh_all, refresh=list(refresh), dry=False,
+                                  storage=storage):
+            if "pipeline_event_result" in response:
+                result.events.append(response["pipeline_event_result"].event.message)
 
-    threading.Thread(target=update, name=f"eventtime-pipeline-update-{spec.name}", daemon=True).start()
-    if not done.wait(timeout):
-        spark.interruptAll()
-        raise HarnessTimeout(f"timed out after {timeout:g}s waiting for the update of pipeline {spec.name!r} "
-                             f"({spec_path}); its last events: {result.events[-5:]}")
-    if error:
+    try:
+        bounded_call(update, timeout, lambda: f"the update of pipeline {spec.name!r} ({spec_path}); its last events: "
+                     f"{result.events[-5:]}", name=f"eventtime-pipeline-update-{spec.name}", on_timeout=spark.interruptAll)
+    except HarnessTimeout:
+        raise
+    except Exception as exc:  # the update's own error (a Ctrl-C in this thread is no failure of it)
         # the server's message says to look at the flow failures before it: they are the update's events
-        message = str(error[0]).split("\n\nJVM stacktrace:")[0].strip()
+        message = str(exc).split("\n\nJVM stacktrace:")[0].strip()
         events = "\n".join(result.events[-8:])
         raise UpdateFailed(f"the update of pipeline {spec.name!r} ({spec_path}) failed: {message}\n"
-                           f"its last events:\n{events}") from error[0]
+                           f"its last events:\n{events}") from exc
     if not result.events or result.events[-1] != _COMPLETED:
         raise UpdateFailed(f"the update of pipeline {spec.name!r} ({spec_path}) did not complete; its last "
                            f"events: {result.events[-8:]}")

@@ -1,6 +1,7 @@
-"""Running a plan of (scenario, its file, implementation) pairs, for `run` and `certify`: the session
-opened, each result printed and written as it comes, a dead driver replaced, a signal ending the run
-with the results so far written, then the failures, the tables and the totals."""
+"""Running a plan of (scenario, its file, implementation) pairs, for `run`, `certify` and a snapshot: the
+session opened, each result printed and written as it comes, a dead driver replaced, a signal ending the run
+with the results so far written, then the results handed on (`AfterRun`): the verdicts, failures, tables
+and totals of `run` and `certify`, or a snapshot's review of its files (`commands.snapshot`)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,8 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
 
 from ..crossing import Crossings, NoCrossing
 from ..exitcodes import ExitCode
@@ -18,16 +20,43 @@ from . import spark as _spark
 from .crossings import across
 from .files import rerun_command
 
-__all__ = ["execute", "unimportable", "OutputCapture"]
+__all__ = ["execute", "unimportable", "OutputCapture", "AfterRun", "Ran", "Verdicts"]
+
+@dataclass(frozen=True)
+class Ran:
+    """What the run loop hands on when every pair has run (or the driver died too often to go on)."""
+
+    results: list[Any]  # in the order of the plan
+    not_run: list[tuple[str, str, str]]  # (scenario, file, implementation) of each pair without a result
+    recovery: Any  # `parallel.Recovery`: the driver deaths and why the run gave up
+    version: str  # the Spark version the run started on
+    seconds: float
+    capture: "OutputCapture | None"  # what each scenario printed, when it was kept
+
+
+class AfterRun(Protocol):
+    """What a run's results are handed to once the loop is done: the verdicts (`Verdicts`, for `run` and
+    `certify`), or a snapshot's review of the files (`commands.snapshot`)."""
+
+    @property
+    def captures(self) -> bool:
+        """Whether what each scenario prints is kept with its result (unless --show-output)."""
+
+    def shows(self, result: Any) -> bool:
+        """Whether `result`'s summary line is printed under -q (without -q every line is)."""
+
+    def finish(self, ran: Ran) -> int:
+        """Print what the run comes to; the exit code."""
+
 
 def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, conf: Any, invalid: int,
             certify: bool = False, unbound: int = 0, crossings: Crossings | None = None,
-            allowed: frozenset[str] = frozenset()) -> int:
+            allowed: frozenset[str] = frozenset(), after: AfterRun | None = None) -> int:
     """Run each (scenario, its file, implementation) of `plan`; `invalid` files and `unbound` scenarios
     (their errors printed already) count against the run. `crossings`: the run across a change each pair
     is run by (`crossings.across`; None: none). A contract
     and implementation with nothing judged fails the run unless `allowed` names its contract
-    (`projectconfig.nothing_judged`)."""
+    (`projectconfig.nothing_judged`). `after`: what the results are handed to (default: the verdicts)."""
     from ..parallel import Pair
     from ..resultsfile import ResultsWriter
 
@@ -49,12 +78,13 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
                                command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
                                master=master)
     recovery = _recovery(args)
-    capture = None if getattr(args, "show_output", False) else OutputCapture(sys.stdout)
+    handed: AfterRun = after if after is not None else Verdicts(args, invalid, certify, unbound, allowed)
+    capture = OutputCapture(sys.stdout) if handed.captures and not getattr(args, "show_output", False) else None
     runner = across(crossings or NoCrossing())
     if capture is not None:
         runner, sys.stdout = capture.around(runner), capture
     try:
-        results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner)
+        results, ended = _run_all(pairs, args, spark, conf, recovery, writer, runner, handed.shows)
     finally:
         if capture is not None and sys.stdout is capture:
             sys.stdout = capture.terminal
@@ -67,17 +97,39 @@ def execute(plan: Sequence[tuple[Any, Path, str]], args: argparse.Namespace, con
         print(f"eventtime: {ended[0]}: {len(results)} of {len(pairs)} verdicts"
               + (f" written to {args.json}, marked incomplete" if args.json else ""), file=sys.stderr)
         return ended[1]
-    failures = [r for r in results if r.status in FAILING]
-    _print_outcome(results, failures, not_run, recovery, certify, capture)
-    toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else 0
-    unjudged = _print_totals(results, args, allowed, invalid, unbound, toothless, not_run, recovery,
-                             f" on Spark {version} in {seconds:.1f}s")
-    if getattr(args, "markdown", None):
-        from ..textreport import certification_markdown
+    return handed.finish(Ran(results, not_run, recovery, version, seconds, capture))
 
-        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(certification_markdown(results, version, seconds))
-    return ExitCode.FAILED if failures or invalid or unbound or not_run or unjudged or toothless else ExitCode.OK
+
+@dataclass(frozen=True)
+class Verdicts:
+    """`run` and `certify`: each failure described, the tables (certify), --teeth, the totals and the
+    Markdown report; the run fails on a failure, an invalid file, an unbound scenario, a pair not run, a
+    contract with nothing judged (unless `allowed`) or a toothless check."""
+
+    args: Any
+    invalid: int
+    certify: bool = False
+    unbound: int = 0
+    allowed: frozenset[str] = frozenset()
+    captures: bool = True
+
+    def shows(self, result: Any) -> bool:
+        return result.status in FAILING
+
+    def finish(self, ran: Ran) -> int:
+        args, results, not_run = self.args, ran.results, ran.not_run
+        failures = [r for r in results if r.status in FAILING]
+        _print_outcome(results, failures, not_run, ran.recovery, self.certify, ran.capture)
+        toothless = _print_teeth(results, args) if getattr(args, "teeth", False) else 0
+        unjudged = _print_totals(results, args, self.allowed, self.invalid, self.unbound, toothless, not_run,
+                                 ran.recovery, f" on Spark {ran.version} in {ran.seconds:.1f}s")
+        if getattr(args, "markdown", None):
+            from ..textreport import certification_markdown
+
+            Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.markdown).write_text(certification_markdown(results, ran.version, ran.seconds))
+        return (ExitCode.FAILED if failures or self.invalid or self.unbound or not_run or unjudged or toothless
+                else ExitCode.OK)
 
 
 def _print_totals(results: list[Any], args: Any, allowed: frozenset[str], invalid: int, unbound: int, toothless: int,
@@ -142,10 +194,11 @@ def _print_teeth(results: list[Any], args: argparse.Namespace) -> int:
     return sum(1 for t in examined if t.toothless)
 
 
-def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None
+def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, writer: Any, runner: Any = None,
+             shows: Callable[[Any], bool] = lambda r: r.status in FAILING
              ) -> tuple[list[Any], tuple[str, int] | None]:
-    """Run the pairs, writing and printing each result as it comes: (the results, in the order of
-    `pairs`; why the run stopped early and its exit code, or None)."""
+    """Run the pairs, writing and printing each result as it comes (under -q those `shows` picks): (the
+    results, in the order of `pairs`; why the run stopped early and its exit code, or None)."""
     from ..parallel import run_pairs
     from ..textreport import summary_line
 
@@ -157,7 +210,7 @@ def _run_all(pairs: list[Any], args: Any, spark: Any, conf: Any, recovery: Any, 
             results.append(result)  # in the order of `pairs`, whatever --jobs is
             if writer is not None:
                 writer.add(result)
-            if not args.quiet or result.status in FAILING:
+            if not args.quiet or shows(result):
                 print(summary_line(result), flush=True)
             if result.cause == DRIVER_DIED:
                 jvm = (result.reason or "").split(")", 1)[0]  # "the Spark driver died: its JVM (pid N"

@@ -28,9 +28,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("-s", "--show-output", action="store_true",
                    help="print what the pipelines and jobs print as it comes (default: kept per scenario and shown "
                         "with a failing one only, as pytest does)")
-    from ..snapshot import add_cli_options
+    from .snapshot import add_options as add_snapshot_options
 
-    add_cli_options(r)
+    add_snapshot_options(r)
     from ..previous import add_options
 
     add_options(r)  # --previous, --previous-ref: a run across a change (docs/upgrade.md)
@@ -68,10 +68,9 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return ExitCode.USAGE_ERROR
     if args.snapshot or args.yes or args.snapshot_on_spark:
-        from ..snapshot import snapshot_run
-        from .spark import jobs_of, open_session
+        from .snapshot import snapshot_run
 
-        return snapshot_run(args, files, project, conf, open_session, unimportable, jobs_of)
+        return snapshot_run(args, files, project, conf)
     loaded, invalid = load_scenario_files(files, project.contract_dirs)
     plan: list[tuple[Any, Path, str]] = []
     unbound: dict[str, list[Any]] = {}

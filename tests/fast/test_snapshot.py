@@ -736,3 +736,68 @@ def test_a_variant_keeps_a_state_check_that_agreed_as_stated(tmp_path):
     # the control: a state that disagreed goes into the variant as it was read
     disagreed = snap.plan_file(path, path.name, [_state_run(path, _state_table(STATE))], "fix", on_spark=True)
     assert '{key.id: c, key.ts: "00:00:16"}' in disagreed.new.split("on_spark:")[1]
+
+
+# -- the run: `eventtime run --snapshot` goes through the one run loop (commands/execute.py) ---------------
+def test_a_driver_death_in_a_snapshot_run_is_said_the_rest_runs_on_a_fresh_session_and_the_results_written(
+        tmp_path, monkeypatch, capsys):
+    """The driver dies under the first file: its death is said in words, a fresh session runs the second
+    file (which is written), the first is not touched, and the results file holds both runs (before the
+    snapshot had its own run loop: no recovery, the second file never ran, no results file)."""
+    import json
+    from types import SimpleNamespace
+
+    from eventtime import parallel
+    from eventtime.cli import main
+    from eventtime.commands import spark as spark_command
+    from eventtime.exitcodes import ExitCode
+    from eventtime.results import DRIVER_DIED
+
+    monkeypatch.chdir(tmp_path)
+    text = HEAD + "  - expect:\n      rows:\n      watermark:\n"
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.scenario.yaml").write_text(text)
+    session = SimpleNamespace(version="4.3.0", sparkContext=SimpleNamespace(master="local[2]"), _jsparkSession=None)
+    fresh = SimpleNamespace(version="4.3.0", sparkContext=SimpleNamespace(master="local[2]"), _jsparkSession=None)
+    sessions_used = []
+
+    def run_pairs(pairs, *, session=None, recovery=None, **kwargs):  # as parallel.run_pairs does with jobs 1
+        for i, p in enumerate(pairs):
+            sessions_used.append(session)
+            if i == 0:
+                died = ScenarioResult(p.scenario, str(p.implementation), ERROR, rerun=p.rerun, spark_version="4.3.0",
+                                      reason="the Spark driver died: its JVM (pid 1) was killed by SIGKILL")
+                died.cause = DRIVER_DIED
+                yield died
+                if recovery is None or not recovery.died(False, died, pairs[1:]):
+                    return
+                session = recovery.fresh()
+                continue
+            ran = ScenarioResult(p.scenario, str(p.implementation), PASSED, rerun=p.rerun, spark_version="4.3.0")
+            for step in p.scenario.steps:
+                sr = StepResult(step.index, step.kind, step.where)
+                if isinstance(step, m.ExpectStep):
+                    sr.observed = Observed(BATCHES, BATCHES, "append", [c.name for c in p.scenario.contract.output])
+                ran.steps.append(sr)
+            yield ran
+
+    monkeypatch.setattr(parallel, "run_pairs", run_pairs)
+    monkeypatch.setattr(spark_command, "open_session", lambda args: (session, ExitCode.OK))
+    monkeypatch.setattr(spark_command, "start_session", lambda master, fresh_=False, **kw: fresh)
+    monkeypatch.delenv("CI", raising=False)
+    code = main(["run", "a.scenario.yaml", "b.scenario.yaml", "--pipeline",
+                 "tumbling_count=eventtime.pipelines.reference:tumbling_count", "--snapshot", "create", "--yes",
+                 "--json", "results.json"])
+    out, err = capsys.readouterr()
+    assert code == ExitCode.FAILED, out + err  # the file whose run the driver died under is not written
+    assert "eventtime: the Spark driver died: its JVM (pid 1) was killed by SIGKILL" in err
+    assert "starting a fresh Spark session for the scenarios left" in err
+    assert sessions_used == [session, fresh]
+    assert "1 driver death" in out and "(before the snapshot)" in out
+    assert "a.scenario.yaml: not touched: its run erred" in out
+    assert (tmp_path / "a.scenario.yaml").read_text() == text
+    assert "wrote 1 file: b.scenario.yaml" in out
+    assert (tmp_path / "b.scenario.yaml").read_text() != text
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["file"], r["status"]) for r in results["results"]] == [("a.scenario.yaml", "error"),
+                                                                      ("b.scenario.yaml", "passed")]
