@@ -41,6 +41,14 @@ def snapshot_run(args: Any, files: Sequence[Path], project: Any, conf: Any) -> i
         flag = "--yes" if args.yes else "--snapshot-on-spark"
         print(f"eventtime: error: {flag} goes with --snapshot create|fix|all", file=sys.stderr)
         return ExitCode.USAGE_ERROR
+    # a snapshot records one run of the code as it is: a run across a change has two, and none is ignored
+    crossing = [f for f, given in (("--previous", getattr(args, "previous", None)),
+                                   ("--previous-ref", getattr(args, "previous_ref", None)),
+                                   ("--previous-python", getattr(args, "previous_python", None))) if given]
+    if crossing:
+        print(f"eventtime: error: --snapshot does not go with {', '.join(crossing)}: a snapshot records one run "
+              "of the code as it is; run across the change without --snapshot (docs/upgrade.md)", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     lookup = ContractLookup(project.contract_dirs)
     plan: list[tuple[Any, Path, str]] = []
     invalid, file_of = 0, {}

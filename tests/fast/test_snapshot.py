@@ -395,6 +395,21 @@ def test_yes_without_snapshot_is_a_usage_error(tmp_path, capsys):
     assert exited.value.code == 2
 
 
+def test_snapshot_with_a_crossing_is_a_usage_error(tmp_path, capsys):
+    # before: --previous was ignored by a snapshot run, without a word; the file is left as it was
+    from eventtime.cli import main
+
+    path = tmp_path / "snap.scenario.yaml"
+    path.write_text(HEAD + "  - expect: {rows: []}\n")
+    before = path.read_text()
+    for extra in (["--previous", "tumbling_count=eventtime.pipelines.reference:tumbling_count"],
+                  ["--previous-ref", "HEAD~1"]):
+        assert main(["run", str(path), "--snapshot", "fix", "--yes", *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"--snapshot does not go with {extra[0]}" in err, err
+    assert path.read_text() == before
+
+
 def test_a_file_with_windows_line_ends_keeps_them(tmp_path):
     text = (HEAD + "  - expect:\n      rows:\n      watermark:   # after both\n").replace("\n", "\r\n")
     path = tmp_path / "snap.scenario.yaml"
