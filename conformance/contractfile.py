@@ -461,6 +461,25 @@ def source_shape(name: str, spec: Mapping[str, Any], path: tuple, at: Any) -> tu
     return (kind, topic, headers) if ok else None
 
 
+def _param_profile(r: _Reader, path: tuple, spec: dict) -> tuple[str | None, str | None]:
+    """A parameter's `profile` and `model_only`, each None where it is wrong (said at its line)."""
+    profile = spec.get("profile")
+    if profile is not None and profile != "dataflow":
+        r.at(path + ("profile",), f"a parameter's `profile` is `dataflow` (a setting only the dataflow profile's "
+                                  f"model takes), not {profile!r}")
+        profile = None
+    model_only = spec.get("model_only")
+    if model_only is not None and (not isinstance(model_only, str) or not model_only.strip()):
+        r.at(path + ("model_only",), "a parameter's `model_only` says in words why the contract's Spark "
+                                     "implementations do not have it")
+        model_only = None
+    elif model_only is not None and profile is None:
+        r.at(path + ("model_only",), "`model_only` is for a parameter with `profile: dataflow` (a setting "
+                                     "the spark profile cannot state)", key=True)
+        model_only = None
+    return profile, model_only
+
+
 def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
     if raw is None:
         return ()
@@ -481,20 +500,7 @@ def _params(r: _Reader, raw: Any) -> tuple[ParamSpec, ...]:
             if key not in ("kind", "doc", "default", "choices", "conf", "profile", "model_only"):
                 r.at(path + (key,), f"a parameter has no key {key!r} (keys: kind, doc, default, choices, conf, profile, "
                                     "model_only)", key=True)
-        profile = spec.get("profile")
-        if profile is not None and profile != "dataflow":
-            r.at(path + ("profile",), f"a parameter's `profile` is `dataflow` (a setting only the dataflow profile's "
-                                      f"model takes), not {profile!r}")
-            profile = None
-        model_only = spec.get("model_only")
-        if model_only is not None and (not isinstance(model_only, str) or not model_only.strip()):
-            r.at(path + ("model_only",), "a parameter's `model_only` says in words why the contract's Spark "
-                                         "implementations do not have it")
-            model_only = None
-        elif model_only is not None and profile is None:
-            r.at(path + ("model_only",), "`model_only` is for a parameter with `profile: dataflow` (a setting "
-                                         "the spark profile cannot state)", key=True)
-            model_only = None
+        profile, model_only = _param_profile(r, path, spec)
         kind = spec.get("kind")
         if kind not in PARAM_KINDS:
             r.at(path + ("kind",) if "kind" in spec else path,

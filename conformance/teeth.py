@@ -233,6 +233,29 @@ def _key_where(scenario: m.Scenario, step: m.ExpectStep, key: str) -> Where:
     return Where(step.where.file, line, column)
 
 
+def _forwarded_checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
+    """The checks of what an operator forwarded (the dataflow profile's model): its watermarks and its
+    stream statuses, each sequence mutated by one more, one left out and its first one changed."""
+    out: list[_Check] = []
+    if step.watermarks is not None:  # the watermarks an operator forwarded (the dataflow profile's model)
+        wms = step.watermarks
+        muts = [("one watermark more", replace(step, watermarks=wms + ((wms[-1] if wms else 0) + MS,)))]
+        if wms:
+            muts += [("watermark 1 +1 ms", replace(step, watermarks=(wms[0] + MS,) + wms[1:])),
+                     (f"watermark {len(wms)} left out", replace(step, watermarks=wms[:-1]))]
+        out.append(_Check("watermarks", step.watermarks_where or _key_where(scenario, step, "watermarks"), "watermarks",
+                          muts, window=True))
+    if step.statuses is not None:  # the stream statuses an operator emitted (the dataflow profile's model)
+        sts = step.statuses
+        muts = [("one status more", replace(step, statuses=sts + ("active" if sts[-1:] == ("idle",) else "idle",)))]
+        if sts:
+            muts += [(f"status {len(sts)} left out", replace(step, statuses=sts[:-1])),
+                     ("status 1 flipped", replace(step, statuses=("active" if sts[0] == "idle" else "idle",) + sts[1:]))]
+        out.append(_Check("statuses", step.statuses_where or _key_where(scenario, step, "statuses"), "statuses",
+                          muts, window=True))
+    return out
+
+
 def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
     """Every check `step` holds, with its mutated expectations, one family per kind of check."""
     from .judge import compared
@@ -267,22 +290,7 @@ def _checks(step: m.ExpectStep, scenario: m.Scenario) -> list[_Check]:
             out.append(_Check(key, _key_where(scenario, step, key), "batches" if key == "batches" else key,
                               [(w, _set(step, **{attr: v})) for w, v in _off_by(value, key)],
                               window=attr != "state_rows"))
-    if step.watermarks is not None:  # the watermarks an operator forwarded (the dataflow profile's model)
-        wms = step.watermarks
-        muts = [("one watermark more", replace(step, watermarks=wms + ((wms[-1] if wms else 0) + MS,)))]
-        if wms:
-            muts += [("watermark 1 +1 ms", replace(step, watermarks=(wms[0] + MS,) + wms[1:])),
-                     (f"watermark {len(wms)} left out", replace(step, watermarks=wms[:-1]))]
-        out.append(_Check("watermarks", step.watermarks_where or _key_where(scenario, step, "watermarks"), "watermarks",
-                          muts, window=True))
-    if step.statuses is not None:  # the stream statuses an operator emitted (the dataflow profile's model)
-        sts = step.statuses
-        muts = [("one status more", replace(step, statuses=sts + ("active" if sts[-1:] == ("idle",) else "idle",)))]
-        if sts:
-            muts += [(f"status {len(sts)} left out", replace(step, statuses=sts[:-1])),
-                     ("status 1 flipped", replace(step, statuses=("active" if sts[0] == "idle" else "idle",) + sts[1:]))]
-        out.append(_Check("statuses", step.statuses_where or _key_where(scenario, step, "statuses"), "statuses",
-                          muts, window=True))
+    out += _forwarded_checks(step, scenario)
     if step.batch_watermark_us is not None:
         out.append(_Check("batch_watermark", step.batch_watermark_where or _key_where(scenario, step, "batch_watermark"),
                           "batch_watermark", [(w, replace(step, batch_watermark_us=v)) for w, v in

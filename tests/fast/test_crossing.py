@@ -129,3 +129,18 @@ def test_no_face_writes_the_options_it_was_given():
     writes = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "conformance").rglob("*.py"))
               for line in _option_writes(path.read_text("utf-8"))]
     assert writes == []
+
+
+def _long_functions(text: str, limit: int = 60) -> list[str]:
+    return [f"{node.name}:{node.lineno} ({node.end_lineno - node.lineno + 1} lines)"
+            for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > limit]
+
+
+def test_no_function_of_the_kit_is_over_sixty_lines():
+    # a run assembled from parts named for what they hold: a function that grows past this is split
+    assert _long_functions("def f():\n" + "    x = 1\n" * 60) == ["f:1 (61 lines)"]
+    assert _long_functions("def f():\n" + "    x = 1\n" * 59) == []
+    found = [f"{path.relative_to(ROOT)}: {fn}" for package in ("conformance", "harness")
+             for path in sorted((ROOT / package).rglob("*.py")) for fn in _long_functions(path.read_text("utf-8"))]
+    assert found == []
