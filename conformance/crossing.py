@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from . import spec as m
 from .drive import Driver, StepHandler
@@ -127,13 +127,3 @@ class NoCrossing:
     def close(self) -> None:
         return None
 
-
-if TYPE_CHECKING:  # mypy (./dev lint) checks that each implementation meets its protocol
-    from .crossline import EarlierSpark, Keep, Resume
-    from .previous import Previous
-    from .upgrade import NewVersion
-
-    def _implementations(straight: Straight, new: NewVersion, resume: Resume, keep: Keep, none: NoCrossing,
-                         previous: Previous, earlier: EarlierSpark
-                         ) -> tuple[Crossing, Crossing, Crossing, Crossing, Crossings, Crossings, Crossings]:
-        return straight, new, resume, keep, none, previous, earlier

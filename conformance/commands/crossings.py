@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ..crossing import Crossings, NoCrossing, Runner
+from ..crossing import Crossing, Crossings, NoCrossing, Runner, Straight
 from ..results import ERROR, ScenarioResult
 
 __all__ = ["crossings_of", "across", "run_across"]
@@ -65,3 +65,15 @@ def run_across(args: Any, contract_dirs: Sequence[str], targets: Sequence[Any], 
         return go(crossings)
     finally:
         crossings.close()
+
+
+if TYPE_CHECKING:  # mypy (./dev lint) checks that each implementation meets its protocol (here, where the
+    # face meets them all, so that crossing.py imports none of them)
+    from ..crossline import EarlierSpark, Keep, Resume
+    from ..previous import Previous
+    from ..upgrade import NewVersion
+
+    def _implementations(straight: Straight, new: NewVersion, resume: Resume, keep: Keep, none: NoCrossing,
+                         previous: Previous, earlier: EarlierSpark
+                         ) -> tuple[Crossing, Crossing, Crossing, Crossing, Crossings, Crossings, Crossings]:
+        return straight, new, resume, keep, none, previous, earlier
