@@ -23,7 +23,10 @@ ROOT = Path(__file__).parents[2]
 SCENARIOS = ["restart/restart-keeps-window-exactly-once", "tumbling/append-late-row-dropped",
              "tumbling/out-of-order-across-batches", "tumbling/window-bounds", "tumbling/complete-mode"]
 PIPELINE = "tests.spark.pipelines:kills_driver"
-BOUND = 240  # seconds: five scenarios and up to four JVM starts on a shared two-core machine
+# seconds: a backstop against a hang, never a measure of speed (no timed tests): the kit bounds each of
+# its own waits, so a run that is only slow ends by itself (test_faults.py: 240 s was exceeded by a
+# correct run at load 29); 600 s is the hang bound of test_bounds.py
+BOUND = 600
 
 
 def _scenarios(tmp_path):
@@ -205,12 +208,10 @@ def test_under_pytest_xdist_the_item_that_saw_the_death_fails_with_it_and_the_ne
     (tmp_path / "pytest.ini").write_text(f"[pytest]\neventtime_pipelines =\n    tumbling_count = {PIPELINE}\n")
     env = child_environment(EVENTTIME_TEST_KILL="batch:1",  # per worker process: its first query
                             PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-rA", str(folder),
                            "--eventtime-report-json", str(tmp_path / "results.json")],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND * 2)
     text = proc.stdout + proc.stderr
-    assert time.monotonic() - t0 < BOUND * 2
     doc = _results(tmp_path)
     died = [r for r in doc.results if r.get("cause") == "driver_died"]
     # each worker's first query killed its JVM: that item failed with the death, and every later

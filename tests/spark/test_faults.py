@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from importlib import resources
 from pathlib import Path
 
@@ -30,7 +29,11 @@ SCENARIOS = ["restart/restart-keeps-window-exactly-once", "tumbling/append-late-
 NAMES = ["restart-keeps-window-exactly-once", "tumbling-append-late-row-dropped",
          "tumbling-out-of-order-across-batches", "tumbling-window-bounds"]
 PIPELINE = "tests.spark.pipelines:breaks_surroundings"
-BOUND = 240  # seconds: four scenarios and a JVM start on a shared two-core machine
+# seconds: a backstop against a hang, never a measure of speed (no timed tests): the kit bounds each of
+# its own waits (DEFAULT_TIMEOUT), so a run that is only slow ends by itself. Four scenarios and a JVM
+# start took over 240 s at a 1-minute load average of 29 on two cores (the suite beside a copy of itself
+# and a warm-kill benchmark), all of them judged correctly; 600 s is the hang bound of test_bounds.py.
+BOUND = 600
 TMPFS = "size=4m,nr_inodes=1000"  # room for one scenario's checkpoint, little more
 SECOND = 4  # `KIND:4`: the fault hits the query of the second scenario (the first builds three)
 
@@ -61,13 +64,11 @@ def _run(tmp_path, fault, *, tmpfs=False):
     if tmpfs:
         command = ["unshare", "-Urm", "sh", "-c", f'mount -t tmpfs -o {TMPFS} tmpfs "$0" && exec "$@"', str(tmp),
                    *command]
-    t0 = time.monotonic()
     try:
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the run did not end within {BOUND}s")
     text = done.stdout + done.stderr
-    assert time.monotonic() - t0 < BOUND
     # no traceback of Python, of py4j's Python side or of the kit (Spark's own log of a failed
     # query, a Java stack, goes to the JVM's stderr as for any query that fails)
     assert "Traceback" not in text and "Py4JNetworkError" not in text and "Py4JJavaError" not in text, text[-4000:]
