@@ -23,6 +23,10 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 - `restart-transparency`: a restart (in the same, or in a new session) after a batch changes no output;
 - `bounded-state`: once the watermark has passed every event of the stream, each query's stateful
   operators hold no more rows than the same closing events leave when they are the whole stream;
+- `batch-boundary-independence`: a data batch split in two, each row as late or on time as it was, changes no
+  final output (append: every row written over the run, once closing events passed the watermark; complete:
+  the last result table; update: the last row per declared key; what the job wrote, read back at the end).
+  The split rule (`_split_batches`) is Spark's end-of-batch watermark read backwards: see its docstring;
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
   in code), each its own property `invariant:NAME`, judged on what a run observed (`Observations`).
 """
@@ -43,12 +47,15 @@ from .results import ERROR, NOT_APPLICABLE, ScenarioResult
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
 
-PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state", "invariants")
+PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state",
+              "batch-boundary-independence", "invariants")
 TITLES = {
     "no-query-dies": "no generated value of the declared types stops a query",
     "exactly-once-rerun": "a batch run again after a crash leaves the sinks as a plain restart does",
     "restart-transparency": "a restart after a batch changes no output",
     "bounded-state": "once the watermark passes every event, state holds only what the closing events left",
+    "batch-boundary-independence": "the same rows split into micro-batches differently, each as late or on time "
+                                   "as before, give the same final output",
     "invariants": "the job's own invariants",
 }
 INVARIANT = "invariant:"  # an invariant's property is `invariant:NAME`
@@ -878,6 +885,9 @@ class _PropertyJudge:
 
         where = _points(sc)
         prop = self.prop
+        if prop == BOUNDARIES:  # which rows a split puts first, one choice per added row (see `_split_batches`)
+            n = sum(len(rows) for s in sc.steps if isinstance(s, m.AddStep) for rows in s.rows.values())
+            return st.tuples(st.just(sc), st.lists(st.booleans(), min_size=n, max_size=n), st.just("same"))
         if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
             return st.just((sc, 0, "same"))
         return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
@@ -889,6 +899,8 @@ class _PropertyJudge:
             return self.judge_dies(sc, base_text)
         if self.prop == "bounded-state":
             return self.judge_bounded(sc)
+        if self.prop == BOUNDARIES:
+            return self.judge_boundaries(sc, point)  # type: ignore[arg-type]  # the drawn choices
         if self.prop.startswith(INVARIANT):
             return self.judge_invariant_on(base_text)
         if not point:
@@ -988,6 +1000,43 @@ class _PropertyJudge:
                       keep=lambda line: "state_rows" in line)
         self.broken(why, _header(self.prop, why, note) + body)
 
+    def judge_boundaries(self, sc: m.Scenario, firsts: Sequence[bool]) -> None:
+        """`batch-boundary-independence`: the stream with its closing steps, against the same with data
+        batches split in two (`_split_batches`, from what the first run's watermarks were)."""
+        contract, report = self.contract, self.report
+        mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
+        names = [q.name for q in contract.queries] or [None]
+        if mode == "update" and not all(_key_of(contract, q) for q in names):
+            report.not_judged["update mode with no declared `key:`: the last row per key is not defined"] += 1
+            return
+        closing = closing_steps(contract, self.pools)[:4] if any(s.event_time for s in contract.sources) else []
+        reference = self.run(with_step_after(sc, 0, "", tail=[*closing, *self.ends]))
+        if not self.usable(reference):
+            return
+        split = _split_batches(sc, reference, contract, firsts)
+        if split is None:
+            report.not_judged["no data batch could be split keeping each row as late or on time as it was"] += 1
+            return
+        _, cut = split
+        variant = self.run(with_steps(sc, [*cut, *closing, *self.ends]))
+        if not self.usable(variant):
+            return
+        ref, var = _final(reference, contract, mode), _final(variant, contract, mode)
+        why = ref.differences(var)
+        if not why:
+            report.held_on += 1
+            return
+        why = [f"the rows split into more micro-batches changed {w}" for w in why]
+        keep = (lambda line: True) if mode != "update" else (lambda line: "written:" in line or "table:" in line)
+        note = ("Its data batches are split in two where no row changes between late and on time; its expect steps "
+                "hold what the same rows in the original batches gave (after closing events passed the watermark); "
+                "reproduce: eventtime run THIS_FILE (it fails where the final outputs differ).")
+        if mode == "update":
+            note += " Update mode: only what was written is checked (the file cannot say 'the last row per key')."
+        body = filled(_renamed(with_steps(sc, [*cut, *closing, *self.ends]), self.prop), reference,
+                      lookup=self.lookup, keep=keep)
+        self.broken(why, _header(self.prop, why, note) + body)
+
     def judge_invariant_on(self, base_text: str) -> None:
         spec, contract, report = self.spec, self.contract, self.report
         base = self.run(base_text)
@@ -1018,6 +1067,182 @@ class _PropertyJudge:
         body = filled(_renamed(base_text, self.prop, report.title), reference, lookup=self.lookup,
                       keep=lambda line: True)
         self.broken(verdict.why, _header(self.prop, verdict.why, note, report.title) + body)
+
+BOUNDARIES = "batch-boundary-independence"
+
+
+def _key_of(contract: Contract, query: str | None) -> tuple[str, ...]:
+    spec = contract.query(query) if query is not None else None
+    return spec.key if spec is not None else contract.key
+
+
+def _final(obs: RunObservation, contract: Contract, mode: str) -> RunObservation:
+    """`obs` with each query's rows as its final output: as `stream_of` keeps them (every row written in
+    append mode, the last table in complete mode), and in update mode the last row written per declared key."""
+    if mode != "update":
+        return obs
+    from .contractfile import sink_columns
+
+    latest: dict[tuple, Any] = {}
+    for sr in obs.result.steps:
+        for b in sr.batches:
+            latest[(b.query, getattr(b, "checkpoint", 0), b.batch_id)] = b
+    last: dict[Any, dict[tuple, tuple]] = {}
+    for key in sorted(latest, key=lambda k: (str(k[0]), k[1], k[2])):
+        b = latest[key]
+        names = [c.name for c in sink_columns(contract.queries, contract.output, b.query)] \
+            if b.query is not None and contract.queries else [c.name for c in contract.output]
+        keys = _key_of(contract, b.query)
+        at = [names.index(k) for k in keys if k in names]
+        for r in b.rows:
+            last.setdefault(b.query, {})[tuple(r[i] for i in at)] = tuple(r)
+    stream = {q: Counter(rows.values()) for q, rows in last.items()}
+    return RunObservation(obs.text, obs.result, stream, obs.written)
+
+
+def _event_micros(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
+                   ) -> tuple[str, list[str]] | None:
+    """The stream's steps with data batches split in two, keeping each row as late or on time as it was in
+    `reference` (the unsplit run); None when no batch can be split so.
+
+    Spark computes the watermark at the end of a micro-batch, from the largest event time each source has read
+    (the per-operator maxima, minus the delay, combined by the min or max policy): batch N runs with the
+    watermark E(N) set after batch N-1, evicts and emits by it, and judges its rows late by E(N) (Spark 3.3) or
+    by E(N-1), the previous batch's (3.4+, for chained operators). Batch N split into a first part F and a rest R:
+    - F runs exactly as N did, with E(N) and the same late-row watermark, provided it moves nothing: each row
+      in F is on a source that read an event before N, with an event time at most the largest that source had
+      read (no maximum changes, so no watermark moves, whatever the job's delay or policy); or any row of N,
+      where the reference run's watermark did not move after N and every row of N is on a source that read
+      before it (the watermark is monotone in each source's maximum, and F's are at most N's);
+    - R then runs with E(N) still, and judges late rows by E(N), where N judged them by E(N-1) or E(N): a row
+      in R is as late or on time as it was when the watermark did not move between batch N-1 and N (the
+      reference run's observed watermarks, every query), or when its event time is past E(N) (on time either
+      way, for a window, a dedup, a session or a join bound alike);
+    - after R every source has read what it had after N, so the watermark and all that follows are the same.
+    Rows of a source without an `event_time` move no watermark and are never late. A row with a null event
+    time stays in R, and only where the watermark did not move. `firsts`: the drawn choice per added row
+    (in order) to put a row that may go in either part first; a row that may only go first goes first.
+    Only batches whose steps since the previous `process` are all `add`s (one list of rows per source) are
+    split; the others run as they were. Returns the scenario text and the step lines."""
+    import yaml
+
+    et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
+    # the reference's batches per process step, and each query's watermarks in batch order
+    by_step: dict[int, list[Any]] = {sr.index: list(sr.batches) for sr in reference.result.steps}
+    order: dict[Any, list[Any]] = {}
+    for sr in reference.result.steps:
+        for b in sr.batches:
+            order.setdefault(b.query, []).append(b)
+
+    def moved_before(batch: Any) -> tuple[bool, int | None]:
+        """Whether the watermark moved between the batch before `batch` and it, and `batch`'s (ms)."""
+        seen = order.get(batch.query, [])
+        i = next(i for i, b in enumerate(seen) if b is batch)
+        now = batch.watermark_before_ms
+        before = seen[i - 1].watermark_before_ms if i else now
+        return (now or 0) != (before or 0), now
+
+    pad = _pad(list(sc.lines), min(s.where.line for s in sc.steps))
+    out: list[str] = []
+    maxima: dict[str, int] = {}
+    pending: list[m.Step] = []
+    row_no = 0
+    any_split = False
+
+    def text_of(step: m.Step) -> list[str]:
+        lines = [t for _, t in sc.step_text(step)]
+        return [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for ln in lines]
+
+    def read(adds: Sequence[m.AddStep]) -> None:
+        """Each source's largest event time read so far, after `adds`."""
+        for add in adds:
+            for source, rows in add.rows.items():
+                col = et_col.get(source)
+                for r in rows:
+                    et = _event_micros(r[col]) if col is not None else None
+                    if et is not None:
+                        maxima[source] = max(maxima.get(source, et), et)
+
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            pending.append(step)
+            continue
+        if not isinstance(step, m.ProcessStep) or not pending:
+            for p in pending:
+                out += text_of(p)
+                row_no += sum(len(rows) for rows in p.rows.values())
+            read(pending)
+            pending = []
+            out += text_of(step)
+            continue
+        # a data batch: the adds since the last process, then this process
+        raw_rows: list[tuple[str, Any, tuple]] = []  # (source, row as written, row as parsed)
+        plain = True
+        for add in pending:
+            doc = yaml.safe_load("\n".join(text_of(add)))
+            written = doc[0].get("add") if isinstance(doc, list) and doc and isinstance(doc[0], dict) else None
+            if not isinstance(written, dict) or add.parts:
+                plain = False
+                break
+            for source, rows in add.rows.items():
+                listed = written.get(source)
+                if not isinstance(listed, list) or len(listed) != len(rows):
+                    plain = False
+                    break
+                raw_rows += [(source, w, tuple(r)) for w, r in zip(listed, rows)]
+        n = len(raw_rows)
+        choices = list(firsts[row_no: row_no + n]) + [False] * max(0, n - len(firsts[row_no: row_no + n]))
+        row_no += sum(len(rows) for p in pending for rows in p.rows.values())
+        batches = [b for b in by_step.get(step.index, []) if b.has_data]
+        parts: tuple[list, list] | None = None
+        if plain and batches and n > 1:
+            still = all(not moved_before(b)[0] for b in batches)
+            # the watermark did not move after N either (every query), and N's rows are on sources that read
+            # before: the watermark is monotone in each source's maximum, so no part of N moves it
+            kept = all((b.watermark_after_ms or 0) == (b.watermark_before_ms or 0) for b in batches) and all(
+                source in maxima for source, _, _ in raw_rows if et_col.get(source) is not None)
+            mark = max((moved_before(b)[1] or 0) for b in batches) * 1000  # micros
+            first: list = []
+            rest: list = []
+            ok = True
+            for (source, w, r), choice in zip(raw_rows, choices):
+                col = et_col.get(source)
+                et = _event_micros(r[col]) if col is not None else None
+                neutral = col is None or (et is not None and source in maxima and (kept or et <= maxima[source]))
+                on_time = col is None or still or (et is not None and et > mark)
+                if neutral and (choice or not on_time):
+                    first.append((source, w))
+                elif on_time:
+                    rest.append((source, w))
+                else:
+                    ok = False
+                    break
+            if ok and first and rest:
+                parts = (first, rest)
+        read(pending)
+        if parts is None:
+            for p in pending:
+                out += text_of(p)
+            out += text_of(step)
+        else:
+            any_split = True
+            for part in parts:
+                grouped: dict[str, list] = {}
+                for source, w in part:
+                    grouped.setdefault(source, []).append(w)
+                flow = yaml.safe_dump(grouped, default_flow_style=True, allow_unicode=True, width=10 ** 9).strip()
+                out += [f"- add: {flow}", "- process"]
+        pending = []
+    for p in pending:
+        out += text_of(p)
+    if not any_split:
+        return None
+    return with_steps(sc, out), out
+
 
 def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:
     named = _sink_names(contract, obs.stream)

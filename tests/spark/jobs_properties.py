@@ -125,3 +125,31 @@ def dedup_with_event_time(spark):
 def dedup_within_watermark(spark):
     """Correct (Spark 3.5+): a key is kept until the watermark passes its first event time plus the delay."""
     return _deduped(_events(spark).dropDuplicatesWithinWatermark(["id"]))
+
+
+# Clicks counted per page, written by the job's batch function to the contract's `out` folder.
+def _clicks(spark):
+    clicks = spark.readStream.format("json").schema("page string, ts timestamp").load("/data/clicks")
+    return clicks.withWatermark("ts", "10 seconds")
+
+
+def append_page_counts(batch, batch_id):
+    """Seeded bug: the batch's own counts per page, appended with no state: a page's clicks split over two
+    micro-batches are written as two partial counts."""
+    counts = batch.groupBy("page").agg(F.count("*").alias("clicks"))
+    counts.write.mode("append").parquet(batch.sparkSession.conf.get(OUT))
+
+
+def counts_per_batch(spark):
+    return (_clicks(spark).writeStream.outputMode("append").foreachBatch(append_page_counts)
+            .option("checkpointLocation", "/checkpoints/page_counts"))
+
+
+def windowed_counts(spark):
+    """Correct: clicks per page and 10-second window, in append mode (each window written once, when the
+    watermark passes its end), appended to the folder."""
+    counts = (_clicks(spark).groupBy("page", F.window("ts", "10 seconds").alias("window"))
+              .agg(F.count("*").alias("clicks"))
+              .select("page", F.col("window.start").alias("window_start"), "clicks"))
+    return (counts.writeStream.outputMode("append").foreachBatch(append_table)
+            .option("checkpointLocation", "/checkpoints/page_counts"))
