@@ -822,6 +822,13 @@ def _does_not_apply(prop: str, contract: Contract) -> str | None:
             return "no source declares an `event_time` column, so no closing event moves a watermark"
         if contract.output_modes == ("complete",):
             return "complete mode only: Spark keeps every group of an aggregation in state, whatever the watermark"
+    if prop == BOUNDARIES and contract.output_modes == ("update",):
+        names: list[str | None] = [q.name for q in contract.queries] or [None]
+        unkeyed = [q for q in names if not _key_of(contract, q)]
+        if unkeyed:
+            return ("update mode only, and no `key:` declared" + (f" for query {unkeyed[0]!r}" if unkeyed[0] else "")
+                    + ": which rows an update emits depends on where batches end, and without a key the final "
+                    "output (the last row per key) is not defined")
     return None
 
 
@@ -1005,7 +1012,7 @@ class _PropertyJudge:
         batches split in two (`_split_batches`, from what the first run's watermarks were)."""
         contract, report = self.contract, self.report
         mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
-        names = [q.name for q in contract.queries] or [None]
+        names: list[str | None] = [q.name for q in contract.queries] or [None]
         if mode == "update" and not all(_key_of(contract, q) for q in names):
             report.not_judged["update mode with no declared `key:`: the last row per key is not defined"] += 1
             return
@@ -1015,7 +1022,9 @@ class _PropertyJudge:
             return
         split = _split_batches(sc, reference, contract, firsts)
         if split is None:
-            report.not_judged["no data batch could be split keeping each row as late or on time as it was"] += 1
+            one = all(len(rows) <= 1 for rows in _rows_per_batch(sc))
+            report.not_judged["every data batch read one row: nothing to split" if one else
+                              "no data batch could be split keeping each row as late or on time as it was"] += 1
             return
         _, cut = split
         variant = self.run(with_steps(sc, [*cut, *closing, *self.ends]))
@@ -1100,148 +1109,214 @@ def _final(obs: RunObservation, contract: Contract, mode: str) -> RunObservation
     return RunObservation(obs.text, obs.result, stream, obs.written)
 
 
+def _rows_per_batch(sc: m.Scenario) -> list[list[tuple]]:
+    """The rows each `process` read (the `add`s since the previous one), every source together."""
+    out: list[list[tuple]] = [[]]
+    for s in sc.steps:
+        if isinstance(s, m.AddStep):
+            out[-1] += [r for rows in s.rows.values() for r in rows]
+        elif isinstance(s, m.ProcessStep):
+            out.append([])
+    return out
+
+
 def _event_micros(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
-                   ) -> tuple[str, list[str]] | None:
-    """The stream's steps with data batches split in two, keeping each row as late or on time as it was in
-    `reference` (the unsplit run); None when no batch can be split so.
+@dataclass(frozen=True)
+class _Row:
+    """One added row of a data batch: its source, the row as the file writes it, its event time (micros; None
+    when null or when its source declares no `event_time`) and whether its source declares one."""
 
-    Spark computes the watermark at the end of a micro-batch, from the largest event time each source has read
-    (the per-operator maxima, minus the delay, combined by the min or max policy): batch N runs with the
-    watermark E(N) set after batch N-1, evicts and emits by it, and judges its rows late by E(N) (Spark 3.3) or
-    by E(N-1), the previous batch's (3.4+, for chained operators). Batch N split into a first part F and a rest R:
-    - F runs exactly as N did, with E(N) and the same late-row watermark, provided it moves nothing: each row
-      in F is on a source that read an event before N, with an event time at most the largest that source had
-      read (no maximum changes, so no watermark moves, whatever the job's delay or policy); or any row of N,
-      where the reference run's watermark did not move after N and every row of N is on a source that read
-      before it (the watermark is monotone in each source's maximum, and F's are at most N's);
-    - R then runs with E(N) still, and judges late rows by E(N), where N judged them by E(N-1) or E(N): a row
-      in R is as late or on time as it was when the watermark did not move between batch N-1 and N (the
-      reference run's observed watermarks, every query), or when its event time is past E(N) (on time either
-      way, for a window, a dedup, a session or a join bound alike);
-    - after R every source has read what it had after N, so the watermark and all that follows are the same.
-    Rows of a source without an `event_time` move no watermark and are never late. A row with a null event
-    time stays in R, and only where the watermark did not move. `firsts`: the drawn choice per added row
-    (in order) to put a row that may go in either part first; a row that may only go first goes first.
-    Only batches whose steps since the previous `process` are all `add`s (one list of rows per source) are
-    split; the others run as they were. Returns the scenario text and the step lines."""
+    source: str
+    written: Any
+    et: int | None
+    timed: bool
+
+
+@dataclass(frozen=True)
+class _Marks:
+    """The unsplit run's watermarks around one data batch N, in micros, over every query that read it: `before`
+    E(N), the watermark N ran with; `after` W(N), the one it left for the next batch (None: not reported);
+    `still`: the batch before N ran with E(N) too (N's rows were judged late by E(N) whichever rule Spark
+    applies); `kept`: N moved no query's watermark."""
+
+    before: int
+    after: int | None
+    still: bool
+    kept: bool
+
+
+def _marks(batches: Sequence[Any], order: Mapping[Any, list[Any]]) -> _Marks:
+    still, kept, before = True, True, 0
+    after: int | None = 0
+    for b in batches:
+        seen = order.get(b.query, [])
+        i = next(i for i, x in enumerate(seen) if x is b)
+        now = b.watermark_before_ms or 0
+        still = still and (seen[i - 1].watermark_before_ms or 0 if i else now) == now
+        kept = kept and (b.watermark_after_ms or 0) == now
+        before = max(before, now)
+        after = None if after is None or b.watermark_after_ms is None else max(after, b.watermark_after_ms)
+    return _Marks(before * 1000, None if after is None else after * 1000, still, kept)
+
+
+def _neutral(row: _Row, maxima: Mapping[str, int]) -> bool:
+    """A row that moves no source's largest event time read so far (so no watermark, whatever the policy)."""
+    return not row.timed or (row.et is not None and row.source in maxima and row.et <= maxima[row.source])
+
+
+def _reads_all(first: Sequence[int], rows: Sequence[_Row], maxima: Mapping[str, int]) -> bool:
+    """Whether the first part reads from every event-time source that reads its first event time in this batch
+    (one with an event time, if the batch has one): after it, the same inputs have data as after the whole
+    batch, so the watermark it leaves is at most the whole batch's (the min policy takes the minimum over the
+    inputs that have data; either policy is monotone in each input's largest event time)."""
+    for source in {r.source for r in rows if r.timed and r.source not in maxima}:
+        mine = [i for i, r in enumerate(rows) if r.source == source]
+        wanted = [i for i in mine if rows[i].et is not None] or mine
+        if not set(wanted) & set(first):
+            return False
+    return True
+
+
+def _parts(rows: Sequence[_Row], choices: Sequence[bool], may_rest: Callable[[_Row], bool],
+           maxima: Mapping[str, int]) -> tuple[list[int], list[int]] | None:
+    """The rows (their indexes) in two non-empty parts, each row first where it was drawn so or may not come later
+    (`may_rest`), and so that `_reads_all` holds: a row is moved to the first part when a source needs one,
+    the first row when no row was drawn first, one back when every row was; None when no such split."""
+    first = [i for i, (r, c) in enumerate(zip(rows, choices)) if c or not may_rest(r)]
+    for source in sorted({r.source for r in rows if r.timed and r.source not in maxima}):
+        mine = [i for i, r in enumerate(rows) if r.source == source]
+        wanted = [i for i in mine if rows[i].et is not None] or mine
+        if not set(wanted) & set(first):
+            first.append(wanted[0])
+    if not first:
+        first = [0]
+    if len(first) == len(rows):
+        back = [i for i in sorted(first, reverse=True) if may_rest(rows[i])
+                and _reads_all([j for j in first if j != i], rows, maxima)]
+        first = [j for j in first if not back or j != back[0]]
+    rest = [i for i in range(len(rows)) if i not in first]
+    if not first or not rest or not all(may_rest(rows[i]) for i in rest):
+        return None
+    return sorted(first), rest
+
+
+def _split_rows(rows: Sequence[_Row], choices: Sequence[bool], marks: _Marks, maxima: Mapping[str, int],
+                following: Sequence[_Row]) -> tuple[list[_Row], list[_Row]] | None:
+    """One data batch N split in two, F then R, with no row of the stream changing between late and on time;
+    None when that cannot be. Spark computes the watermark at the end of a micro-batch from the largest event
+    time each input has read (minus its delay; the min or max over the inputs that have data): a batch runs
+    with the watermark E the batch before it left, evicts by E, and drops as late the rows E passes (Spark 3.3)
+    or that the batch before it's E passed (3.4+: `eventTimeWatermarkForLateEvents`). A row is late by its
+    operator's rule (its window's end, a join bound): whatever the rule, a row with an event time after every
+    watermark it meets is on time. F runs where N ran, with N's watermarks, so its rows are as they were.
+    - F moves no watermark when its rows move no input's largest event time (`_neutral`), or when N moved no
+      watermark and F reads from every input N first read (`_reads_all`): then R runs with E(N) for eviction
+      and late rows alike, and a row of R is as it was when E(N) judged N's rows too (`still`), or when its
+      event time is after E(N); the batch after R runs as the batch after N did.
+    - Else F may move the watermark, to W(F) <= W(N), the one N left (`_reads_all` makes it so): a row of R
+      meets E(N) and W(F) only, so it is on time either way when its event time is after W(N). The batch
+      after R drops late rows by W(F) (3.4+, no no-data batch between) where the batch after N did by E(N):
+      every row of it (`following`) must have an event time after W(N) too.
+    After R every input has read what it had after N: the watermark, and all that follows, is the same. Rows
+    of a source without an `event_time` move no watermark and are never late; a null event time is only in R
+    where E(N) judges it as it did. `choices`: the drawn part of each row that may go either way."""
+    def static_rest(r: _Row) -> bool:
+        return not r.timed or marks.still or (r.et is not None and r.et > marks.before)
+
+    split = _parts(rows, choices, static_rest, maxima)
+    if split is None or not (all(_neutral(rows[i], maxima) for i in split[0])
+                             or (marks.kept and _reads_all(split[0], rows, maxima))):
+        after = marks.after
+        if after is None or not all(not r.timed or (r.et is not None and r.et > after) for r in following):
+            return None
+        split = _parts(rows, choices, lambda r: not r.timed or (r.et is not None and r.et > after), maxima)
+    return None if split is None else ([rows[i] for i in split[0]], [rows[i] for i in split[1]])
+
+
+def _batch_rows(sc: m.Scenario, adds: Sequence[m.AddStep], et_col: Mapping[str, int | None],
+                lines: Callable[[m.Step], list[str]]) -> tuple[list[_Row], bool]:
+    """The rows of a batch's `add` steps, in order, and whether each is written as a plain list per source
+    (only such batches are split: a row is moved as it is written)."""
     import yaml
 
+    out: list[_Row] = []
+    plain = True
+    for add in adds:
+        doc = yaml.safe_load("\n".join(lines(add)))
+        written = doc[0].get("add") if isinstance(doc, list) and doc and isinstance(doc[0], dict) else None
+        for source, rows in add.rows.items():
+            listed = written.get(source) if isinstance(written, dict) and not add.parts else None
+            if not isinstance(listed, list) or len(listed) != len(rows):
+                plain, listed = False, [None] * len(rows)
+            col = et_col.get(source)
+            out += [_Row(source, w, _event_micros(r[col]) if col is not None else None, col is not None)
+                    for w, r in zip(listed, rows)]
+    return out, plain
+
+
+def _rendered(parts: Sequence[Sequence[_Row]], process: list[str]) -> list[str]:
+    """Each part as one `add` (its rows per source, in order) and a `process`; the last with the batch's own."""
+    import yaml
+
+    out: list[str] = []
+    for n, part in enumerate(parts):
+        grouped: dict[str, list] = {}
+        for r in part:
+            grouped.setdefault(r.source, []).append(r.written)
+        flow = yaml.safe_dump(grouped, default_flow_style=True, allow_unicode=True, width=10 ** 9).strip()
+        out += [f"- add: {flow}", *(process if n == len(parts) - 1 else ["- process"])]
+    return out
+
+
+def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
+                   ) -> tuple[str, list[str]] | None:
+    """The stream's steps with each data batch that can be split in two so split (`_split_rows`, from the
+    watermarks of `reference`, the unsplit run), as the scenario text and its step lines; None when none can.
+    A data batch is the `add` steps since the previous `process` and that `process`; `firsts`: the drawn
+    part of each added row, in order."""
     et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
-    # the reference's batches per process step, and each query's watermarks in batch order
     by_step: dict[int, list[Any]] = {sr.index: list(sr.batches) for sr in reference.result.steps}
     order: dict[Any, list[Any]] = {}
     for sr in reference.result.steps:
         for b in sr.batches:
             order.setdefault(b.query, []).append(b)
-
-    def moved_before(batch: Any) -> tuple[bool, int | None]:
-        """Whether the watermark moved between the batch before `batch` and it, and `batch`'s (ms)."""
-        seen = order.get(batch.query, [])
-        i = next(i for i, b in enumerate(seen) if b is batch)
-        now = batch.watermark_before_ms
-        before = seen[i - 1].watermark_before_ms if i else now
-        return (now or 0) != (before or 0), now
-
     pad = _pad(list(sc.lines), min(s.where.line for s in sc.steps))
+
+    def lines(step: m.Step) -> list[str]:
+        return [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
+
+    steps = list(sc.steps)
     out: list[str] = []
     maxima: dict[str, int] = {}
-    pending: list[m.Step] = []
-    row_no = 0
-    any_split = False
-
-    def text_of(step: m.Step) -> list[str]:
-        lines = [t for _, t in sc.step_text(step)]
-        return [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for ln in lines]
-
-    def read(adds: Sequence[m.AddStep]) -> None:
-        """Each source's largest event time read so far, after `adds`."""
-        for add in adds:
-            for source, rows in add.rows.items():
-                col = et_col.get(source)
-                for r in rows:
-                    et = _event_micros(r[col]) if col is not None else None
-                    if et is not None:
-                        maxima[source] = max(maxima.get(source, et), et)
-
-    for step in sc.steps:
+    pending: list[m.AddStep] = []
+    row_no, any_split = 0, False
+    for k, step in enumerate(steps):
         if isinstance(step, m.AddStep):
             pending.append(step)
             continue
-        if not isinstance(step, m.ProcessStep) or not pending:
-            for p in pending:
-                out += text_of(p)
-                row_no += sum(len(rows) for rows in p.rows.values())
-            read(pending)
-            pending = []
-            out += text_of(step)
-            continue
-        # a data batch: the adds since the last process, then this process
-        raw_rows: list[tuple[str, Any, tuple]] = []  # (source, row as written, row as parsed)
-        plain = True
-        for add in pending:
-            doc = yaml.safe_load("\n".join(text_of(add)))
-            written = doc[0].get("add") if isinstance(doc, list) and doc and isinstance(doc[0], dict) else None
-            if not isinstance(written, dict) or add.parts:
-                plain = False
-                break
-            for source, rows in add.rows.items():
-                listed = written.get(source)
-                if not isinstance(listed, list) or len(listed) != len(rows):
-                    plain = False
-                    break
-                raw_rows += [(source, w, tuple(r)) for w, r in zip(listed, rows)]
-        n = len(raw_rows)
-        choices = list(firsts[row_no: row_no + n]) + [False] * max(0, n - len(firsts[row_no: row_no + n]))
-        row_no += sum(len(rows) for p in pending for rows in p.rows.values())
+        rows, plain = _batch_rows(sc, pending, et_col, lines)
+        parts = None
         batches = [b for b in by_step.get(step.index, []) if b.has_data]
-        parts: tuple[list, list] | None = None
-        if plain and batches and n > 1:
-            still = all(not moved_before(b)[0] for b in batches)
-            # the watermark did not move after N either (every query), and N's rows are on sources that read
-            # before: the watermark is monotone in each source's maximum, so no part of N moves it
-            kept = all((b.watermark_after_ms or 0) == (b.watermark_before_ms or 0) for b in batches) and all(
-                source in maxima for source, _, _ in raw_rows if et_col.get(source) is not None)
-            mark = max((moved_before(b)[1] or 0) for b in batches) * 1000  # micros
-            first: list = []
-            rest: list = []
-            ok = True
-            for (source, w, r), choice in zip(raw_rows, choices):
-                col = et_col.get(source)
-                et = _event_micros(r[col]) if col is not None else None
-                neutral = col is None or (et is not None and source in maxima and (kept or et <= maxima[source]))
-                on_time = col is None or still or (et is not None and et > mark)
-                if neutral and (choice or not on_time):
-                    first.append((source, w))
-                elif on_time:
-                    rest.append((source, w))
-                else:
-                    ok = False
-                    break
-            if ok and first and rest:
-                parts = (first, rest)
-        read(pending)
+        if isinstance(step, m.ProcessStep) and plain and batches and len(rows) > 1:
+            later = next((i for i in range(k + 1, len(steps)) if isinstance(steps[i], m.ProcessStep)), len(steps))
+            following, _ = _batch_rows(sc, [s for s in steps[k + 1:later] if isinstance(s, m.AddStep)], et_col, lines)
+            choices = [*firsts[row_no: row_no + len(rows)], *[False] * len(rows)][: len(rows)]
+            parts = _split_rows(rows, choices, _marks(batches, order), maxima, following)
+        row_no += len(rows)
+        for r in rows:
+            if r.et is not None:
+                maxima[r.source] = max(maxima.get(r.source, r.et), r.et)
         if parts is None:
-            for p in pending:
-                out += text_of(p)
-            out += text_of(step)
+            out += [ln for p in pending for ln in lines(p)] + lines(step)
         else:
             any_split = True
-            for part in parts:
-                grouped: dict[str, list] = {}
-                for source, w in part:
-                    grouped.setdefault(source, []).append(w)
-                flow = yaml.safe_dump(grouped, default_flow_style=True, allow_unicode=True, width=10 ** 9).strip()
-                out += [f"- add: {flow}", "- process"]
+            out += _rendered(parts, lines(step))
         pending = []
-    for p in pending:
-        out += text_of(p)
-    if not any_split:
-        return None
-    return with_steps(sc, out), out
+    out += [ln for p in pending for ln in lines(p)]
+    return (with_steps(sc, out), out) if any_split else None
 
 
 def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:
