@@ -26,7 +26,7 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 - `batch-boundary-independence`: a data batch split in two, each row as late or on time as it was, changes no
   final output (append: every row written over the run, once closing events passed the watermark; complete:
   the last result table; update: the last row per declared key; what the job wrote, read back at the end).
-  The split rule (`_split_batches`) is Spark's end-of-batch watermark read backwards: see its docstring;
+  The split rule (`_split_rows`) is Spark's end-of-batch watermark read backwards: see its docstring;
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
   in code), each its own property `invariant:NAME`, judged on what a run observed (`Observations`).
 """
@@ -1204,7 +1204,7 @@ def _parts(rows: Sequence[_Row], choices: Sequence[bool], may_rest: Callable[[_R
 
 
 def _split_rows(rows: Sequence[_Row], choices: Sequence[bool], marks: _Marks, maxima: Mapping[str, int],
-                following: Sequence[_Row]) -> tuple[list[_Row], list[_Row]] | None:
+                following: Sequence[_Row], *, may_move: bool = True) -> tuple[list[_Row], list[_Row]] | None:
     """One data batch N split in two, F then R, with no row of the stream changing between late and on time;
     None when that cannot be. Spark computes the watermark at the end of a micro-batch from the largest event
     time each input has read (minus its delay; the min or max over the inputs that have data): a batch runs
@@ -1219,7 +1219,9 @@ def _split_rows(rows: Sequence[_Row], choices: Sequence[bool], marks: _Marks, ma
     - Else F may move the watermark, to W(F) <= W(N), the one N left (`_reads_all` makes it so): a row of R
       meets E(N) and W(F) only, so it is on time either way when its event time is after W(N). The batch
       after R drops late rows by W(F) (3.4+, no no-data batch between) where the batch after N did by E(N):
-      every row of it (`following`) must have an event time after W(N) too.
+      every row of it (`following`) must have an event time after W(N) too. Only where `may_move`
+      (`_moves_safely`): an operator's state the earlier watermark evicts must be state no row on time could
+      meet (a window, a session window, a join bound, a dedup key holding the event time).
     After R every input has read what it had after N: the watermark, and all that follows, is the same. Rows
     of a source without an `event_time` move no watermark and are never late; a null event time is only in R
     where E(N) judges it as it did. `choices`: the drawn part of each row that may go either way."""
@@ -1230,7 +1232,7 @@ def _split_rows(rows: Sequence[_Row], choices: Sequence[bool], marks: _Marks, ma
     if split is None or not (all(_neutral(rows[i], maxima) for i in split[0])
                              or (marks.kept and _reads_all(split[0], rows, maxima))):
         after = marks.after
-        if after is None or not all(not r.timed or (r.et is not None and r.et > after) for r in following):
+        if after is None or not may_move or not all(not r.timed or (r.et is not None and r.et > after) for r in following):
             return None
         split = _parts(rows, choices, lambda r: not r.timed or (r.et is not None and r.et > after), maxima)
     return None if split is None else ([rows[i] for i in split[0]], [rows[i] for i in split[1]])
@@ -1271,6 +1273,23 @@ def _rendered(parts: Sequence[Sequence[_Row]], process: list[str]) -> list[str]:
     return out
 
 
+# The stateful operators (Spark's progress names) whose state a watermark evicts only where no row on time can
+# meet it: an aggregation's (a window, a key holding the event time), a session window's, a join's (its bound),
+# a dedup's (a key with the event time; without it, never evicted). Not `dedupeWithinWatermark` (a key expires
+# at its first event time plus the delay, and a later duplicate on time may meet it gone), nor state with
+# event-time timeouts (`flatMapGroupsWithState`, `applyInPandasWithState`, `transformWithState...`), which a
+# watermark moved earlier fires before rows on time arrive.
+_EVICTS_ONLY_PAST = frozenset({"stateStoreSave", "sessionWindowStateStoreSaveExec", "symmetricHashJoin", "dedupe"})
+
+
+def _moves_safely(reference: RunObservation) -> bool:
+    """Whether a split's first part may move the watermark (`_split_rows`): every query of the unsplit run has
+    at most one stateful operator, of `_EVICTS_ONLY_PAST` (chained operators pass rows emitted by the watermark
+    to the next one, timed by the batch they ran in: not judged so)."""
+    return all(len(b.operators) <= 1 and all(o.get("operatorName") in _EVICTS_ONLY_PAST for o in b.operators)
+               for sr in reference.result.steps for b in sr.batches)
+
+
 def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
                    ) -> tuple[str, list[str]] | None:
     """The stream's steps with each data batch that can be split in two so split (`_split_rows`, from the
@@ -1288,7 +1307,7 @@ def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract
     def lines(step: m.Step) -> list[str]:
         return [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
 
-    steps = list(sc.steps)
+    steps, may_move = list(sc.steps), _moves_safely(reference)
     out: list[str] = []
     maxima: dict[str, int] = {}
     pending: list[m.AddStep] = []
@@ -1304,7 +1323,7 @@ def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract
             later = next((i for i in range(k + 1, len(steps)) if isinstance(steps[i], m.ProcessStep)), len(steps))
             following, _ = _batch_rows(sc, [s for s in steps[k + 1:later] if isinstance(s, m.AddStep)], et_col, lines)
             choices = [*firsts[row_no: row_no + len(rows)], *[False] * len(rows)][: len(rows)]
-            parts = _split_rows(rows, choices, _marks(batches, order), maxima, following)
+            parts = _split_rows(rows, choices, _marks(batches, order), maxima, following, may_move=may_move)
         row_no += len(rows)
         for r in rows:
             if r.et is not None:

@@ -104,3 +104,24 @@ def test_update_mode_only_without_a_key_is_said_not_to_apply(tmp_path):
     (tmp_path / "page_latest.contract.yaml").write_text(UPDATES.replace("[update]", "[append, update]"))
     assert _does_not_apply("batch-boundary-independence",
                            load_contract_file(tmp_path / "page_latest.contract.yaml")) is None
+
+
+def test_where_state_may_expire_under_rows_on_time_the_first_part_never_moves_the_watermark():
+    # dropDuplicatesWithinWatermark, event-time timeouts: a watermark moved earlier may expire a key before a
+    # later row on time meets it, which Spark allows: only the rule that moves nothing is used
+    assert _split_rows([row(-20), row(0)], [False, False], marks(None, -10, still=True), {}, [], may_move=False) is None
+    assert seconds(_split_rows([row(-1), row(-12)], [False, False], marks(-10, -10), {"clicks": T}, [],
+                               may_move=False)) == [[-12], [-1]]
+
+
+def test_which_operators_let_the_first_part_move_the_watermark():
+    from types import SimpleNamespace as NS
+
+    from eventtime.properties import _moves_safely
+
+    def run(*ops):
+        batch = NS(operators=[{"operatorName": o} for o in ops])
+        return NS(result=NS(steps=[NS(batches=[batch])]))
+    assert _moves_safely(run()) and _moves_safely(run("stateStoreSave")) and _moves_safely(run("symmetricHashJoin"))
+    assert not _moves_safely(run("dedupeWithinWatermark")) and not _moves_safely(run("flatMapGroupsWithState"))
+    assert not _moves_safely(run("symmetricHashJoin", "stateStoreSave"))  # chained: not judged so
