@@ -249,9 +249,11 @@ def test_check_model_and_expect_write_understand_the_trigger_parameters(tmp_path
 
 NEW = ("early-count-firings-accumulating", "early-count-firings-discarding", "early-processing-time-firing-discarding",
        "late-firings-processing-time-delay", "session-windows-merge", "session-late-element-bridges-two-sessions",
-       "session-late-merge-judged-on-merged-session")
+       "session-late-merge-judged-on-merged-session", "session-early-count-batch-boundary",
+       "session-early-count-punctuated-watermark")
 ON_SPARK = ("early-count-firings-accumulating", "early-count-firings-discarding", "session-windows-merge",
-            "session-late-element-bridges-two-sessions", "session-late-merge-judged-on-merged-session")  # bundled pipelines run them
+            "session-late-element-bridges-two-sessions", "session-late-merge-judged-on-merged-session",
+            "session-early-count-batch-boundary")  # the bundled pipelines run them
 
 
 @pytest.mark.parametrize("name", NEW)
