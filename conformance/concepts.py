@@ -112,7 +112,7 @@ CONCEPTS: dict[str, tuple[str, str]] = {
                          "accumulating count (dataflow profile)",
                          "seed 000 (late records in window operators: result updates)"),
     "session-merging": ("a session window merges with every session it overlaps; a late element that bridges "
-                        "two sessions merges them, judged late on the merged session (dataflow profile, model only)",
+                        "two sessions merges them, judged late on the merged session (dataflow profile)",
                         "seed 000 (late records in window operators: session windows)"),
     # -- Operators ---------------------------------------------------------------------------------
     "tumbling-window": ("tumbling event-time window", "Spark guide: Window Operations on Event Time"),

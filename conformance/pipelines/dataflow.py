@@ -151,3 +151,144 @@ class _Windowing:
         the watermark is strictly above it, a Flink timer fires when the watermark reaches it."""
         due = min(self.max_ts_ms(s) + (self.lateness_ms if w[1] else 0) for s, w in open_.items())
         return due - 1
+
+
+@implementation(requires=("apply_in_pandas_with_state",))
+def session_lateness_count(sources, params) -> DataFrame:
+    """Reference of `session_lateness_count`: Flink's WindowOperator over merging session windows
+    (EventTimeSessionWindows, MergingWindowSet) with EventTimeTrigger, allowed lateness and a late side
+    output, written with applyInPandasWithState, with the contract's element-count early trigger
+    (`early_count`) and accumulating or discarding panes (`accumulation`).
+
+    As `lateness_count` (the watermark at bound + 1 ms, every row reaching the function, the event-time
+    timeout 1 ms before the next due time), over a key's sessions instead of its tumbling windows
+    (`_Sessions`): an element's window [ts, ts + gap) merges with every session of the key it overlaps
+    or touches, and the merged session is judged late or not, so an element too late for its own window
+    is accepted when it bridges into a session still within the allowed lateness. Spark judges every row
+    of a batch against the watermark the batch runs with, as the model's periodic generator has it (the
+    watermark moves at the end of a batch); a per-element watermark (`generator: punctuated`) is the
+    dataflow profile's only. The processing-time triggers are refused, as in `lateness_count`.
+    """
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    for name in ("early_delay", "late_delay"):
+        if params[name].total_us:
+            raise ValueError(f"session_lateness_count on Spark has no processing-time trigger: parameter {name!r} is "
+                             f"{params[name]}, only its default (0 seconds) runs here; `eventtime check-model` "
+                             "judges such scenarios")
+    sessions = _Sessions(params.gap.total_us, params.allowed_lateness.total_ms,
+                         early_count=params.early_count, discarding=params.accumulation == "discarding")
+    delay_ms = params.bound.total_ms + 1
+    events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
+    rows = events.select(
+        "key",
+        F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
+        F.expr("unix_micros(ts)").alias("ts_us"))
+
+    def merge(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
+        # [[start µs, end µs, count, pane, fired], ...], as JSON: array-typed state trips some pyspark versions
+        open_ = json.loads(state.get[0]) if state.exists else []
+        watermark = state.getCurrentWatermarkMs()
+        out = sessions.timers(open_, watermark)
+        if not state.hasTimedOut:
+            out += sessions.arrivals(open_, frames, watermark)
+        if out:
+            yield sessions.frame(pd, key, out)
+        if not open_:
+            state.remove()
+            return
+        state.update((json.dumps(open_),))
+        state.setTimeoutTimestamp(sessions.next_timeout(open_))
+
+    return rows.groupBy("key").applyInPandasWithState(
+        merge, "key string, session_start timestamp, session_end timestamp, count long, firing string, "
+               "result_ts timestamp",
+        "sessions string", "append", GroupStateTimeout.EventTimeTimeout)
+
+
+class _Sessions:
+    """Flink's merging session windows with allowed lateness, over a key's open sessions (a list of
+    `[start µs, end µs, count, pane, fired]`, changed in place: the elements so far, the elements since
+    the previous firing, whether it fired on time); each firing is (start µs, end µs, count, firing,
+    result_ts µs). The rules are `eventtime.semantics.triggers`' (TriggeredWindows with `gap_us`):
+
+    - an element's window [ts, ts + gap) merges with every session it overlaps or touches
+      (TimeWindow.intersects); the merged session keeps their elements and panes, and has fired on time
+      only if one of them had and the watermark is at or past its end - 1 ms;
+    - the merged session is judged: end - 1 ms + allowed lateness <= the watermark sends the element to
+      the late side output (and merges nothing); else, end - 1 ms <= the watermark fires it at once
+      (`late`), or an early firing when its pane holds `early_count` elements;
+    - the on-time firing when the watermark reaches end - 1 ms (even of an empty pane), the purge when
+      it reaches end - 1 ms + allowed lateness."""
+
+    def __init__(self, gap_us: int, lateness_ms: int, *, early_count: int = 0, discarding: bool = False):
+        self.gap_us, self.lateness_ms = gap_us, lateness_ms
+        self.early_count, self.discarding = early_count, discarding
+
+    @staticmethod
+    def max_ts_ms(end_us: int) -> int:
+        return end_us // _US_PER_MS - 1
+
+    def fire(self, s: list, firing: str) -> tuple:
+        count = s[3] if self.discarding else s[2]
+        s[3] = 0
+        return (s[0], s[1], count, firing, self.max_ts_ms(s[1]) * _US_PER_MS)
+
+    def timers(self, open_: list[list], watermark: int) -> list[tuple]:
+        """The timers the watermark reached: on-time firings (even of an empty pane), then the sessions
+        purged (cleanup timers)."""
+        out = []
+        for s in sorted(open_):
+            if not s[4] and self.max_ts_ms(s[1]) <= watermark:
+                s[4] = True
+                out.append(self.fire(s, "on_time"))
+        open_[:] = [s for s in open_ if self.max_ts_ms(s[1]) + self.lateness_ms > watermark]
+        return out
+
+    def merged(self, open_: list[list], us: int) -> tuple[list, list[list]]:
+        """The session an element at `us` makes, [start, end, count, pane, fired] before the element is
+        counted, and the open sessions it merges."""
+        start, end = us, us + self.gap_us
+        into = [s for s in open_ if s[0] <= end and start <= s[1]]  # TimeWindow.intersects
+        return [min([start] + [s[0] for s in into]), max([end] + [s[1] for s in into]),
+                sum(s[2] for s in into), sum(s[3] for s in into), any(s[4] for s in into)], into
+
+    def arrivals(self, open_: list[list], frames: Iterator, watermark: int) -> list[tuple]:
+        """The rows in arrival order: each to the late side output, or merged into its session (a session
+        the watermark passed fires again at once: a late firing; one before it fires early when its pane
+        holds `early_count` elements)."""
+        out: list[tuple] = []
+        for frame in frames:
+            for us in frame["ts_us"]:
+                us = int(us)
+                session, into = self.merged(open_, us)
+                max_ts = self.max_ts_ms(session[1])
+                if max_ts + self.lateness_ms <= watermark:  # the late side output
+                    out.append((session[0], session[1], 1, "dropped", us))
+                    continue
+                open_[:] = [s for s in open_ if all(s is not m for m in into)] + [session]
+                session[2] += 1
+                session[3] += 1
+                session[4] = session[4] and max_ts <= watermark
+                if max_ts <= watermark:  # a late firing, at once
+                    session[4] = True
+                    out.append(self.fire(session, "late"))
+                elif self.early_count and session[3] >= self.early_count:
+                    out.append(self.fire(session, "early"))
+        return out
+
+    @staticmethod
+    def frame(pd, key, out: list[tuple]):
+        return pd.DataFrame({
+            "key": [key[0]] * len(out),
+            "session_start": [_ts(pd, s) for s, _, _, _, _ in out],
+            "session_end": [_ts(pd, e) for _, e, _, _, _ in out],
+            "count": [n for _, _, n, _, _ in out],
+            "firing": [f for _, _, _, f, _ in out],
+            "result_ts": [_ts(pd, t) for _, _, _, _, t in out]})
+
+    def next_timeout(self, open_: list[list]) -> int:
+        """1 ms before the next due timer (a session's on-time firing, else its cleanup): GroupState times
+        out when the watermark is strictly above it, a Flink timer fires when the watermark reaches it."""
+        return min(self.max_ts_ms(s[1]) + (self.lateness_ms if s[4] else 0) for s in open_) - 1

@@ -225,8 +225,9 @@ class Hold(Plan):
 
 
 class FlinkWindows(StatefulOperator):
-    """The lateness_count pipeline's applyInPandasWithState function, as Spark runs it: Flink's window
-    operator with the pipeline's triggers (`triggers.TriggeredWindows`: element-count early firings,
+    """The lateness_count and session_lateness_count pipelines' applyInPandasWithState function, as Spark
+    runs it: Flink's window operator (tumbling windows of `length_us`, or merging sessions of `gap_us`)
+    with the pipeline's triggers (`triggers.TriggeredWindows`: element-count early firings,
     accumulating or discarding panes) driven by Spark's global watermark, whose delay the
     pipeline sets to bound + 1 ms so that it equals Flink's bounded-out-of-orderness watermark.
 
@@ -238,10 +239,11 @@ class FlinkWindows(StatefulOperator):
 
     name = "flatMapGroupsWithState"
 
-    def __init__(self, length_us: int, lateness_ms: int, early_count: int = 0, accumulation: str = ACCUMULATING):
+    def __init__(self, length_us: int | None, lateness_ms: int, early_count: int = 0,
+                 accumulation: str = ACCUMULATING, gap_us: int | None = None):
         super().__init__()
-        self.windows = TriggeredWindows(length_us=length_us, lateness_ms=lateness_ms, early_count=early_count,
-                                        accumulation=accumulation)
+        self.windows = TriggeredWindows(length_us=length_us, gap_us=gap_us, lateness_ms=lateness_ms,
+                                        early_count=early_count, accumulation=accumulation)
 
     @property
     def state_rows(self) -> int:
@@ -257,12 +259,13 @@ class FlinkWindows(StatefulOperator):
 
 
 class LatenessCount(Plan):
-    """lateness_count on Spark: Flink-style tumbling count with allowed lateness and a late side output."""
+    """lateness_count (tumbling windows of `length_us`) and session_lateness_count (sessions of `gap_us`) on
+    Spark: a Flink-style count with allowed lateness and a late side output."""
 
-    def __init__(self, bound_ms: int, length_us: int, lateness_ms: int, early_count: int = 0,
-                 accumulation: str = ACCUMULATING):
+    def __init__(self, bound_ms: int, length_us: int | None, lateness_ms: int, early_count: int = 0,
+                 accumulation: str = ACCUMULATING, gap_us: int | None = None):
         super().__init__({"events": bound_ms + 1})
-        self.op = FlinkWindows(length_us, lateness_ms, early_count, accumulation)
+        self.op = FlinkWindows(length_us, lateness_ms, early_count, accumulation, gap_us)
         self.operators = [self.op]
 
     def execute(self, inputs, wms, batch_time_us):
@@ -342,19 +345,24 @@ PLANS: Mapping[str, Callable[[Scenario], Plan]] = {
     "hold_timer": lambda sc: Hold(_one_input(sc), sc.params["hold"].total_ms),
     "processing_time_stamp": _processing_time_stamp,
     "lateness_count": lambda sc: _lateness_count(sc),
+    "session_lateness_count": lambda sc: _lateness_count(sc),
 }
 
 
 def _lateness_count(sc: Scenario) -> Plan:
-    """The bundled pipeline as Spark runs it: the event-time trigger, element-count early firings and
-    accumulating or discarding panes. A parameter it cannot have (`model_only`, the processing-time
-    triggers) set away from its default is not covered rather than ignored."""
+    """The bundled pipeline (lateness_count's tumbling windows, session_lateness_count's sessions) as Spark
+    runs it: the event-time trigger, element-count early firings and accumulating or discarding panes. A
+    parameter it cannot have (`model_only`, the processing-time triggers) set away from its default is not
+    covered rather than ignored."""
     for p in sc.contract.params:
         if p.model_only and sc.params.get(p.name, p.default) != p.default:
-            raise NotCovered(f"the spark profile runs lateness_count as its Spark pipeline does, which cannot have "
-                             f"parameter {p.name!r} ({p.doc}): {p.model_only}")
-    return LatenessCount(sc.params["bound"].total_ms, sc.params["window"].total_us, sc.params["allowed_lateness"].total_ms,
-                         sc.params.get("early_count") or 0, sc.params.get("accumulation") or ACCUMULATING)
+            raise NotCovered(f"the spark profile runs {sc.contract.name} as its Spark pipeline does, which cannot "
+                             f"have parameter {p.name!r} ({p.doc}): {p.model_only}")
+    sessions = "gap" in sc.params
+    return LatenessCount(sc.params["bound"].total_ms, None if sessions else sc.params["window"].total_us,
+                         sc.params["allowed_lateness"].total_ms, sc.params.get("early_count") or 0,
+                         sc.params.get("accumulation") or ACCUMULATING,
+                         gap_us=sc.params["gap"].total_us if sessions else None)
 
 
 def plan_for(scenario: Scenario) -> Plan:

@@ -6,6 +6,7 @@ sum to the accumulating pane, every element is counted once or goes to the side 
 key never overlap."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -17,6 +18,7 @@ from eventtime.cli import main
 from eventtime.contractfile import ContractInvalid, contract_from_mapping
 from eventtime.loader import load_scenario, load_scenario_text
 from eventtime.problems import ScenarioInvalid
+from eventtime.registry import CONTRACTS, ContractLookup
 from eventtime.semantics import check_scenario
 from eventtime.semantics.dataflow import WATERMARK, DataflowQuery
 from eventtime.semantics.triggers import DISCARDING, DROPPED, EARLY, LATE, ON_TIME, TriggeredWindows
@@ -125,9 +127,16 @@ def _text(steps: str, *, params: str = TUMBLING + ", early_count: 2", profile: s
     return HEAD.format(contract=contract, profile=profile, params=params) + steps
 
 
+# A contract declared model only, as a user's contract file declares one its Spark implementations cannot
+# have: the bundled sessions contract before its pipeline was bundled (the bundled suite has none left).
+MODEL_ONLY = ContractLookup(extra=[dataclasses.replace(
+    CONTRACTS["session_lateness_count"], name="session_model_only", bundled=False, reference="", alternatives=(),
+    model_only="no Spark implementation is bundled: the sessions merge in the model alone")])
+
+
 def _problems(text: str) -> list[str]:
     try:
-        load_scenario_text(text, "s.yaml")
+        load_scenario_text(text, "s.yaml", contracts=MODEL_ONLY)
     except ScenarioInvalid as exc:
         return [str(p) for p in exc.problems]
     return []
@@ -142,8 +151,8 @@ def _problems(text: str) -> list[str]:
      "s.yaml:5:70: parameter 'accumulation' must be one of accumulating, discarding, not 'retracting'"),
     (_text("  - process\n", params=TUMBLING + ", early_count: many"), "s.yaml:5:69: parameter 'early_count' expected a whole number"),
     (_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s", profile="spark",
-           contract="session_lateness_count"),
-     "s.yaml:3:11: contract 'session_lateness_count' is model only (no Spark implementation is bundled"),
+           contract="session_model_only"),
+     "s.yaml:3:11: contract 'session_model_only' is model only (no Spark implementation is bundled"),
     (_text("  - process\n", params="window: 10s, bound: 0s, allowed_lateness: 5s", contract="session_lateness_count"),
      "s.yaml:5:10: contract 'session_lateness_count' has no parameter 'window'"),
 ])
@@ -165,8 +174,15 @@ def test_the_trigger_parameters_spark_implements_are_spark_runs_and_the_others_a
         assert "one kind of GroupState timeout" in model_only(timed), name  # the reason, said plainly
     timed = load_scenario_text(_text("  - process\n", params=TUMBLING + ", late_delay: 10s"), "s.yaml")
     session = load_scenario_text(_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s",
-                                       contract="session_lateness_count"), "s.yaml")
-    assert model_only(session).startswith("model only: contract 'session_lateness_count': no Spark implementation")
+                                       contract="session_model_only"), "s.yaml", contracts=MODEL_ONLY)
+    assert model_only(session).startswith("model only: contract 'session_model_only': no Spark implementation")
+    sessions = load_scenario_text(_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s, "
+                                        "early_count: 2, accumulation: discarding", contract="session_lateness_count"),
+                                  "s.yaml")
+    assert model_only(sessions) is None  # the bundled sessions pipeline has early_count and discarding panes
+    timed_sessions = load_scenario_text(_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s, "
+                                              "early_delay: 10s", contract="session_lateness_count"), "s.yaml")
+    assert "one kind of GroupState timeout" in model_only(timed_sessions)
     from eventtime.runner import applicability
 
     assert applicability(early, "4.0.0", frozenset({"apply_in_pandas_with_state"})) is None
@@ -177,7 +193,10 @@ def test_the_trigger_parameters_spark_implements_are_spark_runs_and_the_others_a
     spark = check_scenario(timed, "spark")
     assert spark.status == "not_applicable" and "parameter 'late_delay'" in spark.reason, spark.reason
     assert check_scenario(plain, "spark").status != "not_applicable"
-    assert "has no Spark side: no Spark implementation is bundled" in check_scenario(session, "spark").reason
+    assert check_scenario(session, "spark").status == "not_applicable"  # a user's contract: no model of it
+    assert check_scenario(sessions, "spark").status != "not_applicable"
+    spark = check_scenario(timed_sessions, "spark")
+    assert spark.status == "not_applicable" and "parameter 'early_delay'" in spark.reason, spark.reason
 
 
 def test_a_contract_declares_trigger_parameters_and_model_only_and_misuse_is_said_at_its_line():
@@ -229,8 +248,12 @@ def test_check_model_and_expect_write_understand_the_trigger_parameters(tmp_path
 
 
 NEW = ("early-count-firings-accumulating", "early-count-firings-discarding", "early-processing-time-firing-discarding",
-       "late-firings-processing-time-delay", "session-windows-merge", "session-late-element-bridges-two-sessions")
-ON_SPARK = ("early-count-firings-accumulating", "early-count-firings-discarding")  # the bundled pipeline runs them
+       "late-firings-processing-time-delay", "session-windows-merge", "session-late-element-bridges-two-sessions",
+       "session-late-merge-judged-on-merged-session", "session-early-count-batch-boundary",
+       "session-early-count-punctuated-watermark")
+ON_SPARK = ("early-count-firings-accumulating", "early-count-firings-discarding", "session-windows-merge",
+            "session-late-element-bridges-two-sessions", "session-late-merge-judged-on-merged-session",
+            "session-early-count-batch-boundary")  # the bundled pipelines run them
 
 
 @pytest.mark.parametrize("name", NEW)
@@ -371,9 +394,9 @@ def test_running_a_model_only_contracts_scenario_says_so_instead_of_asking_for_a
     from eventtime.projectconfig import unbound_message
 
     session = load_scenario_text(_text("  - process\n", params="gap: 10s, bound: 0s, allowed_lateness: 5s",
-                                       contract="session_lateness_count"), "s.yaml")
+                                       contract="session_model_only"), "s.yaml", contracts=MODEL_ONLY)
     message = unbound_message(session.contract, "s.yaml")
-    assert message.startswith("s.yaml: contract 'session_lateness_count' is model only (no Spark implementation")
+    assert message.startswith("s.yaml: contract 'session_model_only' is model only (no Spark implementation")
     assert "`eventtime check-model s.yaml` does" in message and "bind" not in message
     spark_run = load_scenario_text(_text("  - process\n", params=TUMBLING), "s.yaml")  # a control: it can be bound
     assert "no pipeline is bound to contract 'lateness_count'" in unbound_message(spark_run.contract, "s.yaml")
@@ -381,5 +404,6 @@ def test_running_a_model_only_contracts_scenario_says_so_instead_of_asking_for_a
     from eventtime.strategies import GENERATED_CONTRACTS, not_generated
 
     # check-properties and the generated scenarios: a model-only contract has no Spark run to generate for
-    assert not_generated(CONTRACTS["session_lateness_count"]).startswith("contract session_lateness_count is model only")
-    assert "session_lateness_count" not in GENERATED_CONTRACTS and not_generated(CONTRACTS["lateness_count"]) is None
+    assert not_generated(session.contract).startswith("contract session_model_only is model only")
+    assert not_generated(CONTRACTS["lateness_count"]) is None and not_generated(CONTRACTS["session_lateness_count"]) is None
+    assert {"lateness_count", "session_lateness_count"} <= set(GENERATED_CONTRACTS)

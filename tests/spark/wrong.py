@@ -186,6 +186,65 @@ def lateness_on_time_skips_empty_pane(sources, params):
     return _lateness_count_with(sources, params, change)
 
 
+# -- session_lateness_count (merging sessions, the dataflow profile's triggers) ----------------------------
+def _session_lateness_count_with(sources, params, change):
+    """The bundled session_lateness_count pipeline with its session logic (`_Sessions`) replaced by
+    `change(base)`, a subclass made inside a function so the workers receive it by value."""
+    from unittest import mock
+
+    from eventtime.pipelines import dataflow
+
+    with mock.patch.object(dataflow, "_Sessions", change(dataflow._Sessions)):
+        return dataflow.session_lateness_count(sources, params)
+
+
+def session_lateness_never_bridges(sources, params):
+    """An element extends the first session it touches, but two sessions it bridges never merge."""
+    def change(base):
+        class Sessions(base):
+            def merged(self, open_, us):
+                session, into = super().merged(open_, us)
+                if len(into) < 2:
+                    return session, into
+                first = min(into)
+                return [min(first[0], us), max(first[1], us + self.gap_us), *first[2:]], [first]
+        return Sessions
+
+    return _session_lateness_count_with(sources, params, change)
+
+
+def session_lateness_judged_per_element(sources, params):
+    """Lateness judged on the element's own window [ts, ts + gap), as Spark's session_window judges a row,
+    not on the session it merges into: a late element that would bridge into a live session is dropped."""
+    def change(base):
+        class Sessions(base):
+            def arrivals(self, open_, frames, watermark):
+                out = []
+                for frame in frames:
+                    for us in frame["ts_us"]:
+                        us = int(us)
+                        if self.max_ts_ms(us + self.gap_us) + self.lateness_ms <= watermark:
+                            out.append((us, us + self.gap_us, 1, "dropped", us))
+                        else:
+                            out += super().arrivals(open_, [{"ts_us": [us]}], watermark)
+                return out
+        return Sessions
+
+    return _session_lateness_count_with(sources, params, change)
+
+
+def session_lateness_late_at_the_boundary(sources, params):
+    """Allowed lateness compared with `<` for `<=`: an element whose session's end - 1 ms + allowed lateness
+    equals the watermark is still accepted and fires late (and a session lives 1 ms longer)."""
+    def change(base):
+        class Sessions(base):
+            def __init__(self, gap_us, lateness_ms, **kw):
+                super().__init__(gap_us, lateness_ms + 1, **kw)
+        return Sessions
+
+    return _session_lateness_count_with(sources, params, change)
+
+
 # name -> (contract, function, what is wrong)
 WRONG = {
     "tumbling_no_watermark": ("tumbling_count", tumbling_no_watermark, "no withWatermark at all"),
@@ -216,4 +275,10 @@ WRONG = {
                                     "accumulation ignored: discarding panes count the window so far"),
     "lateness_on_time_skips_empty_pane": ("lateness_count", lateness_on_time_skips_empty_pane,
                                           "no on-time firing of an empty pane (Flink's PurgingTrigger)"),
+    "session_lateness_never_bridges": ("session_lateness_count", session_lateness_never_bridges,
+                                       "a late element that bridges two sessions extends one; they never merge"),
+    "session_lateness_judged_per_element": ("session_lateness_count", session_lateness_judged_per_element,
+                                            "lateness judged on the element's own window, not the merged session"),
+    "session_lateness_late_at_the_boundary": ("session_lateness_count", session_lateness_late_at_the_boundary,
+                                              "a late firing at end - 1 ms + allowed lateness == the watermark"),
 }
