@@ -102,9 +102,30 @@ def observation_steps(contract: Contract, tables: Sequence[str] = (), *, stream:
     if stream:
         names = [q.name for q in contract.queries]
         out += [f"- expect: {{query: {n}, output: }}" for n in names] if names else ["- expect: {output: }"]
-    out += [f"- expect: {{written: {p.name}, rows: }}" for p in contract.params if p.kind == "path"]
+    out += [f"- expect: {{written: {p.name}{_writer_of(contract, p)}, rows: }}" for p in contract.params
+            if p.kind == "path"]
     out += [f"- expect: {{table: {t}, rows: }}" for t in tables]
     return out
+
+
+def _writer_of(contract: Contract, param: Any) -> str:
+    """`, query: NAME` for a folder of a contract of several queries (its expect must name the query whose
+    columns it is read in; the kit cannot see which query writes it before the run): the query named like
+    the parameter (a word of the parameter's name or conf in the query's name), else the first declared."""
+    if contract.output or not contract.queries:
+        return ""
+    words = set(re.split(r"[^a-z0-9]+", f"{param.name} {getattr(param, 'conf', '') or ''}".lower())) - {
+        "", "path", "dir", "folder", "out", "output"}
+    named = [q.name for q in contract.queries if words & set(re.split(r"[^a-z0-9]+", q.name.lower()))]
+    return f", query: {(named or [contract.queries[0].name])[0]}"
+
+
+def _one_line(reason: str, width: int = 600) -> str:
+    """An error as `eventtime run` says it, on one line (the user's file:line first when it is in their code)."""
+    text = re.sub(r"\s+", " ", reason or "").strip()
+    # the step's number is the generated stream's: alike errors of other streams read alike ("expect step: ...")
+    text = re.sub(r"^step \d+ \(([a-z_ ]+)\): ", r"\1 step: ", text)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _error_class(reason: str) -> str:
@@ -133,6 +154,13 @@ class RunObservation:
     @property
     def kit_error(self) -> str | None:
         return self.result.reason if self.result.status == ERROR and self.result.cause is not None else None
+
+    @property
+    def mismatch(self) -> str | None:
+        """Why the job's output does not match the contract (`eventtime run`'s schema check fails the run
+        on it, whatever the stream): None when it matches."""
+        found = [f.message for sr in self.result.steps for f in sr.failures if f.check == "output_schema"]
+        return found[0] if found else None
 
     @property
     def applicable(self) -> bool:
@@ -534,11 +562,13 @@ class Counterexample:
     contract: str
     text: str  # the variant's scenario, its observation steps filled with the values the property demands
     why: list[str]
+    replaced: bool = False  # `write` overwrote a file of the same name (an earlier check's) with other text
 
     def write(self, out_dir: str | Path) -> Path:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{_slug(self.prop)}-{self.contract.replace('_', '-')}.scenario.yaml"
+        self.replaced = path.is_file() and path.read_text(encoding="utf-8") != self.text
         path.write_text(self.text, encoding="utf-8")
         return path
 
@@ -609,8 +639,12 @@ class PropertyReport:
     not_judged: Counter = field(default_factory=Counter)
     counterexample: Counterexample | None = None
     written: Path | None = None
-    error: str | None = None  # Hypothesis or the kit stopped the check (not a verdict on the job)
+    # Hypothesis or the kit stopped the check (not a verdict on the job), or no run could be judged (an output
+    # that does not match the contract)
+    error: str | None = None
     heading: str = ""  # what the property says (TITLES, or an invariant's name and doc)
+    # the errors runs of the job ended in, as `eventtime run` says them, each with how many streams it ended
+    run_errors: Counter = field(default_factory=Counter)
     # why the property does not apply to this contract at all (said, not checked: see `CheckReport.held`)
     does_not_apply: str | None = None
 
@@ -634,11 +668,19 @@ class PropertyReport:
                 + ")") if skipped else ""
         if self.counterexample is not None:
             where = f"; written: {self.written}" if self.written else ""
+            if self.written and self.counterexample.replaced:
+                where += " (it overwrote the file of that name an earlier check wrote)"
             return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"
                     f"{where}\n" + "\n".join("  " + w for w in self.counterexample.why))
         if not self.held_on:
-            return f"{self.prop}: judged on no generated stream{tail}: nothing was checked"
-        return f"{self.prop}: held on {self.held_on} generated stream(s){tail}"
+            return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
+        return f"{self.prop}: held on {self.held_on} generated stream(s){tail}" + self._errors_text()
+
+    def _errors_text(self, limit: int = 3) -> str:
+        """The first distinct errors the runs ended in, each with how many streams it ended."""
+        shown = [f"\n  {n} stream(s) ended in: {why}" for why, n in self.run_errors.most_common(limit)]
+        more = len(self.run_errors) - limit
+        return "".join(shown) + (f"\n  and {more} other error(s)" if more > 0 else "")
 
 
 @dataclass
@@ -661,6 +703,10 @@ class _Broken(AssertionError):
 
 class _KitError(RuntimeError):
     """The kit could not run a stream (a dead driver, a fault of the machine): the check stops, unjudged."""
+
+
+class _Unjudgeable(_KitError):
+    """No stream can be judged (the job's output does not match its contract): the check stops, said."""
 
 
 def check_properties(contract: Contract, pipeline: Any, *, session: Any, properties: Sequence[str] = PROPERTIES,
@@ -696,8 +742,14 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
 
     def run(text: str) -> RunObservation:
         if text not in observed:
-            obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
-                              path=f"<generated {contract.name} stream>", conf=conf)
+            from .problems import ScenarioInvalid
+
+            try:
+                obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
+                                  path=f"<generated {contract.name} stream>", conf=conf)
+            except ScenarioInvalid as exc:  # the kit wrote the scenario: its bug, never the user's mistake
+                raise _KitError(f"the kit generated an invalid scenario (a bug of the kit, not of your contract or "
+                                f"job: please report it with this message): {_one_line(str(exc))}") from None
             if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
                 raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
             observed[text] = obs
@@ -923,16 +975,25 @@ class _PropertyJudge:
     def usable(self, o: RunObservation) -> bool:
         """Whether a run can be compared: it applied, and it did not end in an error (`no-query-dies`
         says so); else counted as not judged, with the reason."""
+        self.matches(o)
         if not o.applicable:
             self.report.not_judged[f"not applicable: {o.result.reason}"] += 1
             return False
-        if o.died is not None:  # `no-query-dies` says so
+        if o.died is not None:  # `no-query-dies` breaks on it; here it is said with the stream it ended
             self.report.not_judged["the run ended in an error"] += 1
+            self.report.run_errors[_one_line(o.died)] += 1
             return False
         return True
 
+    def matches(self, o: RunObservation) -> None:
+        """A job whose output does not match its contract fails every run as `eventtime run` fails it: the
+        check stops, said once, never a property held on such runs."""
+        if o.mismatch is not None:
+            raise _Unjudgeable(f"every run fails as `eventtime run` fails it: {_one_line(o.mismatch)}")
+
     def judge_dies(self, sc: m.Scenario, base_text: str) -> None:
         base = self.run(base_text)
+        self.matches(base)
         if not base.applicable:
             self.report.not_judged[f"not applicable: {base.result.reason}"] += 1
             return

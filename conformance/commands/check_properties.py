@@ -108,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
     if not targets:
         print(f"eventtime: error: {unbound_message(contract, str(place))}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
-    if unimportable(targets):
-        return ExitCode.FAILED
+    failed_import = unimportable(targets)  # the rule `eventtime run` follows: a job not there is a usage error
+    if failed_import:
+        return failed_import
     if args.remote is not None:
         print("eventtime: error: check-properties re-runs batches from a checkpoint on this machine: not over "
               "Spark Connect (--remote)", file=sys.stderr)

@@ -1,0 +1,144 @@
+"""What a new user met with `eventtime check-properties` on their own jobs (issue 46's findings): the job's
+error said, a generated expect valid on a contract of several queries, the kit's own invalid scenario said
+as the kit's, a job that is not there a usage error, a counterexample file overwritten said so. No Spark."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from eventtime import properties as props
+from eventtime.cli import main
+from eventtime.contractfile import load_contract_file
+
+# the stranger's two-query contract (orders counted per customer by foreachBatch into a path parameter's
+# folder, the orders with no amount to a quarantine)
+ORDERS = textwrap.dedent("""\
+    contract: orders
+    description: JSON orders -> orders per customer in 5-minute windows; orders with no amount to quarantine.
+    sources:
+      orders:
+        columns: "order_id string, customer string, amount decimal(10,2), ts timestamp"
+        event_time: ts
+    params:
+      watermark_delay: {kind: duration, default: 10 minutes}
+      counts_path: {kind: path, conf: shop.counts_path}
+    queries:
+      customer_counts: {columns: "window_start timestamp, window_end timestamp, customer string, orders bigint"}
+      quarantine: {columns: "order_id string, customer string, amount decimal(10,2), ts timestamp"}
+    """)
+ERROR = ("jobs/dedup.py:21 (in main): readStream.json(... '/data/orders') matches no source of the contract: "
+         "declare the source's from:")
+
+
+@pytest.fixture
+def orders(tmp_path):
+    path = tmp_path / "orders.contract.yaml"
+    path.write_text(ORDERS)
+    return load_contract_file(path)
+
+
+def _died(reason: str) -> SimpleNamespace:
+    return SimpleNamespace(applicable=True, died=reason, mismatch=None, result=SimpleNamespace(reason=reason))
+
+
+def test_the_error_a_run_ended_in_is_said_with_how_many_streams(orders):
+    report = props.PropertyReport("exactly-once-rerun")
+    judge = props._PropertyJudge(report, lambda text: None, [], orders, None, (None, None, (), None))
+    for _ in range(3):
+        assert not judge.usable(_died(ERROR))
+    assert not judge.usable(_died("[CAST_INVALID_INPUT] The value 'x' cannot be cast"))
+    assert report.run_errors == Counter({ERROR: 3, "[CAST_INVALID_INPUT] The value 'x' cannot be cast": 1})
+    said = report.describe()
+    assert "judged on no generated stream" in said
+    assert f"3 stream(s) ended in: {ERROR}" in said, said
+    assert "1 stream(s) ended in: [CAST_INVALID_INPUT]" in said, said
+
+
+def test_a_written_folder_is_checked_validly_on_a_contract_of_several_queries(orders):
+    from eventtime import snapshotedit as se
+    from eventtime.loader import load_scenario_text
+    from eventtime.registry import ContractLookup
+    from eventtime.strategies import scenarios
+
+    steps = props.observation_steps(orders)
+    assert "- expect: {written: counts_path, query: customer_counts, rows: }" in steps, steps
+    lookup = ContractLookup((), extra=[orders])
+
+    @settings(max_examples=5, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(scenarios(orders, typed=True, delay="10 minutes", restarts=False, triggers=False, contracts=lookup))
+    def loads(sc):
+        text = props.with_step_after(sc, 0, "", tail=steps)
+        # as observe_run reads it: raised ScenarioInvalid ("declares several queries ...") before the fix
+        load_scenario_text(se.placeholder_text(text, se.holes(text)), "<generated orders stream>", contracts=lookup)
+
+    loads()
+
+
+def test_an_invalid_generated_scenario_is_said_as_the_kits_bug(orders, monkeypatch):
+    from eventtime.problems import Problem, ScenarioInvalid
+
+    def invalid(text, contract, **kwargs):
+        raise ScenarioInvalid([Problem("<generated orders stream>", 31, 11,
+                                       "contract 'orders' declares several queries")])
+    monkeypatch.setattr(props, "observe_run", invalid)
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["no-query-dies"],
+                                    max_examples=1, database=None)
+    (p,) = report.properties
+    assert p.error is not None and p.error.startswith("the kit generated an invalid scenario (a bug of the kit"), p.error
+    assert "please report it" in p.error and "declares several queries" in p.error
+    assert not report.held
+
+
+@pytest.mark.parametrize("pipeline", ["jobs/nope.py", "jobs.nope:transform"])
+def test_a_job_that_is_not_there_is_a_usage_error(pipeline, capsys, tmp_path, monkeypatch):
+    from eventtime.commands import spark
+
+    def refuse(args):
+        raise AssertionError("Spark was started")
+    monkeypatch.setattr(spark, "open_session", refuse)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orders.contract.yaml").write_text(ORDERS)
+    assert main(["check-properties", "orders.contract.yaml", "--pipeline", pipeline]) == 2
+    assert "nope" in capsys.readouterr().err
+    # `eventtime run` follows the same rule
+    (tmp_path / "s.scenario.yaml").write_text("scenario: s\ndescription: d\ncontract: orders\nsteps:\n- process\n")
+    assert main(["run", "s.scenario.yaml", "--contracts", str(tmp_path), "--pipeline", f"orders={pipeline}"]) == 2
+
+
+def test_a_counterexample_that_overwrites_an_earlier_file_says_so(tmp_path):
+    first = props.Counterexample("bounded-state", "order_dedup", "scenario: a\n", ["why"])
+    path = first.write(tmp_path)
+    assert not first.replaced
+    again = props.Counterexample("bounded-state", "order_dedup", "scenario: a\n", ["why"])
+    assert again.write(tmp_path) == path and not again.replaced  # the same text: nothing lost
+    other = props.Counterexample("bounded-state", "order_dedup", "scenario: b\n", ["why"])
+    other.write(tmp_path)
+    assert other.replaced
+    report = props.PropertyReport("bounded-state", counterexample=other, written=path)
+    assert "overwrote the file of that name" in report.describe()
+
+
+MISMATCH = ("pipeline jobs.orders:main: the output does not match contract 'orders': column 'amount' is double, "
+            "the contract says decimal(10,2)")
+
+
+@pytest.mark.parametrize("prop", ["no-query-dies", "exactly-once-rerun", "bounded-state"])
+def test_an_output_that_does_not_match_the_contract_is_never_held(prop, orders, monkeypatch):
+    from eventtime.results import FAILED, CheckFailure
+
+    def mismatched(text, contract, **kwargs):  # what run_scenario returns for it (sparksteps._output_mismatch)
+        step = SimpleNamespace(index=1, failures=[CheckFailure("output_schema", None, MISMATCH)], batches=[],
+                               observed=None)
+        result = SimpleNamespace(status=FAILED, cause=None, reason=None, steps=[step], scenario=None)
+        return props.RunObservation(text, result)  # type: ignore[arg-type]
+    monkeypatch.setattr(props, "observe_run", mismatched)
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=[prop], max_examples=3,
+                                    database=None)
+    (p,) = report.properties
+    assert not report.held and p.held_on == 0, p.describe()  # before: "no-query-dies: held on 3 ..."
+    assert p.error is not None and "column 'amount' is double, the contract says decimal(10,2)" in p.error, p.describe()
+    assert p.describe().count("column 'amount'") == 1
