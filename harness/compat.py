@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from . import jvmclasses, tuning
 
-__all__ = ["SparkCompat", "ConnectCompat", "compat_for", "is_connect"]
+__all__ = ["SparkCompat", "ConnectCompat", "available_now_mixin", "compat_for", "is_connect"]
 
 _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1+
@@ -479,6 +479,19 @@ def _writer_takes_once(dataframe: Any) -> bool:
         return "once" in inspect.signature(writer.trigger).parameters
     except (ImportError, AttributeError, TypeError, ValueError):
         return False
+
+
+def available_now_mixin() -> type | None:
+    """PySpark's `SupportsTriggerAvailableNow` mixin for Python streaming data sources, or None where this
+    pyspark has none. A reader without it gets one batch from `Trigger.AvailableNow`, as `Trigger.Once`
+    (Spark 4.0+, SPARK-45178: no wrapper for such sources), so no no-data batch runs after its data; the
+    kit's staged source (`connect_source.data_source`) takes the mixin where it exists. The server runs
+    the reader the client pickles: its pyspark must have the class too (same line as the client)."""
+    try:
+        from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+    except ImportError:
+        return None
+    return SupportsTriggerAvailableNow
 
 
 def _importable(module: str) -> bool:

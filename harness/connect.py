@@ -56,9 +56,10 @@ def _register_source(spark: Any) -> None:
     from pyspark import cloudpickle
 
     from . import connect_source
+    from .compat import available_now_mixin
 
     cloudpickle.register_pickle_by_value(connect_source)
-    spark.dataSource.register(connect_source.StagedDataSource)
+    spark.dataSource.register(connect_source.data_source(available_now_mixin()))
     _REGISTERED[id(spark)] = spark
 
 

@@ -21,9 +21,9 @@ reads the kit's rows; a read of a table the pipeline itself defines (`spark.read
 `SubstitutionError` naming the definition's `file:line`, before the update starts. Without `sources`
 the definitions run as they are, reading what they name. `PipelineRun` holds the sources and the
 storage across updates: add rows, `update()`, read a dataset, add, `update()` again.
-Differs from a real source (measured, docs/pipelines.md): an update over the staged source runs its
-data batch only, not the no-data batch a file source's update runs after it, so a window closed by the
-update's own watermark is emitted by the next update's batch.
+An update over the staged sources runs as over a Kafka or file source: its flows' `Trigger.AvailableNow`
+reads to what was released before the update, then runs the no-data batches the new watermark calls for
+(the staged reader's `SupportsTriggerAvailableNow`, `connect_source`; measured, docs/pipelines.md).
 """
 from __future__ import annotations
 
