@@ -200,9 +200,9 @@ class _AvailableNowReader(StagedStreamReader):
     calls `latestOffset(start, limit)` (measured on 4.3.0: the no-argument form fails there), so this one
     takes both. No limit is asked of the staged source (it has no such option): what was released is read."""
 
-    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # type: ignore[override]
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # type: ignore[override, unused-ignore]
         latest = super().latestOffset()
-        return latest if latest is not None else start  # type: ignore[return-value]
+        return latest if latest is not None else start  # type: ignore[return-value, unused-ignore]
 
 
 class StagedDataSource(DataSource):
@@ -216,10 +216,10 @@ class StagedDataSource(DataSource):
     def schema(self) -> str:
         return self.options["schema"]
 
-    reader: type[StagedStreamReader] = StagedStreamReader
+    stream_reader_class: type[StagedStreamReader] = StagedStreamReader
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return self.reader(dict(self.options))
+        return self.stream_reader_class(dict(self.options))
 
 
 def data_source(available_now: type | None) -> type[StagedDataSource]:
@@ -230,4 +230,4 @@ def data_source(available_now: type | None) -> type[StagedDataSource]:
     if available_now is None:
         return StagedDataSource
     reader = type("StagedAvailableNowReader", (_AvailableNowReader, available_now), {})
-    return type("StagedAvailableNowSource", (StagedDataSource,), {"reader": reader})
+    return type("StagedAvailableNowSource", (StagedDataSource,), {"stream_reader_class": reader})

@@ -192,7 +192,7 @@ def test_an_available_now_query_reads_to_the_release_it_started_with(tmp_path):
     start, later = uuid.uuid4().hex, uuid.uuid4().hex  # pins live on this machine's disk: fresh starts
     _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
     mixin = available_now_mixin()
-    made = data_source(mixin).reader
+    made = data_source(mixin).stream_reader_class
     a, b = (made({"root": f"file:{tmp_path}", "source": s, "token": start}) for s in "ab")
     if mixin is not None:  # the engine asks a reader with the mixin for (start, limit) (admission control)
         assert a.latestOffset({"adds": 0, "source": "a"}, None) == {"adds": 1, "source": "a"}
@@ -207,9 +207,9 @@ def test_an_available_now_query_reads_to_the_release_it_started_with(tmp_path):
     nxt.prepareForTriggerAvailableNow()
     assert nxt.latestOffset() == {"adds": 2, "source": "a"}
     if mixin is None:  # this pyspark has no mixin: the engine runs one batch per AvailableNow start
-        assert made is data_source(None).reader
+        assert made is data_source(None).stream_reader_class
     else:  # the engine takes the AvailableNow path only for a reader that is an instance of the mixin
-        assert issubclass(made, mixin) and not issubclass(data_source(None).reader, mixin)
+        assert issubclass(made, mixin) and not issubclass(data_source(None).stream_reader_class, mixin)
 
 
 # -- a step waits until the query has read what was released -----------------------------------------------
