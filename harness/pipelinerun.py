@@ -23,7 +23,9 @@ the definitions run as they are, reading what they name. `PipelineRun` holds the
 storage across updates: add rows, `update()`, read a dataset, add, `update()` again.
 An update over the staged sources runs as over a Kafka or file source: its flows' `Trigger.AvailableNow`
 reads to what was released before the update, then runs the no-data batches the new watermark calls for
-(the staged reader's `SupportsTriggerAvailableNow`, `connect_source`; measured, docs/pipelines.md).
+(the staged reader's `SupportsTriggerAvailableNow`, `connect_source`; measured, docs/pipelines.md). A SQL
+definition file's reads are parsed by the server: with `sources`, one that reads anything but a dataset of
+the pipeline is a `PipelineLoadError` at its line (`pipelinegraph.check_sql_sources`).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .bounded import bounded_call
 from .connect import ConnectSource
 from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
-from .pipelinegraph import PipelineGraph, PipelineLoadError, load_graph, load_spec
+from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec
 from .stream import HarnessError, HarnessTimeout
 
 __all__ = ["PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "run_update"]
@@ -180,6 +182,7 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
         with _substituted(sources, graph_reads):
             graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
         _check_graph_reads(graph, graph_reads)
+        check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
     result = UpdateResult(graph, graph_id)
 
     session: Any = _Session(spark)
