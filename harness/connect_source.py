@@ -207,7 +207,7 @@ class _AvailableNowReader(StagedStreamReader):
 
 class StagedDataSource(DataSource):
     """`spark.readStream.format("eventtime_staged")` with options root, source, token (one per query
-    start) and the schema as a DDL string."""
+    start), the schema as a DDL string, and available_now (`true` for a query run by Trigger.AvailableNow)."""
 
     @classmethod
     def name(cls) -> str:
@@ -216,10 +216,14 @@ class StagedDataSource(DataSource):
     def schema(self) -> str:
         return self.options["schema"]
 
+    # the reader of a query started with Trigger.AvailableNow (option available_now=true: a pipeline's
+    # flows); other queries keep the plain reader, which the engine polls without admission control
     stream_reader_class: type[StagedStreamReader] = StagedStreamReader
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return self.stream_reader_class(dict(self.options))
+        options = dict(self.options)
+        available_now = str(options.get("available_now", "false")).lower() == "true"
+        return (self.stream_reader_class if available_now else StagedStreamReader)(options)
 
 
 def data_source(available_now: type | None) -> type[StagedDataSource]:
@@ -229,5 +233,5 @@ def data_source(available_now: type | None) -> type[StagedDataSource]:
     `Trigger.Once` (Spark 4.0+, SPARK-45178)."""
     if available_now is None:
         return StagedDataSource
-    reader = type("StagedAvailableNowReader", (_AvailableNowReader, available_now), {})
-    return type("StagedAvailableNowSource", (StagedDataSource,), {"stream_reader_class": reader})
+    reader = type("StagedAvailableNowReader", (_AvailableNowReader, available_now), {"__module__": __name__})
+    return type("StagedAvailableNowSource", (StagedDataSource,), {"stream_reader_class": reader, "__module__": __name__})

@@ -68,7 +68,7 @@ def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall
     """The definitions' readers replaced by `sources` inside the block; reads of tables left to the server
     are put in `graph_reads` (the caller checks them against the graph once it is registered)."""
     # built before the patch is on: a source's own DataFrame is a reader too
-    frames = {s.name: s.source.dataframe() for s in sources}
+    frames = {s.name: s.source.dataframe(available_now=True) for s in sources}  # flows run Trigger.AvailableNow
 
     def described() -> str:
         return "; ".join(f"{s.name} (from: {{{', '.join(f'{k}: {v}' for k, v in s.reads)}}})" for s in sources)

@@ -192,7 +192,8 @@ def test_an_available_now_query_reads_to_the_release_it_started_with(tmp_path):
     start, later = uuid.uuid4().hex, uuid.uuid4().hex  # pins live on this machine's disk: fresh starts
     _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
     mixin = available_now_mixin()
-    made = data_source(mixin).stream_reader_class
+    source = data_source(mixin)
+    made = source.stream_reader_class
     a, b = (made({"root": f"file:{tmp_path}", "source": s, "token": start}) for s in "ab")
     if mixin is not None:  # the engine asks a reader with the mixin for (start, limit) (admission control)
         assert a.latestOffset({"adds": 0, "source": "a"}, None) == {"adds": 1, "source": "a"}
@@ -210,6 +211,12 @@ def test_an_available_now_query_reads_to_the_release_it_started_with(tmp_path):
         assert made is data_source(None).stream_reader_class
     else:  # the engine takes the AvailableNow path only for a reader that is an instance of the mixin
         assert issubclass(made, mixin) and not issubclass(data_source(None).stream_reader_class, mixin)
+    # only a query started for Trigger.AvailableNow (a pipeline's flow) gets it; others keep the plain reader
+    from eventtime.harness.connect_source import StagedStreamReader
+
+    options = {"root": f"file:{tmp_path}", "source": "a", "token": later, "schema": "x int"}
+    assert type(source(options).streamReader(None)) is StagedStreamReader
+    assert type(source({**options, "available_now": "true"}).streamReader(None)) is made
 
 
 # -- a step waits until the query has read what was released -----------------------------------------------
