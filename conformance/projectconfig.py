@@ -8,7 +8,9 @@ it that has one). The keys both faces read:
 
     eventtime_pipelines   one binding per line: CONTRACT = MODULE:FUNCTION, or
                           CONTRACT[FOLDER] = MODULE:FUNCTION for the scenario files under FOLDER
-                          (relative to the file's folder)
+                          (relative to the file's folder); a script job or a Spark Declarative
+                          Pipeline by its path (jobs/job.py, pipelines/clicks/spark-pipeline.yml or
+                          pipelines/clicks/), from the file's folder
     eventtime_contracts   folders of *.contract.yaml files (relative to the file's folder)
     eventtime_timeout     bound on each wait for Spark, seconds
     eventtime_master      (pytest) the Spark master; `eventtime` takes --master
@@ -50,12 +52,15 @@ from eventtime.harness.errors import EventtimeError
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 __all__ = ["SettingsError", "IniFile", "find_ini", "project_paths", "parse_binding", "parse_bindings", "nearest", "is_target",
+           "is_path_target", "path_from",
            "default_targets", "unbound_message", "positive_seconds", "checked_master", "spark_target",
            "contract_folders", "DEFAULT_TIMEOUT", "warm_wanted", "WARM_KEY", "ALLOW_NA_KEY", "allowed_not_applicable",
            "Unjudged", "nothing_judged", "contracts_under", "unknown_contract_message", "spark_conf_pairs"]
 
 _BINDING = re.compile(r"^\s*(?P<contract>[A-Za-z_][A-Za-z0-9_]*)(?:\s*\[(?P<under>[^\]]+)\])?\s*=\s*(?P<target>\S+)\s*$")
-_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py)$")  # module:function, or a script's path
+# module:function, a script's path, or a Spark Declarative Pipeline: its spec's path or its folder's (ending in /)
+_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[^\s:=]+\.py|(?:[^\s:=]*/)?spark-pipeline\.ya?ml|[^\s:=]+/)$")
+_PIPELINE_SPEC = re.compile(r"^(?:[^\s:=]*/)?spark-pipeline\.ya?ml$|^[^\s:=]+/$")
 
 # (contract, folder or None) -> (pipeline: 'module:function' or a callable, where it was given)
 Bindings = dict[tuple[str, str | None], tuple[Any, str]]
@@ -153,8 +158,24 @@ class SettingsError(EventtimeError, ValueError):
 
 
 def is_target(text: str) -> bool:
-    """Whether `text` is a pipeline reference: 'module:function', or a script job's path ('jobs/job.py')."""
+    """Whether `text` is a pipeline reference: 'module:function', a script job's path ('jobs/job.py'), or a
+    Spark Declarative Pipeline's spec ('pipelines/clicks/spark-pipeline.yml') or folder ('pipelines/clicks/')."""
     return bool(_TARGET.match(text))
+
+
+def is_path_target(text: str) -> bool:
+    """Whether `text` names a file or folder (a script job, a pipeline spec): in the settings file it is
+    from the file's folder, on the command line from where the run starts."""
+    return text.endswith(".py") or bool(_PIPELINE_SPEC.match(text))
+
+
+def path_from(folder: Path, target: str, *, relative: bool = False) -> str:
+    """A path binding (`is_path_target`) given from `folder` (the settings file's), as a path from here:
+    absolute, or `relative` to the working folder; a pipeline folder keeps its trailing `/`."""
+    import os
+
+    path = os.path.relpath(folder / target) if relative else str(folder / target)
+    return path + "/" if target.endswith("/") and not path.endswith("/") else path
 
 
 def parse_binding(value: str, where: str) -> tuple[str, str | None, str]:
@@ -163,7 +184,9 @@ def parse_binding(value: str, where: str) -> tuple[str, str | None, str]:
     if not m or not _TARGET.match(m.group("target")):
         raise SettingsError(f"{where}: {value!r} is not CONTRACT=MODULE:FUNCTION or "
                             "CONTRACT[FOLDER]=MODULE:FUNCTION (e.g. tumbling_count=my_jobs.windows:count; "
-                            "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__)")
+                            "a script job: CONTRACT=path/to/job.py or CONTRACT=package.module:__main__; a Spark "
+                            "Declarative Pipeline: CONTRACT=path/to/spark-pipeline.yml or its folder, "
+                            "CONTRACT=path/to/folder/)")
     under = m.group("under").strip().strip("/") if m.group("under") else None
     return m.group("contract"), under, m.group("target")
 

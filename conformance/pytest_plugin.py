@@ -308,8 +308,8 @@ class _Settings:
             from eventtime.userpipeline import PipelineError, resolve_pipeline
 
             ref = target
-            if ref.endswith(".py") and not Path(ref).is_absolute():  # a script job: from the project's root
-                ref = str(self.config.rootpath / ref)
+            if projectconfig.is_path_target(ref) and not Path(ref).is_absolute():  # a script or pipeline spec: from the root
+                ref = projectconfig.path_from(self.config.rootpath, ref)
             try:
                 self._resolved[target] = resolve_pipeline(ref)
             except PipelineError as exc:

@@ -37,7 +37,7 @@ from .contracts import Column, Contract
 __all__ = ["SignatureError", "OutputMismatch", "PipelineRaised", "PipelineError", "PipelineImportError",
            "ImplementationError", "Pipeline", "pipeline_caller",
            "check_output", "user_frames", "is_job", "resolve_pipeline", "implementation", "implementation_info",
-           "ImplementationInfo", "UNJUDGEABLE", "ScriptJob"]
+           "ImplementationInfo", "UNJUDGEABLE", "ScriptJob", "DeclarativePipeline"]
 
 # what the runner calls: `fn(sources, params)` after `pipeline_caller` adapted the user's signature
 Pipeline = Callable[..., Any]
@@ -120,6 +120,8 @@ def resolve_pipeline(ref: str) -> Pipeline:
     raises PipelineError saying why not."""
     if ref.endswith(".py") or ref.endswith(":__main__"):
         return _resolve_script(ref)
+    if _is_pipeline_ref(ref):
+        return _resolve_declarative(ref)
     module_name, sep, attr = ref.partition(":")
     if not sep:
         module_name, _, attr = ref.rpartition(".")
@@ -232,6 +234,42 @@ def _resolve_script(ref: str) -> Pipeline:
         raise PipelineError(f"cannot find module {module!r} for script job {ref!r}{why} (is the project installed, "
                             "`pip install -e .`, or its folder on PYTHONPATH?)")
     return ScriptJob(ref, module=module)
+
+def _is_pipeline_ref(ref: str) -> bool:
+    from eventtime.harness.pipelinegraph import SPEC_FILE_NAMES
+
+    return ref.endswith(SPEC_FILE_NAMES) or ref.endswith(("/", os.sep)) or (":" not in ref and os.path.isdir(ref))
+
+
+def _resolve_declarative(ref: str) -> "DeclarativePipeline":
+    from eventtime.harness.pipelinegraph import PipelineLoadError, find_spec
+
+    try:
+        spec = find_spec(os.path.abspath(ref))
+    except PipelineLoadError as exc:
+        raise PipelineError(f"Spark Declarative Pipeline {ref!r}: {exc} (a pipeline is bound by its spec's path or "
+                            "its folder's: in the project's settings file from the project's root, on the command "
+                            "line from the folder the run starts in)") from None
+    return DeclarativePipeline(ref, str(spec))
+
+
+class DeclarativePipeline:
+    """A Spark Declarative Pipeline bound by its spec (`pipelines/clicks/spark-pipeline.yml`) or its folder:
+    its definition files are loaded and run as `spark-pipelines run` runs them (docs/pipelines.md), on a
+    Spark Connect session only; the kit never calls it as a function."""
+
+    def __init__(self, ref: str, spec: str):
+        self.ref, self.spec = ref, spec
+        self.__module__ = ref  # the run's name for it: the binding as written
+        self.__qualname__ = "spark-pipeline"
+
+    def __repr__(self) -> str:
+        return f"DeclarativePipeline({self.ref!r})"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise PipelineError(f"pipeline {self.ref!r} is a Spark Declarative Pipeline: it runs in updates, not as "
+                            "a function")
+
 
 class ScriptJob:
     """A job whose only entry is its script run as `__main__`, as `spark-submit job.py --arg x` runs it:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 
 from . import jvmclasses, tuning
 
-__all__ = ["SparkCompat", "ConnectCompat", "compat_for", "is_connect"]
+__all__ = ["SparkCompat", "ConnectCompat", "available_now_mixin", "compat_for", "is_connect"]
 
 _MEMORY_STREAM_CLASSES = (
     "org.apache.spark.sql.execution.streaming.runtime.MemoryStream",  # 4.1+
@@ -434,6 +434,24 @@ class SparkCompat:
             found.add("session_window_dynamic_gap")
         return frozenset(found)
 
+    def pipelines_not_applicable(self) -> str | None:
+        """Why a Spark Declarative Pipeline cannot run on this session (None when it can): the feature
+        `pipelines`, said in full."""
+        from .pipelinegraph import available
+
+        if not available():
+            return (f"this pyspark {_pyspark_version()} has no Spark Declarative Pipelines (pyspark.pipelines, "
+                    "Spark 4.1 and later)")
+        if not self.connect:
+            return ("a Spark Declarative Pipeline runs on a Spark Connect session only (its definitions are "
+                    "registered as Connect plans, as `spark-pipelines run` registers them); this session is "
+                    "classic: run over Spark Connect (--remote, eventtime_remote, SPARK_REMOTE)")
+        if available_now_mixin() is None:
+            return ("this pyspark has no SupportsTriggerAvailableNow for Python data sources: the kit's staged "
+                    "sources would run one batch per pipeline update (Trigger.AvailableNow falls back to "
+                    "Trigger.Once), where a Kafka or file source runs the no-data batches its watermark calls for")
+        return None
+
     def _has_conf(self, key: str) -> bool:
         """Whether this Spark registers the SQL setting `key` (an unknown key has no default)."""
         try:
@@ -479,6 +497,25 @@ def _writer_takes_once(dataframe: Any) -> bool:
         return "once" in inspect.signature(writer.trigger).parameters
     except (ImportError, AttributeError, TypeError, ValueError):
         return False
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(getattr(pyspark, "__version__", "?"))
+
+
+def available_now_mixin() -> type | None:
+    """PySpark's `SupportsTriggerAvailableNow` mixin for Python streaming data sources, or None where this
+    pyspark has none. A reader without it gets one batch from `Trigger.AvailableNow`, as `Trigger.Once`
+    (Spark 4.0+, SPARK-45178: no wrapper for such sources), so no no-data batch runs after its data; the
+    kit's staged source (`connect_source.data_source`) takes the mixin where it exists. The server runs
+    the reader the client pickles: its pyspark must have the class too (same line as the client)."""
+    try:
+        from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+    except ImportError:
+        return None
+    return SupportsTriggerAvailableNow
 
 
 def _importable(module: str) -> bool:
@@ -532,6 +569,8 @@ class ConnectCompat(SparkCompat):
         found.add("join_then_stateful")
         if hasattr(F, "session_window"):
             found.add("session_window_dynamic_gap")
+        if self.pipelines_not_applicable() is None:
+            found.add("pipelines")
         return frozenset(found)
 
 

@@ -56,9 +56,10 @@ def _register_source(spark: Any) -> None:
     from pyspark import cloudpickle
 
     from . import connect_source
+    from .compat import available_now_mixin
 
     cloudpickle.register_pickle_by_value(connect_source)
-    spark.dataSource.register(connect_source.StagedDataSource)
+    spark.dataSource.register(connect_source.data_source(available_now_mixin()))
     _REGISTERED[id(spark)] = spark
 
 
@@ -134,12 +135,14 @@ class ConnectSource:
         self._fields = parse_schema(self.columns).fields
         self._schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
 
-    def dataframe(self) -> Any:
-        """A new streaming DataFrame reading this source, for the current query start."""
+    def dataframe(self, *, available_now: bool = False) -> Any:
+        """A new streaming DataFrame reading this source, for the current query start; `available_now` for a
+        query run by Trigger.AvailableNow (a pipeline's flows: `connect_source.data_source`)."""
         self.staging.reading.add(self.name)
         return (self.staging.spark.readStream.format("eventtime_staged")
                 .option("root", self.staging.root).option("source", self.name)
-                .option("token", self.staging.token).option("schema", self._schema).load())
+                .option("token", self.staging.token).option("schema", self._schema)
+                .option("available_now", str(available_now).lower()).load())
 
     def add(self, given: Sequence[Sequence[Any]]) -> None:
         """Stage rows (the kit's values: timestamps as epoch microseconds) as this source's next offset."""

@@ -16,7 +16,13 @@ Rules it keeps (see docs/connect.md for the measured facts behind them):
   server already runs what the client pickles (this data source, the foreachBatch function): the
   rows add no new trust.
 - Offsets move only when the client releases: `latestOffset` counts the adds of this source in the
-  released generations, never more. An offset names its source, so the client can tell from the
+  released generations, never more. Under `Trigger.AvailableNow` (a pipeline update's flows) the
+  query's target is the newest complete generation when it starts (`prepareForTriggerAvailableNow`,
+  pinned as below so every source of the query shares it), and `latestOffset` goes no further: the
+  update reads what was released before it and then runs the no-data batches its watermark calls for,
+  as a Kafka or file source's does. The engine takes that path only for a reader with pyspark's
+  `SupportsTriggerAvailableNow` mixin; where pyspark has it (`eventtime.harness.compat`, the client's
+  seam, decides) `data_source(mixin)` builds the reader with it. An offset names its source, so the client can tell from the
   checkpoint's offset log which adds of which source a batch read.
 - Several sources see the same release in the same trigger. The engine asks every source for its
   latest offset once per trigger, one after the other; a release landing between two of those
@@ -104,6 +110,7 @@ class StagedStreamReader(DataSourceStreamReader):
         self.source = options["source"]
         self.pins = os.path.join(tempfile.gettempdir(), "eventtime-pins", options["token"])
         self.calls = 0
+        self.target: int | None = None  # the generation an AvailableNow query reads up to
         self._adds: dict[int, list[tuple[int, list[tuple]]]] = {}  # gen -> [(seq, rows)] of this source
 
     # -- offsets -------------------------------------------------------------------------------------
@@ -116,14 +123,26 @@ class StagedStreamReader(DataSourceStreamReader):
     # The no-argument form, which every Spark 4.x calls once per trigger (4.2 added start and limit).
     # (override: 4.2+ stubs declare those arguments; unused-ignore: 4.0-4.1 stubs do not)
     def latestOffset(self) -> dict:  # type: ignore[override, unused-ignore]
-        self.calls += 1
-        gen = self._pinned(self.calls)
+        if self.target is not None:
+            gen = self.target
+        else:
+            self.calls += 1
+            gen = self._pinned(str(self.calls))
+            try:  # every reader has passed call - 2: the engine polls all sources within one trigger
+                os.unlink(os.path.join(self.pins, str(self.calls - 2)))
+            except FileNotFoundError:
+                pass
         adds = sum(len(self._source_adds(g)) for g in range(1, gen + 1))
         return self._offset(adds) if adds else None  # type: ignore[return-value]
 
-    def _pinned(self, call: int) -> int:
+    def prepareForTriggerAvailableNow(self) -> None:
+        """`SupportsTriggerAvailableNow`: the query's target is what was released when it started (one pin
+        for every source of the query start, kept for its whole run, also when a flow is retried)."""
+        self.target = self._pinned("available-now")
+
+    def _pinned(self, name: str) -> int:
         os.makedirs(self.pins, exist_ok=True)
-        pin = os.path.join(self.pins, str(call))
+        pin = os.path.join(self.pins, name)
         try:
             with open(pin, encoding="ascii") as fh:
                 return int(fh.read())
@@ -141,10 +160,6 @@ class StagedStreamReader(DataSourceStreamReader):
                 newest = int(fh.read())
         finally:
             os.unlink(scratch)
-        try:  # every reader has passed call - 2: the engine polls all sources within one trigger
-            os.unlink(os.path.join(self.pins, str(call - 2)))
-        except FileNotFoundError:
-            pass
         return newest
 
     def _source_adds(self, gen: int) -> list[tuple[int, list[tuple]]]:
@@ -179,9 +194,20 @@ class StagedStreamReader(DataSourceStreamReader):
         pass
 
 
+class _AvailableNowReader(StagedStreamReader):
+    """The reader with pyspark's `SupportsTriggerAvailableNow` (added by `data_source`). The engine drives
+    such a reader through its admission-control path (`PythonMicroBatchStreamWithAdmissionControl`), which
+    calls `latestOffset(start, limit)` (measured on 4.3.0: the no-argument form fails there), so this one
+    takes both. No limit is asked of the staged source (it has no such option): what was released is read."""
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # type: ignore[override, unused-ignore]
+        latest = super().latestOffset()
+        return latest if latest is not None else start  # type: ignore[return-value, unused-ignore]
+
+
 class StagedDataSource(DataSource):
     """`spark.readStream.format("eventtime_staged")` with options root, source, token (one per query
-    start) and the schema as a DDL string."""
+    start), the schema as a DDL string, and available_now (`true` for a query run by Trigger.AvailableNow)."""
 
     @classmethod
     def name(cls) -> str:
@@ -190,5 +216,22 @@ class StagedDataSource(DataSource):
     def schema(self) -> str:
         return self.options["schema"]
 
+    # the reader of a query started with Trigger.AvailableNow (option available_now=true: a pipeline's
+    # flows); other queries keep the plain reader, which the engine polls without admission control
+    stream_reader_class: type[StagedStreamReader] = StagedStreamReader
+
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return StagedStreamReader(dict(self.options))
+        options = dict(self.options)
+        available_now = str(options.get("available_now", "false")).lower() == "true"
+        return (self.stream_reader_class if available_now else StagedStreamReader)(options)
+
+
+def data_source(available_now: type | None) -> type[StagedDataSource]:
+    """The data source to register: its reader with `available_now` (pyspark's
+    `SupportsTriggerAvailableNow`, where it has one) among its bases, so that `Trigger.AvailableNow` runs
+    to the release's target with its no-data batches; without it the engine runs one batch, as
+    `Trigger.Once` (Spark 4.0+, SPARK-45178)."""
+    if available_now is None:
+        return StagedDataSource
+    reader = type("StagedAvailableNowReader", (_AvailableNowReader, available_now), {"__module__": __name__})
+    return type("StagedAvailableNowSource", (StagedDataSource,), {"stream_reader_class": reader, "__module__": __name__})

@@ -11,4 +11,6 @@ FEATURES = {
     "state_reader": ("Spark's state data source, format('statestore') and format('state-metadata') (Spark 4.0+, "
                      "classic sessions; `state` checks need it)"),
     "trigger_once": "Trigger.Once, trigger(once=True) (deprecated since Spark 3.4; `run: once` needs it)",
+    "pipelines": ("Spark Declarative Pipelines (pyspark.pipelines, Spark 4.1+) on a Spark Connect session, the "
+                  "kit's staged sources taking Trigger.AvailableNow (pyspark's SupportsTriggerAvailableNow)"),
 }

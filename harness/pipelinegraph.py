@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -27,7 +28,8 @@ from .errors import EventtimeError
 from .jobio import Place
 
 __all__ = ["SPEC_FILE_NAMES", "Dataset", "FlowDef", "PipelineGraph", "PipelineLoadError", "RecordingRegistry",
-           "available", "find_spec", "load_graph", "load_spec"]
+           "NeedsSession", "SqlRead", "available", "check_definitions", "check_sql_sources", "definition_files", "find_spec", "load_graph", "load_spec",
+           "sql_reads"]
 
 _HERE = os.path.abspath(__file__)
 # pyspark.pipelines.cli.PIPELINE_SPEC_FILE_NAMES, kept here so a folder can be resolved without it.
@@ -36,6 +38,10 @@ SPEC_FILE_NAMES = ("spark-pipeline.yaml", "spark-pipeline.yml")
 
 class PipelineLoadError(EventtimeError):
     """A pipeline's spec or definition files could not be loaded; the message names the file (and line)."""
+
+
+class NeedsSession(PipelineLoadError):
+    """A definition file uses `spark` while it is imported, which a graph loaded without a session cannot run."""
 
 
 def available() -> bool:
@@ -162,7 +168,7 @@ class _NoSession:
     def __getattr__(self, name: str) -> Any:
         from .jobio import caller_place
         place = caller_place(skip=lambda name: os.path.abspath(name) == _HERE)
-        raise PipelineLoadError(f"{place}: a definition file uses `spark.{name}` while it is imported; "
+        raise NeedsSession(f"{place}: a definition file uses `spark.{name}` while it is imported; "
                                 "loading a pipeline's graph without a session cannot run that (a flow's own "
                                 "function is not called here)")
 
@@ -198,4 +204,152 @@ def load_graph(path: str | Path, spark: Any = None, inner: Any = None, graph_id:
     session: Any = spark if spark is not None else _NoSession()
     with _pyspark_errors(spec_path):
         cli.register_definitions(spec_path, RecordingRegistry(graph, inner), spec, session, graph_id)
+    return graph
+
+
+# -- SQL definition files ----------------------------------------------------------------------------------
+# A SQL file is sent whole to the server, which parses it (`DefineSqlGraphElements`): the client cannot put
+# the kit's sources in place of what it reads. So a SQL file's read of anything outside the pipeline is
+# refused at its line before a run; reads of the pipeline's own datasets are resolved by the server.
+def definition_files(path: str | Path) -> list[Path]:
+    """The definition files of the pipeline at `path`, found as `register_definitions` finds them (each
+    glob of the spec's `libraries` from the spec's folder, in `Path.glob` order, `__pycache__` skipped)."""
+    spec_path, spec = load_spec(path)
+    root = spec_path.parent
+    return [p for lib in spec.libraries for p in root.glob(lib.include)
+            if p.is_file() and "__pycache__" not in p.parts]
+
+
+@dataclass(frozen=True)
+class SqlRead:
+    """What a SQL definition reads at `place`: a table (`name`) or a source function (`function`)."""
+
+    place: Place
+    text: str
+    name: str | None = None
+    function: str | None = None
+
+
+_SQL_IDENT = r"(?:`[^`]+`|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][\w$]*))*"
+_SQL_DEFINES = re.compile(r"\bCREATE\s+(?:OR\s+(?:REFRESH|REPLACE)\s+)?(?:(?:STREAMING|TEMPORARY|TEMP)\s+)?"
+                          r"(?:MATERIALIZED\s+)?(?:TABLE|VIEW|FLOW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                          rf"(?P<name>{_SQL_IDENT})", re.I)
+_SQL_CTE = re.compile(rf"(?:\bWITH|,)\s*(?:RECURSIVE\s+)?(?P<name>{_SQL_IDENT})\s+AS\s*\(", re.I)
+# a read: FROM/JOIN a name, STREAM(name) or STREAM name, or a table-valued function call
+_SQL_READ = re.compile(rf"\b(?P<kw>(?:FROM|JOIN)(?:\s+STREAM\b)?|STREAM)\b\s*(?P<paren>\(\s*)?(?P<name>{_SQL_IDENT})\s*(?P<call>\()?",
+                       re.I)
+# keywords a name position can hold that are no table (FROM (subquery), FROM STREAM ..., JOIN LATERAL ...)
+_SQL_NOT_TABLES = {"select", "stream", "lateral", "values", "with", "table"}
+# functions whose argument list holds FROM (EXTRACT(YEAR FROM ts)): no read
+_SQL_FROM_FUNCTIONS = {"extract", "trim", "substring", "substr", "overlay", "position", "date_part", "datepart"}
+
+
+def _sql_code(text: str) -> str:
+    """`text` with comments and string literals blanked (newlines kept, so offsets keep their lines)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+        elif c in "'\"":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j - 1]) + c if j - i >= 2 else c)
+            i = j
+            continue
+        else:
+            out.append(c)
+            i += 1
+            continue
+        out.append(re.sub(r"[^\n]", " ", text[i:j]))
+        i = j
+    return "".join(out)
+
+
+def _bare_sql(name: str) -> str:
+    return re.sub(r"\s", "", name).rsplit(".", 1)[-1].strip("`").lower()
+
+
+def _inside_from_function(code: str, at: int) -> bool:
+    """Whether offset `at` is inside the parentheses of a function whose arguments use FROM."""
+    depth = 0
+    for i in range(at - 1, -1, -1):
+        if code[i] == ")":
+            depth += 1
+        elif code[i] == "(":
+            if depth == 0:
+                m = re.search(r"([A-Za-z_]\w*)\s*$", code[:i])
+                return bool(m and m.group(1).lower() in _SQL_FROM_FUNCTIONS)
+            depth -= 1
+    return False
+
+
+def sql_reads(file: Path, shown: str | None = None) -> tuple[set[str], list[SqlRead]]:
+    """The datasets a SQL definition file defines (bare lower-case names) and what it reads, at its lines."""
+    text = file.read_text(encoding="utf-8")
+    code = _sql_code(text)
+    where = shown or str(file)
+
+    def place(offset: int) -> Place:
+        return Place(where, code.count("\n", 0, offset) + 1)
+
+    defined = {_bare_sql(m.group("name")) for m in _SQL_DEFINES.finditer(code)}
+    ctes = {_bare_sql(m.group("name")) for m in _SQL_CTE.finditer(code)}
+    reads = []
+    for m in _SQL_READ.finditer(code):
+        name = m.group("name")
+        bare = _bare_sql(name)
+        if bare in _SQL_NOT_TABLES or (m.group("kw").lower().startswith("from") and _inside_from_function(code, m.start())):
+            continue
+        snippet = " ".join(text[m.start():m.end()].split())
+        if m.group("call"):
+            if bare.startswith("read_") or bare in {"cloud_files"}:  # a source function: files, Kafka, ...
+                reads.append(SqlRead(place(m.start("name")), snippet, function=bare))
+            continue  # another table-valued function (range, explode, ...): no external source
+        if bare not in ctes:
+            reads.append(SqlRead(place(m.start("name")), snippet, name=name))
+    return defined, reads
+
+
+def check_sql_sources(graph: PipelineGraph, files: list[Path] | None = None, *, tables: bool = True) -> None:
+    """Refuse, at the SQL file's line, a read of anything that is not a dataset of the pipeline: a source
+    function (`read_files(...)`, `read_kafka(...)`) or (with `tables`) a table no definition file defines.
+    `graph` gives the datasets the Python files define (a graph loaded without a session is enough)."""
+    files = files if files is not None else definition_files(graph.spec_path)
+    sql = [f for f in files if f.suffix == ".sql"]
+    found = [(f, *sql_reads(f)) for f in sql]
+    datasets = {_bare_sql(n) for n in graph.datasets} | {d for _, defined, _ in found for d in defined}
+    for _, _, reads in found:
+        for read in reads:
+            if read.function:
+                raise PipelineLoadError(
+                    f"{read.place}: `{read.text}` reads a source in a SQL definition "
+                    f"file ({read.function}); SQL files are parsed by the server, so the kit cannot put a "
+                    "scenario's source in its place: read it in a Python definition (spark.readStream), or "
+                    "from a dataset of the pipeline")
+            if tables and read.name is not None and _bare_sql(read.name) not in datasets:
+                raise PipelineLoadError(
+                    f"{read.place}: `{read.text}` reads {read.name!r}, which no "
+                    f"definition file of pipeline {graph.name!r} defines (datasets: "
+                    f"{', '.join(sorted(datasets)) or 'none'}); SQL files are parsed by the server, so the kit "
+                    "cannot put a scenario's source in place of a table outside the pipeline")
+
+
+def check_definitions(path: str | Path) -> PipelineGraph:
+    """What can be refused of a pipeline before any session: its spec (PySpark's own errors), its Python
+    definition files as imported (each flow function not called), and its SQL files' reads (at their
+    lines). When a Python file needs `spark` while it is imported, its datasets are not known here and
+    only the SQL files' source functions are judged (their table reads are, once registered, by `run_update`)."""
+    spec_path, spec = load_spec(path)
+    try:
+        graph, tables = load_graph(spec_path), True
+    except NeedsSession:
+        graph, tables = PipelineGraph(spec_path, spec.name, spec.storage), False
+    check_sql_sources(graph, tables=tables)
     return graph

@@ -21,9 +21,11 @@ reads the kit's rows; a read of a table the pipeline itself defines (`spark.read
 `SubstitutionError` naming the definition's `file:line`, before the update starts. Without `sources`
 the definitions run as they are, reading what they name. `PipelineRun` holds the sources and the
 storage across updates: add rows, `update()`, read a dataset, add, `update()` again.
-Differs from a real source (measured, docs/pipelines.md): an update over the staged source runs its
-data batch only, not the no-data batch a file source's update runs after it, so a window closed by the
-update's own watermark is emitted by the next update's batch.
+An update over the staged sources runs as over a Kafka or file source: its flows' `Trigger.AvailableNow`
+reads to what was released before the update, then runs the no-data batches the new watermark calls for
+(the staged reader's `SupportsTriggerAvailableNow`, `connect_source`; measured, docs/pipelines.md). A SQL
+definition file's reads are parsed by the server: with `sources`, one that reads anything but a dataset of
+the pipeline is a `PipelineLoadError` at its line (`pipelinegraph.check_sql_sources`).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from typing import Any, Iterator, Mapping, Sequence
 from .bounded import bounded_call
 from .connect import ConnectSource
 from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
-from .pipelinegraph import PipelineGraph, PipelineLoadError, load_graph, load_spec
+from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec
 from .stream import HarnessError, HarnessTimeout
 
 __all__ = ["PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "run_update"]
@@ -66,7 +68,7 @@ def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall
     """The definitions' readers replaced by `sources` inside the block; reads of tables left to the server
     are put in `graph_reads` (the caller checks them against the graph once it is registered)."""
     # built before the patch is on: a source's own DataFrame is a reader too
-    frames = {s.name: s.source.dataframe() for s in sources}
+    frames = {s.name: s.source.dataframe(available_now=True) for s in sources}  # flows run Trigger.AvailableNow
 
     def described() -> str:
         return "; ".join(f"{s.name} (from: {{{', '.join(f'{k}: {v}' for k, v in s.reads)}}})" for s in sources)
@@ -180,6 +182,7 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
         with _substituted(sources, graph_reads):
             graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
         _check_graph_reads(graph, graph_reads)
+        check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
     result = UpdateResult(graph, graph_id)
 
     session: Any = _Session(spark)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..projectconfig import (ALLOW_NA_KEY, DEFAULT_TIMEOUT, IniFile, SettingsError, allowed_not_applicable,
-                            contract_folders, default_targets, find_ini, is_target, nearest, parse_binding,
-                            parse_bindings, positive_seconds)
+                            contract_folders, default_targets, find_ini, is_path_target, is_target, nearest, parse_binding,
+                            parse_bindings, path_from, positive_seconds)
 
 __all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command",
            "allowed_unjudged"]
@@ -92,9 +92,9 @@ class Project:
         bound = nearest(self.cli_bindings, name, file, self.root)  # as typed: a script's path from here
         if not bound:
             bound = nearest(self.file_bindings, name, file, self.root)
-            if bound and bound.endswith(".py") and not os.path.isabs(bound):
+            if bound and is_path_target(bound) and not os.path.isabs(bound):
                 # the file's script path is from the project's root, as pytest reads it: from here, that is
-                bound = os.path.relpath(self.root / bound)
+                bound = path_from(self.root, bound, relative=True)
         return [bound] if bound else list(default_targets(scenario.contract, file))
 
 

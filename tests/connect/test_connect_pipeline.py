@@ -170,24 +170,29 @@ def test_a_kafka_reading_pipeline_reads_the_kits_source_across_updates(remote_sp
     def logged(log: str, batch: int) -> list[dict]:
         return [json.loads(line) for line in (flow / log / str(batch)).read_text().splitlines()[1:]]
 
-    # Measured: over the kit's staged source an update runs the data batch only, not the no-data batch
-    # a file source's update runs (the first test: 2 batches per update). The watermark the batch
-    # computed (09:20 - 10 min = 09:10) is in its commit; no window is emitted yet.
-    assert counts() == set()
+    # Measured: with `SupportsTriggerAvailableNow` on the staged reader an update runs as over a Kafka or
+    # file source (the first test): the data batch, then the no-data batch its watermark calls for.
+    # Batch 0 read the add and computed watermark 09:10 (09:20 - 10 min); batch 1, with no data, emitted
+    # the 09:00-09:05 windows by it. (Without the mixin Spark 4 runs one batch per update, as
+    # Trigger.Once: the table stayed empty here and the 09:04 row below was counted.)
+    assert counts() == {("09:00", "home", 2), ("09:00", "cart", 1)}
     assert logged("offsets", 0)[-1] == {"adds": 1, "source": "clicks"}
     assert logged("commits", 0) == [{"nextBatchWatermarkMs": 1704100200000}]             # 09:10
+    assert logged("offsets", 1)[0]["batchWatermarkMs"] == 1704100200000
+    assert logged("offsets", 1)[-1] == {"adds": 1, "source": "clicks"}      # no new data: the no-data batch
 
-    _clicks(source, offset, [("home", "2024-01-01T09:04:00"),    # behind the watermark 09:10
+    _clicks(source, offset, [("home", "2024-01-01T09:04:00"),    # behind the watermark 09:10: dropped
                              ("home", "2024-01-01T09:36:00")])   # on time; moves the watermark to 09:26
     run.update()
-    # batch 1 evicts by watermark 09:10 but judges lateness by the previous batch's watermark (Spark 3.4+:
-    # batch 0's, still 0), so the 09:04 row is counted, not dropped: home 3, where the file source's
-    # updates (the first test: a no-data batch in between) drop it. The 09:20 window stays open.
-    assert counts() == {("09:00", "home", 3), ("09:00", "cart", 1)}
-    assert logged("offsets", 1)[0]["batchWatermarkMs"] == 1704100200000
-    assert logged("offsets", 1)[-1] == {"adds": 2, "source": "clicks"}      # the second add only
-    assert logged("commits", 1) == [{"nextBatchWatermarkMs": 1704101160000}]             # 09:26
-    assert sorted(int(p.name) for p in (flow / "offsets").iterdir() if p.name.isdigit()) == [0, 1]
+    # batch 2 judges lateness by watermark 09:10, so the 09:04 row is dropped (home stays 2, as the file
+    # source's updates keep it); batch 3 (no data) evicts the 09:20 window by watermark 09:26.
+    assert counts() == {("09:00", "home", 2), ("09:00", "cart", 1), ("09:20", "home", 1)}
+    assert logged("offsets", 2)[0]["batchWatermarkMs"] == 1704100200000
+    assert logged("offsets", 2)[-1] == {"adds": 2, "source": "clicks"}      # the second add
+    assert logged("commits", 2) == [{"nextBatchWatermarkMs": 1704101160000}]             # 09:26
+    assert logged("offsets", 3)[0]["batchWatermarkMs"] == 1704101160000
+    assert logged("offsets", 3)[-1] == {"adds": 2, "source": "clicks"}
+    assert sorted(int(p.name) for p in (flow / "offsets").iterdir() if p.name.isdigit()) == [0, 1, 2, 3]
     assert (root / "transformations" / "counts.py").read_bytes() == before
     assert not (root / "production-storage").exists()
 

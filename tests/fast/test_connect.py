@@ -180,6 +180,45 @@ def test_sources_of_one_trigger_see_the_same_release(tmp_path):
     assert control.latestOffset() == {"adds": 2, "source": "b"}  # the control: unpinned, it sees the newest release
 
 
+
+def test_an_available_now_query_reads_to_the_release_it_started_with(tmp_path):
+    """`prepareForTriggerAvailableNow` (a pipeline update's flows) fixes the target at the newest release
+    when the query starts, shared by every source of that start; a later release is the next start's."""
+    from eventtime.harness.compat import available_now_mixin
+    from eventtime.harness.connect_source import data_source
+
+    import uuid
+
+    start, later = uuid.uuid4().hex, uuid.uuid4().hex  # pins live on this machine's disk: fresh starts
+    _release(tmp_path, 1, [("a", 1, [("x", _ts(1))]), ("b", 1, [("y", _ts(1))])])
+    mixin = available_now_mixin()
+    source = data_source(mixin)
+    made = source.stream_reader_class
+    a, b = (made({"root": f"file:{tmp_path}", "source": s, "token": start}) for s in "ab")
+    if mixin is not None:  # the engine asks a reader with the mixin for (start, limit) (admission control)
+        assert a.latestOffset({"adds": 0, "source": "a"}, None) == {"adds": 1, "source": "a"}
+    a.prepareForTriggerAvailableNow()
+    _release(tmp_path, 2, [("a", 2, [("x", _ts(2))]), ("b", 2, [("y", _ts(2))])])
+    b.prepareForTriggerAvailableNow()  # the same start: the pin a took, not the newer release
+    for _ in range(3):  # the data batch's trigger and those after it: never past the target
+        assert a.latestOffset() == {"adds": 1, "source": "a"} and b.latestOffset() == {"adds": 1, "source": "b"}
+    control = _reader(tmp_path, "a", start)  # a processing-time reader of the same start is not held
+    assert [control.latestOffset() for _ in range(2)][-1] == {"adds": 2, "source": "a"}
+    nxt = _reader(tmp_path, "a", later)
+    nxt.prepareForTriggerAvailableNow()
+    assert nxt.latestOffset() == {"adds": 2, "source": "a"}
+    if mixin is None:  # this pyspark has no mixin: the engine runs one batch per AvailableNow start
+        assert made is data_source(None).stream_reader_class
+    else:  # the engine takes the AvailableNow path only for a reader that is an instance of the mixin
+        assert issubclass(made, mixin) and not issubclass(data_source(None).stream_reader_class, mixin)
+    # only a query started for Trigger.AvailableNow (a pipeline's flow) gets it; others keep the plain reader
+    from eventtime.harness.connect_source import StagedStreamReader
+
+    options = {"root": f"file:{tmp_path}", "source": "a", "token": later, "schema": "x int"}
+    assert type(source(options).streamReader(None)) is StagedStreamReader
+    assert type(source({**options, "available_now": "true"}).streamReader(None)) is made
+
+
 # -- a step waits until the query has read what was released -----------------------------------------------
 def _stub_run(logs_per_call, reading=("a", "b"), released=None, timeout=60.0):
     """A ConnectStreamRun over no server: `processAllAvailable` counts its calls, the checkpoint's logs

@@ -141,3 +141,47 @@ def test_an_update_on_a_classic_session_is_refused_before_anything_runs(tmp_path
     # a classic SparkSession has no Connect `client`; a bare object has nothing to use either
     with pytest.raises(pg.PipelineLoadError, match="runs on a Spark Connect session only"):
         run_update(object(), root, (tmp_path / "storage").as_uri())
+
+
+# -- SQL definition files: parsed by the server, so their reads of sources are refused at their lines ------
+def _sql_project(root: Path, sql: str, definitions: str = DEFINITIONS) -> Path:
+    _project(root, definitions)
+    (root / "transformations" / "gold.sql").write_text(sql)
+    return root
+
+
+def test_sql_reads_of_the_pipelines_own_datasets_pass(tmp_path):
+    root = _sql_project(tmp_path / "shop", textwrap.dedent("""\
+        -- FROM kafka_topic in a comment is no read, nor 'FROM x' in a string
+        CREATE MATERIALIZED VIEW gold AS
+          WITH recent AS (SELECT EXTRACT(YEAR FROM ts) AS y, 'FROM x' AS s FROM daily)
+          SELECT * FROM recent JOIN STREAM(silver) ON TRUE;
+        CREATE STREAMING TABLE platinum;
+        CREATE FLOW copy AS INSERT INTO platinum BY NAME SELECT * FROM STREAM gold;
+        CREATE TEMPORARY VIEW numbers AS SELECT * FROM range(10);
+        """))
+    graph = pg.check_definitions(root)
+    assert {"bronze", "daily", "silver"} <= set(graph.datasets)
+
+
+@pytest.mark.parametrize("line, read, why", [
+    (3, "SELECT * FROM STREAM read_files('/landing/clicks', format => 'json')", "reads a source in a SQL definition"),
+    (3, "SELECT * FROM STREAM(kafka_clicks)", "reads 'kafka_clicks', which no definition file of pipeline 'shop'"),
+    (3, "SELECT * FROM sales.orders", "reads 'sales.orders', which no definition file"),
+])
+def test_a_sql_read_outside_the_pipeline_is_an_error_at_its_line(tmp_path, line, read, why):
+    root = _sql_project(tmp_path / "shop", f"CREATE MATERIALIZED VIEW gold AS\n  SELECT * FROM daily\n  UNION ALL {read};\n")
+    with pytest.raises(pg.PipelineLoadError, match=rf"gold\.sql:{line}: .*{why}") as err:
+        pg.check_definitions(root)
+    assert str(root / "transformations" / "gold.sql") in str(err.value)
+
+
+def test_with_a_python_file_needing_a_session_only_sql_source_functions_are_judged(tmp_path):
+    """A Python file using `spark` while imported hides its datasets from a session-less load: a SQL read of
+    a table is then left to the update (which knows the graph), a source function is still refused."""
+    needs = DEFINITIONS + "\nCONF = spark.conf.get('x')\n"
+    root = _sql_project(tmp_path / "shop", "CREATE MATERIALIZED VIEW gold AS SELECT * FROM daily;\n", needs)
+    pg.check_definitions(root)
+    (root / "transformations" / "gold.sql").write_text("CREATE STREAMING TABLE g AS SELECT * FROM STREAM read_kafka(x => 1);\n")
+    with pytest.raises(pg.PipelineLoadError, match=r"gold\.sql:1: .*read_kafka"):
+        pg.check_definitions(root)
