@@ -647,6 +647,7 @@ class PropertyReport:
     run_errors: Counter = field(default_factory=Counter)
     # why the property does not apply to this contract at all (said, not checked: see `CheckReport.held`)
     does_not_apply: str | None = None
+    compared: str = ""  # for a property that compares sinks: what was read, and what was not
 
     @property
     def title(self) -> str:
@@ -674,7 +675,8 @@ class PropertyReport:
                     f"{where}\n" + "\n".join("  " + w for w in self.counterexample.why))
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
-        return f"{self.prop}: held on {self.held_on} generated stream(s){tail}" + self._errors_text()
+        compared = f"\n  compared: {self.compared}" if self.compared else ""
+        return f"{self.prop}: held on {self.held_on} generated stream(s){tail}" + compared + self._errors_text()
 
     def _errors_text(self, limit: int = 3) -> str:
         """The first distinct errors the runs ended in, each with how many streams it ended."""
@@ -760,6 +762,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         report = PropertyReport(prop, heading=title(prop, specs))
         reports.append(report)
         report.does_not_apply = _does_not_apply(prop, contract)
+        report.compared = _compared(prop, contract, tables)
         if report.does_not_apply is not None:
             tell(report.describe())
             continue
@@ -863,6 +866,23 @@ def _invariant_hooks(contract: Contract, given: Mapping[str, Callable[..., Any]]
                                     doc=(fn.__doc__ or "").strip().split("\n")[0])
         hooks[name] = fn
     return specs, hooks
+
+
+SINK_PROPERTIES = ("exactly-once-rerun", "restart-transparency", "batch-boundary-independence")
+
+
+def _compared(prop: str, contract: Contract, tables: Sequence[str]) -> str:
+    """What a property that compares sinks reads (`observation_steps`), and what it cannot: a folder a job writes
+    at a path of its own (from its batch function) is named by no parameter, so it is not read back. A green is
+    only as wide as this, so the report says it."""
+    if prop not in SINK_PROPERTIES:
+        return ""
+    folders = [p.name for p in contract.params if p.kind == "path"]
+    read = ["the queries' rows as their sinks keep them"] + [f"folder {f!r}" for f in folders] + [
+        f"table {t!r}" for t in tables]
+    unread = ("" if folders or tables else "; a folder or table the job writes itself (a `foreachBatch` that writes a "
+              "path of its own) is not read back: name it as a `kind: path` parameter or with --table")
+    return ", ".join(read) + unread
 
 
 def _does_not_apply(prop: str, contract: Contract) -> str | None:

@@ -142,3 +142,24 @@ def test_an_output_that_does_not_match_the_contract_is_never_held(prop, orders, 
     assert not report.held and p.held_on == 0, p.describe()  # before: "no-query-dies: held on 3 ..."
     assert p.error is not None and "column 'amount' is double, the contract says decimal(10,2)" in p.error, p.describe()
     assert p.describe().count("column 'amount'") == 1
+
+
+# -- a green as wide as what was read: a folder a foreachBatch writes at a path of its own is not ------------
+def test_a_held_sink_property_says_what_it_compared_and_that_a_job_s_own_folder_was_not_read(orders, tmp_path):
+    """The stranger's double-appending foreachBatch wrote a hard-coded folder that no parameter named:
+    `exactly-once-rerun: held` then judged the queries' rows only, without a word. The line says what was read."""
+    bare = tmp_path / "bare.contract.yaml"
+    bare.write_text(ORDERS.replace("  counts_path: {kind: path, conf: shop.counts_path}\n", ""))
+    without = load_contract_file(bare)
+    for prop in ("exactly-once-rerun", "restart-transparency", "batch-boundary-independence"):
+        report = props.PropertyReport(prop, held_on=5, compared=props._compared(prop, without, ()))
+        said = report.describe()
+        assert said.startswith(f"{prop}: held on 5 generated stream(s)\n  compared: the queries' rows"), said
+        assert "is not read back: name it as a `kind: path` parameter or with --table" in said, said
+    # with the folder named (or a table given) it is read, and nothing is said missing
+    named = props._compared("exactly-once-rerun", orders, ())
+    assert "folder 'counts_path'" in named and "not read back" not in named, named
+    assert "table 'gold.counts'" in props._compared("restart-transparency", without, ("gold.counts",))
+    # a property that compares no sinks says nothing of them
+    assert props._compared("no-query-dies", without, ()) == ""
+    assert "compared" not in props.PropertyReport("bounded-state", held_on=2).describe()
