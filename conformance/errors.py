@@ -25,7 +25,7 @@ _EXPORTS: dict[str, str] = {
     "PipelineError": "userpipeline", "SignatureError": "userpipeline", "OutputMismatch": "userpipeline",
     "PipelineRaised": "userpipeline", "PipelineImportError": "userpipeline", "ImplementationError": "userpipeline",
     "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
-    "PipelineLoadError": "harness.pipelinegraph", "UpdateFailed": "harness.pipelinerun",
+    "PipelineLoadError": "harness.pipelinegraph", "NeedsSession": "harness.pipelinegraph", "UpdateFailed": "harness.pipelinerun",
     # the model
     "NotCovered": "semantics.plans", "ModelError": "semantics.microbatch", "WriteError": "semantics.fill",
     # Spark
@@ -39,7 +39,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = ["EventtimeError", "FileInvalid", "ScenarioInvalid", "ContractInvalid", "YamlSyntaxError", "SettingsError",
            "ContractConflict", "TimeFormatError", "TypeSyntaxError", "ValueProblem", "RowProblem", "ResultsFileError",
            "UpgradeError", "PipelineError", "SignatureError", "OutputMismatch", "PipelineRaised", "PipelineImportError",
-           "ImplementationError", "SubstitutionError", "PipelineLoadError", "UpdateFailed",
+           "ImplementationError", "SubstitutionError", "PipelineLoadError", "NeedsSession", "UpdateFailed",
            "PathOutside", "NotCovered", "ModelError", "WriteError", "HarnessError", "HarnessTimeout", "QueryFailed",
            "ConnectLimit", "ClockWaitTimeout", "MasterURLError", "ClusterError", "ConnectServerError", "CrossLineError"]
 if sorted(__all__) != sorted(["EventtimeError", *_EXPORTS]):  # pragma: no cover - guards refactors
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from eventtime.harness.connect_server import ConnectServerError
     from eventtime.harness.jobio import SubstitutionError
     from eventtime.harness.jobpaths import PathOutside
-    from eventtime.harness.pipelinegraph import PipelineLoadError
+    from eventtime.harness.pipelinegraph import NeedsSession, PipelineLoadError
     from eventtime.harness.pipelinerun import UpdateFailed
     from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed
 

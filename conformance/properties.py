@@ -740,29 +740,13 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     if hypothesis_settings is None:
         hypothesis_settings = _settings(max_examples, derandomize, database)
     tell = progress or (lambda _: None)
-    observed: dict[str, RunObservation] = {}
-
-    def run(text: str) -> RunObservation:
-        if text not in observed:
-            from .problems import ScenarioInvalid
-
-            try:
-                obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
-                                  path=f"<generated {contract.name} stream>", conf=conf)
-            except ScenarioInvalid as exc:  # the kit wrote the scenario: its bug, never the user's mistake
-                raise _KitError(f"the kit generated an invalid scenario (a bug of the kit, not of your contract or "
-                                f"job: please report it with this message): {_one_line(str(exc))}") from None
-            if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
-                raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
-            observed[text] = obs
-        return observed[text]
+    run = _observer(contract, lookup, pipeline, session, timeout, conf)
 
     reports = []
     for prop in wanted:
-        report = PropertyReport(prop, heading=title(prop, specs))
+        report = PropertyReport(prop, heading=title(prop, specs), does_not_apply=_does_not_apply(prop, contract),
+                                compared=_compared(prop, contract, tables))
         reports.append(report)
-        report.does_not_apply = _does_not_apply(prop, contract)
-        report.compared = _compared(prop, contract, tables)
         if report.does_not_apply is not None:
             tell(report.describe())
             continue
@@ -777,6 +761,31 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
     return CheckReport(contract.name, reports)
+
+
+def _observer(contract: Contract, lookup: Any, pipeline: Any, session: Any, timeout: float,
+              conf: Mapping[str, str] | None) -> Callable[[str], RunObservation]:
+    """The run of a generated stream's text against `pipeline`, each text run once (Hypothesis replays a stream
+    while it shrinks). The kit's trouble (an invalid scenario it wrote, a dead driver) stops the check: never a
+    verdict on the job."""
+    from .problems import ScenarioInvalid
+
+    observed: dict[str, RunObservation] = {}
+
+    def run(text: str) -> RunObservation:
+        if text not in observed:
+            try:
+                obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
+                                  path=f"<generated {contract.name} stream>", conf=conf)
+            except ScenarioInvalid as exc:  # the kit wrote the scenario: its bug, never the user's mistake
+                raise _KitError(f"the kit generated an invalid scenario (a bug of the kit, not of your contract or "
+                                f"job: please report it with this message): {_one_line(str(exc))}") from None
+            if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
+                raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
+            observed[text] = obs
+        return observed[text]
+
+    return run
 
 
 def wanted_properties(properties: Sequence[str], contract: Contract, invariants: Sequence[str] = ()) -> list[str]:
