@@ -18,6 +18,23 @@ def _ts(pd, micros: int):
 
 
 @implementation(requires=("apply_in_pandas_with_state",))
+def _keyed_events(contract: str, sources, params) -> DataFrame:
+    """The events of `contract` as its state functions read them: key, the event time in µs and a column that
+    carries the watermark's delay (bound + 1 ms) for the state functions. The processing-time triggers are
+    refused, never ignored: only their default (0 seconds) runs on Spark."""
+    for name in ("early_delay", "late_delay"):
+        if params[name].total_us:
+            raise ValueError(f"{contract} on Spark has no processing-time trigger: parameter {name!r} is "
+                             f"{params[name]}, only its default (0 seconds) runs here; `eventtime check-model` "
+                             "judges such scenarios")
+    delay_ms = params.bound.total_ms + 1
+    events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
+    return events.select(
+        "key",
+        F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
+        F.expr("unix_micros(ts)").alias("ts_us"))
+
+
 def lateness_count(sources, params) -> DataFrame:
     """Reference of `lateness_count`: Flink's WindowOperator (tumbling windows, EventTimeTrigger, allowed
     lateness, late side output) written with applyInPandasWithState, with the contract's element-count
@@ -42,19 +59,9 @@ def lateness_count(sources, params) -> DataFrame:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    for name in ("early_delay", "late_delay"):
-        if params[name].total_us:
-            raise ValueError(f"lateness_count on Spark has no processing-time trigger: parameter {name!r} is "
-                             f"{params[name]}, only its default (0 seconds) runs here; `eventtime check-model` "
-                             "judges such scenarios")
     windowing = _Windowing(params.window.total_us, params.allowed_lateness.total_ms,
                            early_count=params.early_count, discarding=params.accumulation == "discarding")
-    delay_ms = params.bound.total_ms + 1
-    events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
-    rows = events.select(
-        "key",
-        F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
-        F.expr("unix_micros(ts)").alias("ts_us"))
+    rows = _keyed_events("lateness_count", sources, params)
 
     def windows(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         # {window start (µs): [count, fired, pane]}, as JSON: array-typed state trips some pyspark versions
@@ -172,19 +179,9 @@ def session_lateness_count(sources, params) -> DataFrame:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    for name in ("early_delay", "late_delay"):
-        if params[name].total_us:
-            raise ValueError(f"session_lateness_count on Spark has no processing-time trigger: parameter {name!r} is "
-                             f"{params[name]}, only its default (0 seconds) runs here; `eventtime check-model` "
-                             "judges such scenarios")
     sessions = _Sessions(params.gap.total_us, params.allowed_lateness.total_ms,
                          early_count=params.early_count, discarding=params.accumulation == "discarding")
-    delay_ms = params.bound.total_ms + 1
-    events = sources["events"].withWatermark("ts", f"{delay_ms} milliseconds")
-    rows = events.select(
-        "key",
-        F.lit(_NEVER_LATE).cast("timestamp").alias("never_late", metadata={"spark.watermarkDelayMs": delay_ms}),
-        F.expr("unix_micros(ts)").alias("ts_us"))
+    rows = _keyed_events("session_lateness_count", sources, params)
 
     def merge(key, frames: Iterator[pd.DataFrame], state) -> Iterator[pd.DataFrame]:
         # [[start µs, end µs, count, pane, fired], ...], as JSON: array-typed state trips some pyspark versions
