@@ -42,7 +42,7 @@ from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .contracts import Contract
-from .results import ERROR, NOT_APPLICABLE, ScenarioResult
+from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, ScenarioResult
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
@@ -655,9 +655,29 @@ class PropertyReport:
 
     @property
     def held(self) -> bool:
+        return self.verdict not in PROPERTY_FAILING
+
+    @property
+    def verdict(self) -> str:
+        """One of results.PROPERTY_VERDICTS: `held`, `broken`, `not_checked` (the check stopped: `error`), `judged_nothing` (no
+        stream could be judged: a failure, as the command's exit says) or `does_not_apply`."""
         if self.does_not_apply is not None:
-            return True
-        return self.counterexample is None and self.error is None and self.held_on > 0
+            return "does_not_apply"
+        if self.error is not None:
+            return "not_checked"
+        if self.counterexample is not None:
+            return "broken"
+        return "held" if self.held_on else "judged_nothing"
+
+    def record(self) -> dict[str, Any]:
+        """This property's entry in a results file (docs/results-format.md, *Properties*)."""
+        ce = self.counterexample
+        return {"property": self.prop, "title": self.title, "verdict": self.verdict, "held_on": self.held_on,
+                "not_judged": [{"reason": why, "count": n} for why, n in self.not_judged.most_common()],
+                "run_errors": [{"error": why, "count": n} for why, n in self.run_errors.most_common()],
+                "does_not_apply": self.does_not_apply, "error": self.error, "compared": self.compared or None,
+                "counterexample": None if ce is None else {
+                    "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
     def describe(self) -> str:
         if self.does_not_apply is not None:
@@ -689,6 +709,7 @@ class PropertyReport:
 class CheckReport:
     contract: str
     properties: list[PropertyReport]
+    implementation: str = ""  # what was checked: `module:function`, a job's path or a spec
 
     @property
     def held(self) -> bool:
@@ -697,6 +718,13 @@ class CheckReport:
 
     def describe(self) -> str:
         return "\n".join(p.describe() for p in self.properties)
+
+    def records(self, runtime: Mapping[str, Any] | None = None,
+                settings: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Each property's entry in a results file, with the Spark it ran on (`runtime`) and the check's
+        settings (`settings`: max_examples, seed, ...)."""
+        return [{"contract": self.contract, "implementation": self.implementation, **p.record(),
+                 "runtime": dict(runtime or {}), "settings": dict(settings or {})} for p in self.properties]
 
 
 class _Broken(AssertionError):
@@ -741,6 +769,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         hypothesis_settings = _settings(max_examples, derandomize, database)
     tell = progress or (lambda _: None)
     run = _observer(contract, lookup, pipeline, session, timeout, conf)
+    target = pipeline if isinstance(pipeline, str) else _code_name(pipeline)
 
     reports = []
     for prop in wanted:
@@ -752,7 +781,6 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
             continue
         tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
-        target = pipeline if isinstance(pipeline, str) else _code_name(pipeline)
         judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
             if prop.startswith(INVARIANT) else (None, None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
@@ -760,7 +788,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         if report.counterexample is not None and out_dir is not None and not in_ci():
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
-    return CheckReport(contract.name, reports)
+    return CheckReport(contract.name, reports, target)
 
 
 def _observer(contract: Contract, lookup: Any, pipeline: Any, session: Any, timeout: float,

@@ -8,12 +8,15 @@ from eventtime.harness.observations import BatchObservation
 
 from .spec import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "DRIVER_DIED", "CheckFailure", "FailureInfo",
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "PROPERTY_VERDICTS", "PROPERTY_FAILING", "DRIVER_DIED", "CheckFailure", "FailureInfo",
            "StepResult", "ScenarioResult", "conclude"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
 STATUSES = (PASSED, FAILED, ERROR, NOT_APPLICABLE)  # a scenario's verdict (SKIPPED is a step's only)
 FAILING = (FAILED, ERROR)  # the verdicts that fail a run
+# A property's verdict over a check on generated streams (`eventtime.properties`), and those that fail it
+PROPERTY_VERDICTS = ("held", "broken", "not_checked", "judged_nothing", "does_not_apply")
+PROPERTY_FAILING = ("broken", "not_checked", "judged_nothing")
 # The cause of an `error` that is not the pipeline's: the Spark driver JVM died under the run.
 DRIVER_DIED = "driver_died"
 

@@ -15,7 +15,7 @@ import os
 import platform
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -172,14 +172,15 @@ def _portable(command: str | None) -> str | None:
     return command.replace(cwd + "/", "").replace(cwd, ".")
 
 
-def _now() -> str:
+def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: str | None = None,
                    started_at: str | None = None, seconds: float | None = None,
-                   master: str | None = None) -> dict[str, Any]:
-    """The whole file: run metadata (gathered from the records' runtime info) and the results."""
+                   master: str | None = None, properties: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The whole file: run metadata (gathered from the records' runtime info), the results and, from
+    `check-properties`, the properties checked (`CheckReport.records`; the key is left out when none)."""
     scenarios: dict[str, Any] = {}
     results = []
     for rec in records:
@@ -190,8 +191,11 @@ def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: 
         results.append(rec)
     results.sort(key=lambda r: (r.get("contract", ""), r.get("scenario", ""), r.get("implementation", "")))
 
+    checked = sorted((dict(p) for p in properties),
+                     key=lambda p: (p.get("contract", ""), p.get("implementation", ""), p.get("property", "")))
+
     def one(key: str) -> Any:
-        values = sorted({str(r["runtime"][key]) for r in results if (r.get("runtime") or {}).get(key)})
+        values = sorted({str(r["runtime"][key]) for r in [*results, *checked] if (r.get("runtime") or {}).get(key)})
         return values[0] if len(values) == 1 else (values or None)
 
     run = {
@@ -199,14 +203,17 @@ def build_document(records: Iterable[Mapping[str, Any]], *, tool: str, command: 
         "spark_version": one("spark_version"), "pyspark_version": one("pyspark_version"),
         "java_version": one("java_version"), "master": master or one("master"),
         "python_version": platform.python_version(), "platform": platform.platform(terse=True),
-        "started_at": started_at or _now(), "finished_at": _now(),
+        "started_at": started_at or utc_now(), "finished_at": utc_now(),
         "seconds": None if seconds is None else round(seconds, 3),
     }
     counts: dict[str, int] = {}
     for r in results:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "run": run, "counts": counts,
-            "scenarios": dict(sorted(scenarios.items())), "results": results}
+    document = {"format": FORMAT, "format_version": FORMAT_VERSION, "run": run, "counts": counts,
+                "scenarios": dict(sorted(scenarios.items())), "results": results}
+    if checked:
+        document["properties"] = checked
+    return document
 
 
 def write_results(path: str | Path, document: Mapping[str, Any]) -> Path:
@@ -309,6 +316,7 @@ class ResultsFile:
     format_version: int
     warnings: list[str]
     incomplete: dict[str, Any] | None = None  # the run ended before its end: {"reason", "not_run"}
+    properties: list[dict[str, Any]] = field(default_factory=list)  # check-properties' entries, one per property
 
     @property
     def spark_version(self) -> str:
@@ -355,6 +363,15 @@ def read_results(path: str | Path) -> ResultsFile:
             raise ResultsFileError(name, f"result #{i + 1} lacks 'scenario', 'implementation' or 'status'")
         r.setdefault("runtime", {})
         r.setdefault("steps", [])
+    properties = doc.get("properties") or []
+    if not isinstance(properties, list):
+        raise ResultsFileError(name, "'properties' is not a list")
+    for i, p in enumerate(properties):
+        if not isinstance(p, dict) or not all(isinstance(p.get(k), str) for k in ("contract", "implementation",
+                                                                                   "property", "verdict")):
+            raise ResultsFileError(name, f"property #{i + 1} lacks 'contract', 'implementation', 'property' or "
+                                         "'verdict'")
+        p.setdefault("runtime", {})
     incomplete = doc.get("incomplete")
     if incomplete is not None:
         if not isinstance(incomplete, dict) or not isinstance(incomplete.get("reason"), str):
@@ -363,4 +380,4 @@ def read_results(path: str | Path) -> ResultsFile:
         warnings.append(f"{name}: an incomplete run ({incomplete['reason']}): {len(doc['results'])} verdicts"
                         + (f", {len(not_run)} scenario × implementation pairs not run" if not_run else ""))
     return ResultsFile(name, dict(doc.get("run") or {}), dict(doc.get("scenarios") or {}), doc["results"],
-                       int(doc["format_version"]), warnings, incomplete)
+                       int(doc["format_version"]), warnings, incomplete, properties)

@@ -3,7 +3,9 @@ with no expected values written (`eventtime.properties`, docs/properties.md)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -44,6 +46,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--table", action="append", default=[], metavar="NAME",
                    help="a table the job writes, read back and compared like its path parameters' folders "
                         "(repeatable)")
+    c.add_argument("--json", metavar="PATH",
+                   help="also write each property's verdict, counts and counterexample as a results file "
+                        "(docs/results-format.md), which `eventtime report` merges beside run and certify files")
     c.add_argument("--out", metavar="DIR", default="counterexamples",
                    help="where a broken property's shrunk stream is written as a scenario file (default "
                         "./counterexamples; never written where CI is set)")
@@ -82,7 +87,7 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
 
 def run(args: argparse.Namespace) -> int:
     from ..projectconfig import unbound_message
-    from ..properties import PROPERTIES, check_properties, wanted_properties
+    from ..properties import PROPERTIES, wanted_properties
     from .execute import unimportable
     from .files import read_project
     from .spark import open_session
@@ -118,25 +123,52 @@ def run(args: argparse.Namespace) -> int:
     spark, code = open_session(args)
     if spark is None:
         return code
-    failed = False
+    return _check_targets(args, spark, SimpleNamespace(contract=contract, lookup=lookup, place=place, conf=conf,
+                                                     timeout=project.timeout), properties, targets)
+
+
+def _check_targets(args: argparse.Namespace, spark: Any, given: SimpleNamespace, properties: list[str],
+                   targets: list[str]) -> int:
+    """Check each target's properties; with --json, write every property's entry once all were checked.
+    `given`: the contract, its lookup and place, the Spark conf and the waits' timeout."""
+    from eventtime.harness.backend import backend_for
+
+    from ..properties import check_properties
+    from ..resultsfile import build_document, utc_now, write_results
+
+    contract = given.contract
+    failed, records, started_at, t0 = False, [], utc_now(), time.monotonic()
     for target in targets:
         print(f"eventtime: {contract.name} against {target}: {', '.join(properties)}", flush=True)
         try:
             report = check_properties(
-                contract, target, session=spark, properties=properties, lookup=lookup,
+                contract, target, session=spark, properties=properties, lookup=given.lookup,
                 max_examples=args.max_examples, seed=args.seed, derandomize=args.derandomize,
                 database=None if args.no_database else "default", delay=args.delay, max_events=args.max_events,
-                tables=args.table, out_dir=args.out, timeout=project.timeout, conf=conf or None,
+                tables=args.table, out_dir=args.out, timeout=given.timeout, conf=given.conf or None,
                 progress=lambda line: print(line, flush=True))
         except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
-        _say_counterexamples(report, contract.name, target, args.contracts, place)
+        _say_counterexamples(report, contract.name, target, args.contracts, given.place)
         held = sum(p.held for p in report.properties)
         print(f"eventtime: {held} of {len(report.properties)} properties held for {contract.name} against {target}",
               flush=True)
         failed = failed or not report.held
+        if args.json:  # the Spark it ran on, asked while the session lives
+            records += report.records(backend_for(spark).runtime(), _settings(args))
+    if args.json:
+        write_results(args.json, build_document(
+            [], tool="check-properties", command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
+            started_at=started_at, seconds=time.monotonic() - t0, properties=records))
+        print(f"eventtime: wrote {args.json}", flush=True)
     return ExitCode.FAILED if failed else ExitCode.OK
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings a results file records beside each property: what reproduces the streams."""
+    return {"max_examples": args.max_examples, "seed": args.seed, "derandomize": args.derandomize,
+            "max_events": args.max_events, "delay": args.delay}
 
 
 def _refused(contract: Contract, delay: str | None) -> str | None:

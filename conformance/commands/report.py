@@ -73,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"eventtime: error: cannot write {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
+    _say_summary(report)
+    for path in written:
+        print(f"wrote {path}")
+    return ExitCode.OK
+
+
+def _say_summary(report: Any) -> None:
+    """What the merged report holds, in a line (and a line for check-properties' verdicts)."""
     m = report.matrix
     cells = sum(len(r.cells) for r in m.rows)
     failing = sum(1 for r in m.rows for c in r.cells.values() if c.failed)
@@ -81,9 +89,9 @@ def run(args: argparse.Namespace) -> int:
           f"rows on Spark {versions}; {cells} verdicts, {failing} failed or errored; "
           f"{sum(1 for d in report.differences if d.kind != 'feature availability')} behaviour differences "
           "across versions")
-    for path in written:
-        print(f"wrote {path}")
-    return ExitCode.OK
+    if m.properties:
+        print(f"{len(m.properties)} properties checked on generated streams, "
+              f"{sum(p.failed for p in m.properties)} broken, not checked or judged on nothing")
 
 
 def _write(path: str, text: str) -> None:

@@ -77,6 +77,8 @@ def _metadata(matrix: Matrix) -> list[dict[str, str]]:
         counts: dict[str, int] = {}
         for r in f.results:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
+        for p in f.properties:  # a check-properties file: its properties' verdicts
+            counts[f"property {p['verdict']}"] = counts.get(f"property {p['verdict']}", 0) + 1
         out.append({"file": f.path, "format": str(f.format_version), "tool": text(f.run.get("tool")),
                     "spark": f.spark_version, "pyspark": text(f.run.get("pyspark_version")),
                     "java": text(f.run.get("java_version")), "python": text(f.run.get("python_version")),

@@ -89,8 +89,35 @@ def render_junit(matrix: Matrix, *, title: str) -> bytes:
         if isinstance(started, str):
             suite.set("timestamp", started)
         seconds_all += seconds
+    if matrix.properties:
+        _properties_suite(root, matrix, totals)
     for k, v in totals.items():
         root.set(k, str(v))
     root.set("time", f"{seconds_all:.3f}")
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def _properties_suite(root: ET.Element, matrix: Matrix, totals: dict[str, int]) -> None:
+    """check-properties' verdicts, a test case each: broken or judged on nothing a failure, not checked an
+    error, does not apply skipped."""
+    suite = ET.SubElement(root, "testsuite", name="Properties on generated streams")
+    counts = dict.fromkeys(totals, 0)
+    for p in matrix.properties:
+        case = ET.SubElement(suite, "testcase", classname=f"eventtime.properties.{p.contract}",
+                             name=f"{p.prop} [{p.short_impl}] on Spark {p.spark_version}")
+        counts["tests"] += 1
+        ce = p.record.get("counterexample") or {}
+        text = _xml("\n".join([*(ce.get("why") or []), *([ce["text"]] if ce.get("text") else [])]))
+        if p.verdict in ("broken", "judged_nothing"):
+            counts["failures"] += 1
+            ET.SubElement(case, "failure", message=_xml(p.summary), type=p.verdict).text = text
+        elif p.verdict == "not_checked":
+            counts["errors"] += 1
+            ET.SubElement(case, "error", message=_xml(p.summary), type="not_checked")
+        elif p.verdict == "does_not_apply":
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=_xml(p.summary))
+    for k, v in counts.items():
+        suite.set(k, str(v))
+        totals[k] += v

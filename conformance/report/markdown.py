@@ -40,14 +40,36 @@ def render_markdown(matrix: Matrix, differences: Sequence[Difference], *, title:
     lines += _what_changed(changes)
     lines += _differences(matrix, differences)
     lines += _failures(matrix)
+    lines += _properties(matrix)
     return "\n".join(lines) + "\n"
+
+
+def _properties(matrix: Matrix) -> list[str]:
+    """check-properties' verdicts: a line each, and each broken property's reasons (its shrunk stream is in
+    the HTML report and the file it was written to)."""
+    if not matrix.properties:
+        return []
+    failing = sum(p.failed for p in matrix.properties)
+    lines = ["", f"### Properties on generated streams ({len(matrix.properties)}, {failing} failing)", "",
+             "| contract | implementation | Spark | property | verdict |", "|---|---|---|---|---|"]
+    lines += [f"| {p.contract} | `{p.short_impl}` | {_cell(p.spark_version)} | `{p.prop}` | {_cell(p.summary)} |"
+              for p in matrix.properties]
+    for p in [p for p in matrix.properties if p.record.get("counterexample")][:MAX_FAILURES]:
+        why = list(p.record["counterexample"].get("why") or [])[:MAX_LINES_PER_FAILURE]
+        written = p.record["counterexample"].get("written")
+        lines += ["", f"<details><summary>BROKEN <b>{p.prop}</b> [{p.short_impl}] on Spark {p.spark_version}"
+                      "</summary>", "", "```"] + [w.replace("```", "'''") for w in why] + ["```"]
+        lines += [f"written: `{written}`"] if written else []
+        lines += ["", "</details>"]
+    return lines
 
 
 def _counts(matrix: Matrix) -> list[str]:
     """How many verdicts, whether a run ended early, counts per Spark version, certification per contract."""
     total = sum(len(r.cells) for r in matrix.rows)
     lines = [f"{total} verdicts ({len(matrix.rows)} scenario × implementation rows) from "
-             f"{len(matrix.files)} results file{'s' if len(matrix.files) != 1 else ''}."]
+             f"{len(matrix.files)} results file{'s' if len(matrix.files) != 1 else ''}"
+             + (f"; {len(matrix.properties)} properties checked on generated streams." if matrix.properties else ".")]
     for f in matrix.files:  # a run that ended early says so before any count is read as the whole run
         if f.incomplete:
             lines += ["", f"**Incomplete run** ({_cell(f.path)}): {_cell(f.incomplete.get('reason', ''))}; "

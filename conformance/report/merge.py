@@ -8,11 +8,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from ..results import FAILING, NOT_APPLICABLE, STATUSES
+from ..results import FAILING, NOT_APPLICABLE, PROPERTY_FAILING, STATUSES
 from ..resultsfile import ResultsFile, ResultsFileError, read_results
 from ..textreport import certification_verdict, short_name, verdict_mark
 
-__all__ = ["VersionColumn", "Cell", "Row", "Matrix", "merge", "read_all", "STATUSES"]
+__all__ = ["VersionColumn", "Cell", "Row", "PropertyEntry", "Matrix", "merge", "read_all", "STATUSES"]
 
 
 
@@ -76,11 +76,62 @@ class Row:
 
 
 @dataclass
+class PropertyEntry:
+    """One property `check-properties` checked for a contract's implementation on one Spark version: its
+    verdict, on how many generated streams it held, and its shrunk counterexample (a results file's
+    `properties` entry, docs/results-format.md)."""
+
+    contract: str
+    implementation: str
+    prop: str
+    title: str
+    verdict: str
+    held_on: int
+    spark_version: str
+    file: str
+    record: dict[str, Any]  # the entry as written: not_judged, run_errors, error, counterexample, settings
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in PROPERTY_FAILING
+
+    @property
+    def short_impl(self) -> str:
+        return short_name(self.implementation)
+
+    @property
+    def summary(self) -> str:
+        """The verdict in words, as `check-properties` prints it."""
+        r = self.record
+        not_judged = sum(int(n.get("count") or 0) for n in r.get("not_judged") or [])
+        tail = f", not judged on {not_judged}" if not_judged else ""
+        if self.verdict == "does_not_apply":
+            return f"does not apply: {r.get('does_not_apply') or ''}"
+        if self.verdict == "not_checked":
+            return f"not checked: {r.get('error') or ''}"
+        if self.verdict == "broken":
+            return f"BROKEN; held on {self.held_on} of the streams tried{tail}"
+        if self.verdict == "judged_nothing":
+            return f"judged on no generated stream{tail}: nothing was checked"
+        return f"held on {self.held_on} generated stream(s){tail}"
+
+
+def _property_entries(files: Sequence[ResultsFile]) -> list[PropertyEntry]:
+    out = []
+    for rf in files:
+        for p in rf.properties:
+            out.append(PropertyEntry(p["contract"], p["implementation"], p["property"], str(p.get("title") or ""),
+                                     p["verdict"], int(p.get("held_on") or 0), _result_version(rf, p), rf.path, p))
+    return sorted(out, key=lambda e: (e.contract, e.implementation, e.prop, version_key(e.spark_version)))
+
+
+@dataclass
 class Matrix:
     files: list[ResultsFile]
     columns: list[VersionColumn]
     rows: list[Row]
     warnings: list[str]
+    properties: list[PropertyEntry] = field(default_factory=list)  # check-properties' verdicts, beside the rows
 
     def counts(self, column: str) -> dict[str, int]:
         out = dict.fromkeys(STATUSES, 0)
@@ -131,6 +182,7 @@ def read_all(paths: Iterable[str | Path]) -> list[ResultsFile]:
         except (TypeError, ValueError, AttributeError) as exc:  # a JSON shape the reader did not expect
             raise ResultsFileError(str(path), f"not a well-formed results file ({exc})") from None
         _check(rf)
+        _check_properties(rf)
         files.append(rf)
     return files
 
@@ -182,6 +234,23 @@ def _check(rf: ResultsFile) -> None:
                 rows = s.get("rows")
                 _need(isinstance(rows, dict) and all(isinstance(v, list) for v in rows.values()), rf,
                       f"{at}, step {s.get('index')}", "'rows' is not a map of source to rows")
+
+
+def _check_properties(rf: ResultsFile) -> None:
+    """What the report reads of each `properties` entry (read_results checked its names and verdict)."""
+    for i, p in enumerate(rf.properties):
+        where = f"property #{i + 1} ({p['property']})"
+        _need(isinstance(p.get("held_on", 0), int), rf, where, "'held_on' is not an integer")
+        for key, inner in (("not_judged", "reason"), ("run_errors", "error")):
+            items = p.get(key) or []
+            _need(isinstance(items, list) and all(isinstance(x, dict) and isinstance(x.get(inner), str)
+                                                  and isinstance(x.get("count"), int) for x in items),
+                  rf, where, f"'{key}' is not a list of {{{inner}, count}}")
+        ce = p.get("counterexample")
+        _need(ce is None or (isinstance(ce, dict) and isinstance(ce.get("text"), str)
+                             and isinstance(ce.get("why", []), list)), rf, where,
+              "'counterexample' is not an object with a 'text'")
+        _need(isinstance(p["runtime"], dict), rf, where, "'runtime' is not an object")
 
 
 def _result_version(rf: ResultsFile, r: Mapping[str, Any]) -> str:
@@ -238,4 +307,5 @@ def merge(files: Sequence[ResultsFile]) -> Matrix:
                               seconds=r.get("seconds"), rerun=r.get("rerun"), steps=r["steps"], file=rf.path,
                               runtime=dict(r.get("runtime") or {}))
     ordered = sorted(rows.values(), key=lambda row: row.key)
-    return Matrix(files=list(files), columns=columns, rows=ordered, warnings=warnings)
+    return Matrix(files=list(files), columns=columns, rows=ordered, warnings=warnings,
+                  properties=_property_entries(files))
