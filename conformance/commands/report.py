@@ -82,6 +82,11 @@ def run(args: argparse.Namespace) -> int:
 def _say_summary(report: Any) -> None:
     """What the merged report holds, in a line (and a line for check-properties' verdicts)."""
     m = report.matrix
+    if m.properties:
+        print(f"{len(m.properties)} properties checked on generated streams, "
+              f"{sum(p.failed for p in m.properties)} broken, not checked or judged on nothing")
+        if not m.rows:  # check-properties files only
+            return
     cells = sum(len(r.cells) for r in m.rows)
     failing = sum(1 for r in m.rows for c in r.cells.values() if c.failed)
     versions = ", ".join(c.key for c in m.columns) or "none"
@@ -89,9 +94,6 @@ def _say_summary(report: Any) -> None:
           f"rows on Spark {versions}; {cells} verdicts, {failing} failed or errored; "
           f"{sum(1 for d in report.differences if d.kind != 'feature availability')} behaviour differences "
           "across versions")
-    if m.properties:
-        print(f"{len(m.properties)} properties checked on generated streams, "
-              f"{sum(p.failed for p in m.properties)} broken, not checked or judged on nothing")
 
 
 def _write(path: str, text: str) -> None:

@@ -79,6 +79,7 @@ def test_the_markdown_summary_lists_them_and_the_broken_ones_reasons(tmp_path):
     assert "### Properties on generated streams (5, 3 failing)" in md, md
     assert "| page_windows | `pages:main` | 4.3.0 | `exactly-once-rerun` | BROKEN" in md, md
     assert WHY in md
+    assert "| Spark | passed |" not in md  # properties only: no empty table of scenario verdicts
 
 
 def test_junit_fails_the_broken_and_the_unjudged_errs_the_unchecked_and_skips_what_does_not_apply(tmp_path):
