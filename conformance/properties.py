@@ -648,6 +648,7 @@ class PropertyReport:
     # why the property does not apply to this contract at all (said, not checked: see `CheckReport.held`)
     does_not_apply: str | None = None
     compared: str = ""  # for a property that compares sinks: what was read, and what was not
+    notes: list[str] = field(default_factory=list)  # what the check says of itself (shrinking cut short)
 
     @property
     def title(self) -> str:
@@ -676,6 +677,7 @@ class PropertyReport:
                 "not_judged": [{"reason": why, "count": n} for why, n in self.not_judged.most_common()],
                 "run_errors": [{"error": why, "count": n} for why, n in self.run_errors.most_common()],
                 "does_not_apply": self.does_not_apply, "error": self.error, "compared": self.compared or None,
+                "notes": list(self.notes),
                 "counterexample": None if ce is None else {
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
@@ -692,7 +694,7 @@ class PropertyReport:
             if self.written and self.counterexample.replaced:
                 where += " (it overwrote the file of that name an earlier check wrote)"
             return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"
-                    f"{where}\n" + "\n".join("  " + w for w in self.counterexample.why))
+                    f"{where}\n" + "\n".join("  " + w for w in [*self.counterexample.why, *self.notes]))
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
         compared = f"\n  compared: {self.compared}" if self.compared else ""
@@ -948,6 +950,7 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     keeps its examples (one per contract, property and pipeline, so a broken stream is tried first on the
     next check of the same three, and never replayed for another)."""
     from hypothesis import given, seed as hseed
+    from hypothesis.reporting import with_reporter
 
     judge = _PropertyJudge(report, run, ends, contract, lookup, extra)
 
@@ -964,13 +967,36 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     # the test function is the same code for every property: Hypothesis would key them all alike
     holds._hypothesis_internal_database_key = key.encode("utf-8")
     test = hseed(seed)(holds) if seed is not None else holds
+    heard: list[object] = []
     try:
-        test()
+        with with_reporter(heard.append):  # Hypothesis's own lines: said in the report's words, below
+            test()
     except _Broken:
         pass
     except Exception as exc:  # noqa: BLE001 - Hypothesis (unsatisfiable, flaky) or the kit: said, not a verdict
         text = str(exc).strip()
         report.error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    report.notes += _heard(heard)
+
+
+# Hypothesis stops shrinking after five minutes (its MAX_SHRINKING_SECONDS), which a stream of Spark runs reaches
+SLOW_SHRINK = ("shrinking stopped at Hypothesis's five-minute limit (each stream tried is Spark runs): the "
+               "counterexample is smaller than the stream first found, maybe not the smallest; check again with "
+               "the database on (the default) to go on shrinking from it")
+
+
+def _heard(lines: Sequence[object]) -> list[str]:
+    """What a check says of Hypothesis's own lines: its falsifying example is the counterexample the report
+    writes (its text is not repeated); its slow-shrinking warning, addressed to a Hypothesis user, becomes
+    SLOW_SHRINK; any other line is kept as Hypothesis said it."""
+    notes = []
+    for line in lines:
+        text = str(line)
+        if "five minutes working to shrink" in text:
+            notes.append(SLOW_SHRINK)
+        elif not text.startswith(("Falsifying example", "Trying example", "Reproduce", "You can reproduce")):
+            notes.append("Hypothesis: " + " ".join(text.split())[:300])
+    return notes
 
 
 def _points(sc: m.Scenario) -> list[int]:

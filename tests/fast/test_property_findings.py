@@ -163,3 +163,31 @@ def test_a_held_sink_property_says_what_it_compared_and_that_a_job_s_own_folder_
     # a property that compares no sinks says nothing of them
     assert props._compared("no-query-dies", without, ()) == ""
     assert "compared" not in props.PropertyReport("bounded-state", held_on=2).describe()
+
+
+# -- Hypothesis's own lines: its slow-shrinking warning said in the report's words, its falsifying example not
+# repeated (the counterexample file is the report's) --------------------------------------------------------
+def _dies_on_two_rows(text, contract, **kwargs):
+    """A stand-in run: the query dies on a stream of two rows or more."""
+    rows = text.count("    - - ")  # a row of an add step, as the generated text writes it
+    status = props.ERROR if rows >= 2 else "passed"
+    result = SimpleNamespace(status=status, cause=None, reason="[CAST_INVALID_INPUT] boom", steps=[], scenario=None)
+    return props.RunObservation(text, result)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit, said", [(0, True), (300, False)])
+def test_shrinking_cut_short_is_said_and_hypothesis_prints_nothing_of_its_own(limit, said, orders, monkeypatch,
+                                                                              capsys):
+    from hypothesis.internal.conjecture import engine
+
+    monkeypatch.setattr(props, "observe_run", _dies_on_two_rows)
+    monkeypatch.setattr(engine, "MAX_SHRINKING_SECONDS", limit)  # 0: the limit is reached at the first shrink
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["no-query-dies"],
+                                    max_examples=30, database=None, derandomize=True)
+    (p,) = report.properties
+    assert p.verdict == "broken", p.describe()
+    assert (props.SLOW_SHRINK in p.notes) is said, p.notes
+    assert (props.SLOW_SHRINK in p.describe()) is said
+    assert p.record()["notes"] == p.notes
+    out = capsys.readouterr().out
+    assert "Falsifying example" not in out and "PLEASE REPORT THIS" not in out, out  # printed raw before
