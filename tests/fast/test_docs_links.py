@@ -1,6 +1,7 @@
 """The project's documentation holds together: every relative link in README.md, docs/*.md and
 tests/README.md points at a file that exists (and at a heading of it, for a `#anchor`), README.md stays
-a five-minute read (at most 250 lines), and every docs/*.md page is reachable from docs/README.md.
+a five-minute read (at most 250 lines), every docs/*.md page is reachable from docs/README.md, and every
+test file is named in tests/README.md.
 Each rule is first checked against a made-up tree where it must say no (the controls below)."""
 from __future__ import annotations
 
@@ -84,6 +85,12 @@ def unlisted_pages(docs: Path) -> list[str]:
     return sorted(p.name for p in docs.glob("*.md") if p.name != "README.md" and p.resolve() not in linked)
 
 
+def unlisted_tests(tests: Path) -> list[str]:
+    """The test files under `tests` (`DIR/test_*.py`) that its README.md does not name as `` `test_x.py` ``."""
+    text = (tests / "README.md").read_text(encoding="utf-8")
+    return sorted(str(p.relative_to(tests)) for p in tests.glob("*/test_*.py") if f"`{p.name}`" not in text)
+
+
 def documentation_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tests" / "README.md"]
 
@@ -126,6 +133,14 @@ def test_the_index_check_finds_a_page_the_index_does_not_link(tmp_path):
     assert unlisted_pages(docs) == []
 
 
+def test_the_test_index_check_finds_a_test_file_it_does_not_name(tmp_path):
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "fast" / "test_a.py").write_text("", encoding="utf-8")
+    (tmp_path / "fast" / "test_b.py").write_text("", encoding="utf-8")
+    (tmp_path / "README.md").write_text("- `test_a.py`: a\n- test_b.py without its backquotes\n", encoding="utf-8")
+    assert unlisted_tests(tmp_path) == ["fast/test_b.py"]
+
+
 def test_slugs_are_githubs():
     assert slug("`add`: rows in partitions") == "add-rows-in-partitions"
     assert slug('"Since the previous expect"') == "since-the-previous-expect"
@@ -155,3 +170,9 @@ def test_every_docs_page_is_reachable_from_the_index():
     assert (ROOT / "docs" / "README.md").exists()
     missing = unlisted_pages(ROOT / "docs")
     assert not missing, f"docs/README.md does not link to: {', '.join(missing)}"
+
+
+def test_every_test_file_is_named_in_the_tests_readme():
+    assert len(list((ROOT / "tests").glob("*/test_*.py"))) > 50
+    missing = unlisted_tests(ROOT / "tests")
+    assert not missing, f"tests/README.md does not name: {', '.join(missing)} (a line each under its folder)"
