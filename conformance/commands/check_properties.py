@@ -73,6 +73,10 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
     lookup = ContractLookup(dirs)
     beside = Path.cwd() / "check-properties"  # contract files in the working directory and above it
     found, reason = lookup.resolve(args.contract, beside)
+    if found is None and isinstance(reason, list) and reason:  # its file does not load: its problems, at their lines
+        for problem in reason:
+            print(problem, file=sys.stderr)
+        return None
     if found is None:
         from ..problems import did_you_mean
 

@@ -1,0 +1,94 @@
+"""Three findings of a stranger's trial of `eventtime check-properties` (issue 46), each fixed: a counterexample is
+not collected where the check wrote it until it is reviewed and moved (said, never silently); a `disjoint` invariant
+with fewer than two outputs is an error at its line; the check names the user's files as `eventtime run` does,
+relative to the working directory. No Spark."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from eventtime import properties as props
+from eventtime.cli import main
+from eventtime.contractfile import ContractInvalid, load_contract_file
+from eventtime.counterexamples import MARKER
+
+pytest_plugins = ["pytester"]
+
+SCENARIO = textwrap.dedent("""\
+    scenario: mine
+    description: A user's own scenario (Spark guide, Handling Late Data and Watermarking).
+    contract: tumbling_count
+    params: {window: 10s, watermark_delay: 5s}
+    steps:
+      - add: {events: [[a, "00:00:03"]]}
+      - process
+      - expect: {no_output: true}
+    """)
+SHRUNK = "bounded-state-tumbling-count.scenario.yaml"
+BIND = ("--eventtime-pipeline", "tumbling_count=jobs:count")
+
+
+def _written(root: Path) -> Path:
+    """A counterexample as `check-properties` writes it, beside a reviewed scenario under tests/."""
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "mine.scenario.yaml").write_text(SCENARIO)
+    shrunk = props.Counterexample("bounded-state", "tumbling_count", SCENARIO.replace("mine", "shrunk"), ["why"])
+    return shrunk.write(root / "counterexamples")
+
+
+# -- 2. `disjoint` needs two different outputs --------------------------------------------------------------
+ONE_OUTPUT = textwrap.dedent("""\
+    contract: orders
+    description: orders -> one output
+    sources:
+      orders: {columns: "order_id string, ts timestamp", event_time: ts}
+    output: {columns: "order_id string, ts timestamp"}
+    invariants:
+      one_side: {disjoint: {key: [order_id], outputs: OUTPUTS}}
+    """)
+
+
+@pytest.mark.parametrize("outputs, said", [
+    # before: accepted, and judged as holding on every stream (a key cannot be in two of one output)
+    ("[output, output]", "`disjoint` (a key never in two outputs) needs two outputs or more, and the contract has "
+                         "one ('output'): declare another (a `kind: path` parameter, a query under `queries:`, or "
+                         "`table:NAME` for a table the job writes); for a key never twice in one output, write a hook"),
+    ("[output]", "needs two outputs or more, and the contract has one ('output')"),
+])
+def test_disjoint_on_a_contract_of_one_output_is_an_error_at_its_line(tmp_path, outputs, said):
+    path = tmp_path / "orders.contract.yaml"
+    path.write_text(ONE_OUTPUT.replace("OUTPUTS", outputs))
+    with pytest.raises(ContractInvalid) as info:
+        load_contract_file(path)
+    assert f"{path}:7:" in str(info.value) and said in str(info.value), str(info.value)
+
+
+def test_an_output_named_twice_is_an_error_at_its_place(tmp_path):
+    path = tmp_path / "orders.contract.yaml"
+    two = ONE_OUTPUT.replace('output: {columns: "order_id string, ts timestamp"}',
+                             'params: {clean: {kind: path}}\noutput: {columns: "order_id string, ts timestamp"}')
+    path.write_text(two.replace("OUTPUTS", "[output, clean, output]"))  # before: accepted
+    with pytest.raises(ContractInvalid) as info:
+        load_contract_file(path)
+    assert f"{path}:8:67: `outputs` names output 'output' twice" in str(info.value), str(info.value)
+    path.write_text(two.replace("OUTPUTS", "[clean, clean]"))
+    with pytest.raises(ContractInvalid) as info:
+        load_contract_file(path)
+    assert "needs two outputs or more, not one ('clean'; outputs: clean, output)" in str(info.value)
+    path.write_text(two.replace("OUTPUTS", "[clean, output]"))  # the control
+    assert load_contract_file(path).invariants[0].outputs == ("clean", "output")
+
+
+def test_check_properties_by_name_says_the_contract_s_problem_at_its_line(tmp_path, monkeypatch, capsys):
+    """Before: `unknown contract 'orders'; did you mean 'orders'? (...)` for a contract found but invalid."""
+    (tmp_path / "orders.contract.yaml").write_text(ONE_OUTPUT.replace("OUTPUTS", "[output]"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check-properties", "orders", "--pipeline", "orders=jobs:main"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orders.contract.yaml:7:") and "needs two outputs or more" in err, err
+    assert "unknown contract" not in err
+
+
