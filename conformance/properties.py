@@ -682,6 +682,8 @@ class PropertyReport:
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
     def describe(self) -> str:
+        from eventtime.scenarios import display_path
+
         if self.does_not_apply is not None:
             return f"{self.prop}: does not apply: {self.does_not_apply}"
         if self.error is not None:
@@ -690,7 +692,7 @@ class PropertyReport:
         tail = (f", not judged on {skipped} (" + "; ".join(f"{n}: {why}" for why, n in self.not_judged.most_common(3))
                 + ")") if skipped else ""
         if self.counterexample is not None:
-            where = f"; written: {self.written}" if self.written else ""
+            where = f"; written: {display_path(self.written)}" if self.written else ""  # as `eventtime run` names it
             if self.written and self.counterexample.replaced:
                 where += " (it overwrote the file of that name an earlier check wrote)"
             return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"

@@ -92,3 +92,30 @@ def test_check_properties_by_name_says_the_contract_s_problem_at_its_line(tmp_pa
     assert "unknown contract" not in err
 
 
+# -- 3. the user's files named as `eventtime run` names them ---------------------------------------------------
+def test_check_properties_names_files_relative_to_the_working_directory(tmp_path, monkeypatch, capsys):
+    (tmp_path / "contracts").mkdir()
+    contract = tmp_path / "contracts" / "orders.contract.yaml"
+    contract.write_text(ONE_OUTPUT.split("invariants:")[0])
+    monkeypatch.chdir(tmp_path)
+    # unbound: the contract's file, not a made-up absolute place (before: /.../check-properties: no pipeline ...)
+    for given in (str(contract), "orders"):
+        assert main(["check-properties", given, "--contracts", "contracts"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("eventtime: error: contracts/orders.contract.yaml: no pipeline is bound"), err
+    # a mistake in a contract given by its absolute path (before: the absolute path, where `eventtime run` says
+    # the relative one)
+    contract.write_text(ONE_OUTPUT.replace("OUTPUTS", "[output]"))
+    assert main(["check-properties", str(contract)]) == 2
+    assert capsys.readouterr().err.startswith("contracts/orders.contract.yaml:7:")
+    # the written counterexample and its reproduce line
+    shrunk = props.Counterexample("bounded-state", "orders", "scenario: a\n", ["why"])
+    report = props.PropertyReport("bounded-state", counterexample=shrunk,
+                                  written=shrunk.write(tmp_path / "counterexamples"))
+    assert report.written is not None and report.written.is_absolute()
+    assert "; written: counterexamples/bounded-state-orders.scenario.yaml" in report.describe(), report.describe()
+    from eventtime.commands.check_properties import _say_counterexamples
+
+    _say_counterexamples(props.CheckReport("orders", [report]), "orders", "jobs:main", [], contract)
+    assert capsys.readouterr().out.strip() == ("eventtime: reproduce: eventtime run counterexamples/bounded-state-"
+                                               "orders.scenario.yaml --pipeline orders=jobs:main --contracts contracts")
