@@ -570,6 +570,9 @@ class Counterexample:
         path = out / f"{_slug(self.prop)}-{self.contract.replace('_', '-')}.scenario.yaml"
         self.replaced = path.is_file() and path.read_text(encoding="utf-8") != self.text
         path.write_text(self.text, encoding="utf-8")
+        from .counterexamples import record
+
+        record(out, path.name)  # not collected where it is written until reviewed and moved (the module's rule)
         return path
 
 

@@ -39,6 +39,58 @@ def _written(root: Path) -> Path:
     return shrunk.write(root / "counterexamples")
 
 
+# -- 1. a counterexample is not a test where it was written -----------------------------------------------
+def test_pytest_leaves_out_a_counterexample_where_check_properties_wrote_it_and_says_so(pytester):
+    """Before: `pytest` after a check collected the unreviewed file (2 tests, the shrunk one red)."""
+    path = _written(pytester.path)
+    assert path.parent.joinpath(MARKER).read_text().splitlines()[-1] == SHRUNK  # the check marks its folder
+    result = pytester.runpytest("--collect-only", "-q", *BIND)
+    result.stdout.fnmatch_lines(["tests/mine.scenario.yaml::mine[[]jobs:count[]]",
+                                 "eventtime: 1 counterexample file(s) written by `eventtime check-properties` left out, "
+                                 f"not reviewed yet, in counterexamples (listed in its {MARKER}): to make one a test, "
+                                 "review it and move it under your scenario folder; to run one as it is, name it on "
+                                 "the command line", "1 test collected*"])
+    assert "shrunk" not in result.stdout.str()
+
+
+def test_a_counterexample_named_on_the_command_line_runs(pytester):
+    _written(pytester.path)
+    result = pytester.runpytest("--collect-only", "-q", *BIND, f"counterexamples/{SHRUNK}")
+    result.stdout.fnmatch_lines([f"counterexamples/{SHRUNK}::shrunk[[]jobs:count[]]", "1 test collected*"])
+    assert "left out" not in result.stdout.str()
+
+
+def test_a_counterexample_moved_under_the_scenario_folder_is_a_scenario_like_any_other(pytester):
+    path = _written(pytester.path)
+    shutil.move(path, pytester.path / "tests" / "rerun-once.scenario.yaml")  # reviewed, moved, renamed
+    result = pytester.runpytest("--collect-only", "-q", *BIND)
+    result.stdout.fnmatch_lines(["*mine*", "tests/rerun-once.scenario.yaml::shrunk[[]jobs:count[]]", "2 tests collected*"])
+    assert "left out" not in result.stdout.str()
+
+
+def test_control_a_scenario_beside_the_counterexamples_that_the_check_did_not_write_is_collected(pytester):
+    path = _written(pytester.path)
+    (path.parent / "mine-too.scenario.yaml").write_text(SCENARIO.replace("mine", "mine_too"))
+    result = pytester.runpytest("--collect-only", "-q", *BIND)
+    result.stdout.fnmatch_lines(["*mine_too*", "*1 counterexample file(s)*left out*", "2 tests collected*"])
+
+
+def test_eventtime_run_of_a_folder_leaves_a_counterexample_out_by_the_same_rule(tmp_path, monkeypatch, capsys):
+    from eventtime.commands.files import scenario_files
+
+    path = _written(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert scenario_files(["."]) == [Path("tests/mine.scenario.yaml")]
+    assert "1 counterexample file(s) written by `eventtime check-properties` left out, not reviewed yet, in " \
+           "counterexamples" in capsys.readouterr().err
+    assert scenario_files([f"counterexamples/{SHRUNK}"]) == [Path(f"counterexamples/{SHRUNK}")]  # named: it runs
+    assert "left out" not in capsys.readouterr().err
+    assert scenario_files(["counterexamples"]) is None  # nothing else there: said, and a usage error
+    assert "left out" in capsys.readouterr().err
+    path.parent.joinpath(MARKER).write_text("# reviewed\n")  # its line deleted from the marker: a scenario
+    assert scenario_files(["counterexamples"]) == [Path(f"counterexamples/{SHRUNK}")]
+
+
 # -- 2. `disjoint` needs two different outputs --------------------------------------------------------------
 ONE_OUTPUT = textwrap.dedent("""\
     contract: orders
