@@ -378,6 +378,15 @@ def _judge_not_null(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence
                          f"{_show(t, [c.type for c in cols_of[sink]])}")
 
 
+def hook_raised(spec: Any, exc: BaseException) -> str:
+    """What stops a check when an invariant's hook raises: where in the user's code, named as `eventtime run`
+    names the line a user's module raised at (relative to the working directory, the kit's frames passed over)."""
+    from .userpipeline import _raised_at
+
+    at = _raised_at(exc)
+    return f"invariant {spec.name!r}: its hook {spec.hook} raised {type(exc).__name__}{f' at {at}' if at else ''}: {exc}"
+
+
 def _judge_disjoint(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence[Any]], v: _Verdict) -> None:
     where: dict[tuple, list[str]] = {}
     for sink in spec.outputs:
@@ -1203,12 +1212,7 @@ class _PropertyJudge:
         try:
             verdict = judge_invariant(spec, observations_of(base, contract), contract, self.hook)
         except Exception as exc:  # noqa: BLE001 - the user's hook failed: said where, never a verdict
-            import traceback
-
-            frames = traceback.extract_tb(exc.__traceback__)
-            at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-            raise _KitError(f"invariant {spec.name!r}: its hook {spec.hook} raised {type(exc).__name__}{at}: "
-                            f"{exc}") from None
+            raise _KitError(hook_raised(spec, exc)) from None
         if not verdict.why:
             report.held_on += 1
             return

@@ -171,3 +171,25 @@ def test_check_properties_names_files_relative_to_the_working_directory(tmp_path
     _say_counterexamples(props.CheckReport("orders", [report]), "orders", "jobs:main", [], contract)
     assert capsys.readouterr().out.strip() == ("eventtime: reproduce: eventtime run counterexamples/bounded-state-"
                                                "orders.scenario.yaml --pipeline orders=jobs:main --contracts contracts")
+
+
+def test_a_hook_that_raises_is_named_where_it_raised_relative_to_the_working_directory(tmp_path, monkeypatch):
+    """Before: `... raised KeyError at /abs/.../shop_checks.py:3: ...`, where `eventtime run` names a user's module
+    that raises relative to the working directory (userpipeline's rule, used for both now)."""
+    from eventtime.contracts import InvariantSpec
+    from eventtime.properties import Observations, hook_raised, judge_invariant
+
+    (tmp_path / "shop_checks.py").write_text("def balanced(obs):\n    rows = obs.rows('output')\n"
+                                             "    return rows[0]['missing']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    import shop_checks
+
+    contract_path = tmp_path / "orders.contract.yaml"
+    contract_path.write_text(ONE_OUTPUT.split("invariants:")[0])
+    spec = InvariantSpec("balanced", "hook", hook="shop_checks:balanced")
+    obs = Observations({}, {"output": [{"order_id": "a", "ts": None}]}, {})
+    with pytest.raises(KeyError) as info:
+        judge_invariant(spec, obs, load_contract_file(contract_path), shop_checks.balanced)
+    assert hook_raised(spec, info.value) == ("invariant 'balanced': its hook shop_checks:balanced raised KeyError at "
+                                             "shop_checks.py:3: 'missing'")
