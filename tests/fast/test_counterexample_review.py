@@ -193,3 +193,30 @@ def test_a_hook_that_raises_is_named_where_it_raised_relative_to_the_working_dir
         judge_invariant(spec, obs, load_contract_file(contract_path), shop_checks.balanced)
     assert hook_raised(spec, info.value) == ("invariant 'balanced': its hook shop_checks:balanced raised KeyError at "
                                              "shop_checks.py:3: 'missing'")
+
+
+def test_watch_does_not_run_a_counterexample_written_while_it_watches_and_says_so(tmp_path, monkeypatch):
+    from eventtime.results import PASSED, ScenarioResult
+    from eventtime.watch import Watcher
+
+    contract = "contract: echo\ndescription: x\nsources:\n  clicks: {columns: \"page string, ts timestamp\", " \
+               "event_time: ts}\noutput: {columns: \"page string, ts timestamp\"}\n"
+    scenario = ("scenario: NAME\ndescription: one click\ncontract: echo\nsteps:\n  - add: {clicks: [[home, \"00:00:01\"]]}"
+                "\n  - process\n")
+    (tmp_path / "echo.contract.yaml").write_text(contract)
+    (tmp_path / "a.scenario.yaml").write_text(scenario.replace("NAME", "a"))
+    (tmp_path / "cejobs.py").write_text("def echo(clicks):\n    return clicks\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    ran: list[str] = []
+    said: list[str] = []
+    w = Watcher([str(tmp_path)], pipeline="cejobs:echo", contract_dirs=[str(tmp_path)], root=tmp_path, say=said.append,
+                run=lambda sc, target: ran.append(sc.name) or ScenarioResult(sc, str(target), PASSED))
+    w.first_round()
+    assert ran == ["a"]
+    props.Counterexample("bounded-state", "echo", scenario.replace("NAME", "shrunk"), ["why"]).write(
+        tmp_path / "counterexamples")
+    w.one_round()
+    w.one_round()
+    assert ran == ["a"], ran  # before: the unreviewed file ran
+    assert sum("1 counterexample file(s)" in s and "in counterexamples" in s for s in said) == 1, said
