@@ -728,8 +728,7 @@ def _form_body(r: _Reader, form: str, body: dict, fpath: tuple, sinks: list[str]
         if form != "conserve" else ()
     _known(r, body, fpath, sources_of, "from", source_names, "source")
     _known(r, body, fpath, outs, okey, sinks, "output")
-    if form == "disjoint" and len(outs) == 1:
-        r.at(fpath + ("outputs",), "a key never in two outputs needs two outputs or more")
+    _distinct_outputs(r, body, form, fpath, okey, outs, sinks)
     if form == "not_null" and len(outs) > 1:
         r.at(fpath + ("output",), "`not_null` reads one output (state one invariant per output)")
     relation = body.get("count") if form == "conserve" else None
@@ -737,6 +736,26 @@ def _form_body(r: _Reader, form: str, body: dict, fpath: tuple, sinks: list[str]
         r.at(fpath + ("count",), f"a count relation is one of {', '.join(repr(c) for c in COUNT_RELATIONS)} "
                                  f"(rows in all of `into` against rows added to `from`), not {relation!r}")
     return sources_of, outs, cols, relation
+
+
+def _distinct_outputs(r: _Reader, body: dict, form: str, fpath: tuple, okey: str, outs: tuple[str, ...],
+                      sinks: list[str]) -> None:
+    """An output named twice in one invariant is a mistake (a `disjoint` over [clean, clean] could never break,
+    a conservation would count a row twice); a `disjoint` needs two different outputs, and says so where the
+    contract has only one to give."""
+    if form != "disjoint" or len(set(outs)) != 1:
+        for i, o in enumerate(outs):
+            if o in outs[:i]:
+                r.at(fpath + (okey, i), f"`{okey}` names output {o!r} twice: name each output once")
+        return
+    if len(sinks) == 1:
+        r.at(fpath + ("outputs",), f"`disjoint` (a key never in two outputs) needs two outputs or more, and the "
+                                   f"contract has one ({sinks[0]!r}): declare another (a `kind: path` parameter, a "
+                                   "query under `queries:`, or `table:NAME` for a table the job writes); for a key "
+                                   "never twice in one output, write a hook")
+    else:
+        r.at(fpath + ("outputs",), f"`disjoint` (a key never in two outputs) needs two outputs or more, not one "
+                                   f"({outs[0]!r}; outputs: {', '.join(sinks)})")
 
 
 def _invariant_columns(r: _Reader, form: str, fpath: tuple, sources_of: tuple[str, ...], outs: tuple[str, ...],

@@ -378,6 +378,15 @@ def _judge_not_null(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence
                          f"{_show(t, [c.type for c in cols_of[sink]])}")
 
 
+def hook_raised(spec: Any, exc: BaseException) -> str:
+    """What stops a check when an invariant's hook raises: where in the user's code, named as `eventtime run`
+    names the line a user's module raised at (relative to the working directory, the kit's frames passed over)."""
+    from .userpipeline import _raised_at
+
+    at = _raised_at(exc)
+    return f"invariant {spec.name!r}: its hook {spec.hook} raised {type(exc).__name__}{f' at {at}' if at else ''}: {exc}"
+
+
 def _judge_disjoint(spec: Any, obs: Observations, cols_of: Mapping[str, Sequence[Any]], v: _Verdict) -> None:
     where: dict[tuple, list[str]] = {}
     for sink in spec.outputs:
@@ -570,6 +579,9 @@ class Counterexample:
         path = out / f"{_slug(self.prop)}-{self.contract.replace('_', '-')}.scenario.yaml"
         self.replaced = path.is_file() and path.read_text(encoding="utf-8") != self.text
         path.write_text(self.text, encoding="utf-8")
+        from .counterexamples import record
+
+        record(out, path.name)  # not collected where it is written until reviewed and moved (the module's rule)
         return path
 
 
@@ -682,6 +694,8 @@ class PropertyReport:
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
     def describe(self) -> str:
+        from eventtime.scenarios import display_path
+
         if self.does_not_apply is not None:
             return f"{self.prop}: does not apply: {self.does_not_apply}"
         if self.error is not None:
@@ -690,7 +704,7 @@ class PropertyReport:
         tail = (f", not judged on {skipped} (" + "; ".join(f"{n}: {why}" for why, n in self.not_judged.most_common(3))
                 + ")") if skipped else ""
         if self.counterexample is not None:
-            where = f"; written: {self.written}" if self.written else ""
+            where = f"; written: {display_path(self.written)}" if self.written else ""  # as `eventtime run` names it
             if self.written and self.counterexample.replaced:
                 where += " (it overwrote the file of that name an earlier check wrote)"
             return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"
@@ -1198,12 +1212,7 @@ class _PropertyJudge:
         try:
             verdict = judge_invariant(spec, observations_of(base, contract), contract, self.hook)
         except Exception as exc:  # noqa: BLE001 - the user's hook failed: said where, never a verdict
-            import traceback
-
-            frames = traceback.extract_tb(exc.__traceback__)
-            at = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-            raise _KitError(f"invariant {spec.name!r}: its hook {spec.hook} raised {type(exc).__name__}{at}: "
-                            f"{exc}") from None
+            raise _KitError(hook_raised(spec, exc)) from None
         if not verdict.why:
             report.held_on += 1
             return

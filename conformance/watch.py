@@ -76,6 +76,7 @@ class Watcher:
         self.fn: Any = None
         self.allowed = allowed  # contracts that may have nothing judged (projectconfig.nothing_judged)
         self.latest: dict[tuple[Path, str], Any] = {}  # (scenario file, implementation) -> its latest result
+        self._left_out: list[Path] = []  # unreviewed counterexamples not watched (said when it changes)
 
     # -- what is watched --------------------------------------------------------------------------
     def _files(self) -> tuple[list[Path], list[Path]]:
@@ -83,12 +84,26 @@ class Watcher:
         from .loader import find_scenario_files
 
         scenarios, _ = find_scenario_files(self.paths)
+        scenarios = self._reviewed(scenarios)
         contracts: list[Path] = []
         for folder in [Path(p) for p in self.paths if Path(p).is_dir()] + [Path(d) for d in self.contract_dirs]:
             contracts += [f for f in folder.rglob("*") if f.name.endswith(CONTRACT_SUFFIXES)]
         for f in scenarios:  # a contract beside a scenario file given by name
             contracts += [c for c in f.parent.iterdir() if c.name.endswith(CONTRACT_SUFFIXES)]
         return sorted(set(scenarios)), sorted(set(contracts))
+
+    def _reviewed(self, scenarios: list[Path]) -> list[Path]:
+        """`scenarios` but the counterexamples check-properties wrote and nobody has moved (eventtime.counterexamples),
+        said whenever what is left out changes; a file named on the command line is watched."""
+        from eventtime.scenarios import display_path
+
+        from .counterexamples import left_out_note, named, unreviewed
+
+        left_out = [f for f in scenarios if unreviewed(f) and not named(f, self.paths, Path.cwd())]
+        if left_out and left_out != self._left_out:
+            self.say(f"eventtime: {left_out_note(left_out, (display_path(f.parent) for f in left_out))}")
+        self._left_out = left_out
+        return [f for f in scenarios if f not in left_out]
 
     def _module_files(self) -> dict[str, Path]:
         return {m.__name__: Path(m.__file__) for m in _user_modules(self.root)} if self._users_code else {}

@@ -55,6 +55,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path] | None:
+    from eventtime.scenarios import display_path
+
     from ..contractfile import load_contract_file
     from ..problems import FileInvalid
     from ..registry import ContractLookup
@@ -65,7 +67,7 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
             if not given.is_file():
                 print(f"eventtime: error: no such contract file: {args.contract}", file=sys.stderr)
                 return None
-            c = load_contract_file(given)
+            c = load_contract_file(given, display_path=display_path(given))  # named as `eventtime run` names it
             return c, ContractLookup([*dirs, str(given.parent)], extra=[c]), given
     except FileInvalid as exc:
         print(exc, file=sys.stderr)
@@ -73,6 +75,10 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
     lookup = ContractLookup(dirs)
     beside = Path.cwd() / "check-properties"  # contract files in the working directory and above it
     found, reason = lookup.resolve(args.contract, beside)
+    if found is None and isinstance(reason, list) and reason:  # its file does not load: its problems, at their lines
+        for problem in reason:
+            print(problem, file=sys.stderr)
+        return None
     if found is None:
         from ..problems import did_you_mean
 
@@ -86,6 +92,8 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
 
 
 def run(args: argparse.Namespace) -> int:
+    from eventtime.scenarios import display_path
+
     from ..projectconfig import unbound_message
     from ..properties import PROPERTIES, wanted_properties
     from .execute import unimportable
@@ -111,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     conf = conf_pairs(args.spark_conf)
     targets = project.targets(SimpleNamespace(contract=contract), place)
     if not targets:
-        print(f"eventtime: error: {unbound_message(contract, str(place))}", file=sys.stderr)
+        # the contract's file, named as `eventtime run` names a file (`place` is where bindings are looked up from)
+        shown = contract.where.file if contract.where is not None else display_path(place)
+        print(f"eventtime: error: {unbound_message(contract, shown)}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     failed_import = unimportable(targets)  # the rule `eventtime run` follows: a job not there is a usage error
     if failed_import:
@@ -189,6 +199,8 @@ def _refused(contract: Contract, delay: str | None) -> str | None:
 
 def _say_counterexamples(report: CheckReport, contract: str, target: str, contract_dirs: list[str], place: Path) -> None:
     """Each broken property's shrunk stream: where it was written and how to run it again, else its text."""
+    from eventtime.scenarios import display_path
+
     from ..snapshot import in_ci
 
     for p in report.properties:
@@ -197,6 +209,6 @@ def _say_counterexamples(report: CheckReport, contract: str, target: str, contra
             print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
         elif p.written is not None:
             # a contract given as a file is found by its folder (a scenario under --out is not beside it)
-            dirs = [*contract_dirs, *([str(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
-            print(f"eventtime: reproduce: eventtime run {p.written} --pipeline {contract}={target}"
+            dirs = [*contract_dirs, *([display_path(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
+            print(f"eventtime: reproduce: eventtime run {display_path(p.written)} --pipeline {contract}={target}"
                   + "".join(f" --contracts {d}" for d in dict.fromkeys(dirs)), flush=True)

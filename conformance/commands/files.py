@@ -34,6 +34,7 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
             print(f"eventtime: error: no such file or directory: {path}", file=sys.stderr)
         if missing:
             return None
+        files = _reviewed(files, paths)
     else:
         from eventtime.scenarios import SUITE_DIR
 
@@ -42,6 +43,19 @@ def scenario_files(paths: Sequence[str] | None, *, what: str = "to run",
         print(f"eventtime: error: no scenario files (*.scenario.yaml) {what}", file=sys.stderr)
         return None
     return list(files)
+
+
+def _reviewed(files: list[Path], paths: Sequence[str]) -> list[Path]:
+    """`files` but the counterexamples `check-properties` wrote that a folder walk found (said on stderr, as the
+    pytest plugin says them in its summary: eventtime.counterexamples); a file named on the command line runs."""
+    from eventtime.scenarios import display_path
+
+    from ..counterexamples import left_out_note, named, unreviewed
+
+    left_out = [f for f in files if unreviewed(f) and not named(f, paths, Path.cwd())]
+    if left_out:
+        print(f"eventtime: {left_out_note(left_out, (display_path(f.parent) for f in left_out))}", file=sys.stderr)
+    return [f for f in files if f not in left_out]
 
 
 def load_scenarios(files: Sequence[Path], contract_dirs: Sequence[str | Path] = ()) -> tuple[list[Any], int]:
