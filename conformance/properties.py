@@ -42,7 +42,7 @@ from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .contracts import Contract
-from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, ScenarioResult
+from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, PROPERTY_VERDICTS, ScenarioResult
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
@@ -661,6 +661,7 @@ class PropertyReport:
     does_not_apply: str | None = None
     compared: str = ""  # for a property that compares sinks: what was read, and what was not
     notes: list[str] = field(default_factory=list)  # what the check says of itself (shrinking cut short)
+    shrink_tried: int = 0  # streams Hypothesis tried while it shrank the counterexample (not in held_on)
 
     @property
     def title(self) -> str:
@@ -689,7 +690,7 @@ class PropertyReport:
                 "not_judged": [{"reason": why, "count": n} for why, n in self.not_judged.most_common()],
                 "run_errors": [{"error": why, "count": n} for why, n in self.run_errors.most_common()],
                 "does_not_apply": self.does_not_apply, "error": self.error, "compared": self.compared or None,
-                "notes": list(self.notes),
+                "notes": list(self.notes), "shrink_tried": self.shrink_tried,
                 "counterexample": None if ce is None else {
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
@@ -707,8 +708,9 @@ class PropertyReport:
             where = f"; written: {display_path(self.written)}" if self.written else ""  # as `eventtime run` names it
             if self.written and self.counterexample.replaced:
                 where += " (it overwrote the file of that name an earlier check wrote)"
-            return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} of the streams tried{tail}"
-                    f"{where}\n" + "\n".join("  " + w for w in [*self.counterexample.why, *self.notes]))
+            shrunk = f"; shrinking tried {self.shrink_tried} smaller stream(s)" if self.shrink_tried else ""
+            return (f"{self.prop}: BROKEN ({self.title}); held on {self.held_on} stream(s) before it broke{tail}"
+                    f"{shrunk}{where}\n" + "\n".join("  " + w for w in [*self.counterexample.why, *self.notes]))
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
         compared = f"\n  compared: {self.compared}" if self.compared else ""
@@ -726,6 +728,8 @@ class CheckReport:
     contract: str
     properties: list[PropertyReport]
     implementation: str = ""  # what was checked: `module:function`, a job's path or a spec
+    delay: str = ""  # the watermark delay late rows were drawn around (given, or the contract's parameter)
+    job_notes: list[str] = field(default_factory=list)  # what the runs noted of the job, as `eventtime run` does
 
     @property
     def held(self) -> bool:
@@ -735,12 +739,19 @@ class CheckReport:
     def describe(self) -> str:
         return "\n".join(p.describe() for p in self.properties)
 
+    def tally(self) -> str:
+        """The verdicts counted: `3 held, 1 broken, 1 does not apply (of 5 properties)`."""
+        counts = Counter(p.verdict for p in self.properties)
+        said = [f"{counts[v]} {v.replace('_', ' ')}" for v in PROPERTY_VERDICTS if counts[v]]
+        return f"{', '.join(said)} (of {len(self.properties)} properties)"
+
     def records(self, runtime: Mapping[str, Any] | None = None,
                 settings: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """Each property's entry in a results file, with the Spark it ran on (`runtime`) and the check's
         settings (`settings`: max_examples, seed, ...)."""
         return [{"contract": self.contract, "implementation": self.implementation, **p.record(),
-                 "runtime": dict(runtime or {}), "settings": dict(settings or {})} for p in self.properties]
+                 "job_notes": list(self.job_notes), "runtime": dict(runtime or {}), "settings": dict(settings or {})}
+                for p in self.properties]
 
 
 class _Broken(AssertionError):
@@ -762,14 +773,16 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
                      params: Mapping[str, Any] | None = None, out_dir: str | Path | None = None,
                      timeout: float = DEFAULT_TIMEOUT, progress: Callable[[str], None] | None = None,
                      hypothesis_settings: Any = None, conf: Mapping[str, str] | None = None,
-                     invariants: Mapping[str, Callable[[Observations], Any]] | None = None) -> CheckReport:
+                     invariants: Mapping[str, Callable[[Observations], Any]] | None = None,
+                     shrink: bool = True) -> CheckReport:
     """Check each of `properties` on up to `max_examples` streams generated from `contract`, run against
     `pipeline` on `session`. A broken property's shrunk stream is written under `out_dir` (None: not
     written; never in CI, where the text is kept in the report only). `hypothesis_settings` (a
     `hypothesis.settings`) replaces the ones built from `max_examples`, `derandomize` and `database`.
     `invariants`: hooks of your own by name (each a function over `Observations`: None or True when it
     holds, else False, a message or a list of them, or an AssertionError), checked beside the contract's
-    `invariants:` as `invariant:NAME`; `properties` names them so, or all of them as `invariants`."""
+    `invariants:` as `invariant:NAME`; `properties` names them so, or all of them as `invariants`.
+    `shrink=False`: a broken property's counterexample is the first stream it broke on, not shrunk."""
     from .registry import ContractLookup
     from .snapshot import in_ci
     from .strategies import scenarios
@@ -777,14 +790,16 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
     lookup = lookup or ContractLookup((), extra=[contract])
-    delay = delay or _declared_delay(contract, params)
+    delay, origin = (delay, "given") if delay else _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
                         idle=True, pools=pools, params=params, contracts=lookup,
                         resolution=_resolution(delay), max_step=_step(delay))
     if hypothesis_settings is None:
-        hypothesis_settings = _settings(max_examples, derandomize, database)
+        hypothesis_settings = _settings(max_examples, derandomize, database, shrink)
     tell = progress or (lambda _: None)
-    run = _observer(contract, lookup, pipeline, session, timeout, conf)
+    tell(f"eventtime: late and out-of-order rows drawn around a watermark delay of {delay} ({origin})")
+    job_notes: list[str] = []
+    run = _observer(contract, lookup, pipeline, session, timeout, conf, job_notes)
     target = pipeline if isinstance(pipeline, str) else _code_name(pipeline)
 
     reports = []
@@ -801,14 +816,27 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
             if prop.startswith(INVARIANT) else (None, None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
                    lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
+        _stateless(report)
         if report.counterexample is not None and out_dir is not None and not in_ci():
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
-    return CheckReport(contract.name, reports, target)
+    for note in job_notes:  # what `eventtime run` notes of the job (a setting not exercised), said once
+        tell(f"eventtime: note: {note}")
+    return CheckReport(contract.name, reports, target, delay, job_notes)
+
+
+def _stateless(report: PropertyReport) -> None:
+    """`bounded-state` of a job that keeps no state does not apply (found on the runs, not in the contract):
+    every stream it ran said no stateful operator ran, and none was judged otherwise."""
+    reasons = set(report.not_judged)
+    if (report.prop == "bounded-state" and report.verdict == "judged_nothing" and reasons == {STATELESS}):
+        n = report.not_judged[STATELESS]
+        report.does_not_apply = (f"no stateful operator ran on any of the {n} generated stream(s): the job keeps no "
+                                 "state to bound")
 
 
 def _observer(contract: Contract, lookup: Any, pipeline: Any, session: Any, timeout: float,
-              conf: Mapping[str, str] | None) -> Callable[[str], RunObservation]:
+              conf: Mapping[str, str] | None, job_notes: list[str]) -> Callable[[str], RunObservation]:
     """The run of a generated stream's text against `pipeline`, each text run once (Hypothesis replays a stream
     while it shrinks). The kit's trouble (an invalid scenario it wrote, a dead driver) stops the check: never a
     verdict on the job."""
@@ -826,6 +854,7 @@ def _observer(contract: Contract, lookup: Any, pipeline: Any, session: Any, time
                                 f"job: please report it with this message): {_one_line(str(exc))}") from None
             if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
                 raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
+            job_notes.extend(n for n in getattr(obs.result, "notes", None) or [] if n not in job_notes)
             observed[text] = obs
         return observed[text]
 
@@ -864,9 +893,9 @@ def _wanted(properties: Sequence[str], named: list[str]) -> list[str]:
     return wanted
 
 
-def _settings(max_examples: int, derandomize: bool, database: Any) -> Any:
+def _settings(max_examples: int, derandomize: bool, database: Any, shrink: bool = True) -> Any:
     """The Hypothesis settings of a check: no deadline (a stream is Spark runs), no health check that a
-    slow or large draw trips, and no `explain` phase."""
+    slow or large draw trips, no `explain` phase, and no `shrink` phase unless `shrink`."""
     from hypothesis import HealthCheck, Phase, settings
 
     kwargs: dict[str, Any] = {"max_examples": max_examples, "deadline": None, "derandomize": derandomize,
@@ -874,7 +903,8 @@ def _settings(max_examples: int, derandomize: bool, database: Any) -> Any:
                                                         HealthCheck.filter_too_much],
                               # not the `explain` phase: it runs the shrunk stream's variants again, each a
                               # Spark run, to say which parts mattered; the written file says it instead
-                              "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]}
+                              "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
+                              + ([Phase.shrink] if shrink else [])}
     if database != "default":
         kwargs["database"] = database
     return settings(**kwargs)
@@ -933,8 +963,9 @@ def _compared(prop: str, contract: Contract, tables: Sequence[str]) -> str:
     folders = [p.name for p in contract.params if p.kind == "path"]
     read = ["the queries' rows as their sinks keep them"] + [f"folder {f!r}" for f in folders] + [
         f"table {t!r}" for t in tables]
-    unread = ("" if folders or tables else "; a folder or table the job writes itself (a `foreachBatch` that writes a "
-              "path of its own) is not read back: name it as a `kind: path` parameter or with --table")
+    unread = ("" if folders or tables else "; a folder or table the job writes at a path of its own (not a `kind: "
+              "path` parameter) is not read back, only the rows its queries handed their sinks: name it as a `kind: "
+              "path` parameter or with --table to compare what was written")
     return ", ".join(read) + unread
 
 
@@ -973,10 +1004,16 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     def holds(case: tuple[m.Scenario, int, str]) -> None:
         if report.error is not None:  # the kit failed on an earlier stream: nothing more is judged
             return
+        # once broken, each stream is one Hypothesis tries while it shrinks: counted as such, not as held
+        shrinking, held, unjudged = report.counterexample is not None, report.held_on, Counter(report.not_judged)
         try:
             judge(case)
         except _KitError as exc:  # never shrunk as if it were the job's failure
             report.error = str(exc)
+        finally:
+            if shrinking:
+                report.shrink_tried += 1
+                report.held_on, report.not_judged = held, unjudged
 
     # the test function is the same code for every property: Hypothesis would key them all alike
     holds._hypothesis_internal_database_key = key.encode("utf-8")
@@ -991,7 +1028,11 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
         text = str(exc).strip()
         report.error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
     report.notes += _heard(heard)
+    # Hypothesis runs the smallest stream found once more at the end, to report it: not a stream shrinking tried
+    report.shrink_tried = max(report.shrink_tried - 1, 0)
 
+
+STATELESS = "no stateful operator ran"  # a stream `bounded-state` cannot judge: the job kept no state on it
 
 # Hypothesis stops shrinking after five minutes (its MAX_SHRINKING_SECONDS), which a stream of Spark runs reaches
 SLOW_SHRINK = ("shrinking stopped at Hypothesis's five-minute limit (each stream tried is Spark runs): the "
@@ -1149,7 +1190,7 @@ class _PropertyJudge:
         after, stateful = _state_by_query(variant, contract)
         alone, _ = _state_by_query(reference, contract)
         if not stateful:
-            report.not_judged["no stateful operator ran"] += 1
+            report.not_judged[STATELESS] += 1
             return
         why = [f"{'query ' + repr(q) if q != 'output' else 'the query'} holds {n} state row(s) once the watermark "
                f"passed every event, where the closing events alone leave {alone.get(q, 0)}"
@@ -1499,15 +1540,15 @@ def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:
     return f" ({shown})" if shown else ""
 
 
-def _declared_delay(contract: Contract, params: Mapping[str, Any] | None) -> str:
+def _declared_delay(contract: Contract, params: Mapping[str, Any] | None) -> tuple[str, str]:
     """The watermark delay the streams are drawn around: a duration parameter named for it (its given
-    value, else its default), else 10 seconds."""
+    value, else its default), else 10 seconds; and where it came from, as the check says it."""
     for p in contract.params:
         if p.kind == "duration" and ("watermark" in p.name or "delay" in p.name):
             value = (params or {}).get(p.name, p.default)
             if value is not None:
-                return str(value)
-    return "10 seconds"
+                return str(value), f"the contract's parameter {p.name!r}"
+    return "10 seconds", "the default: no duration parameter of the contract names a watermark or delay; --delay sets it"
 
 
 def _ms(text: str) -> int:

@@ -42,6 +42,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--delay", metavar="DURATION", default=None,
                    help="the watermark delay the job uses, which late rows are drawn around (default: a "
                         "contract parameter named for it, else 10 seconds)")
+    c.add_argument("--no-shrink", action="store_true",
+                   help="write the first stream a property breaks on as it was found, without shrinking it (a "
+                        "shrink is Spark runs, up to Hypothesis's five-minute limit per property)")
     c.add_argument("--max-events", type=positive_int, default=8, metavar="N", help="events per stream (default 8)")
     c.add_argument("--table", action="append", default=[], metavar="NAME",
                    help="a table the job writes, read back and compared like its path parameters' folders "
@@ -156,17 +159,16 @@ def _check_targets(args: argparse.Namespace, spark: Any, given: SimpleNamespace,
                 max_examples=args.max_examples, seed=args.seed, derandomize=args.derandomize,
                 database=None if args.no_database else "default", delay=args.delay, max_events=args.max_events,
                 tables=args.table, out_dir=args.out, timeout=given.timeout, conf=given.conf or None,
+                shrink=not args.no_shrink,
                 progress=lambda line: print(line, flush=True))
         except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
         _say_counterexamples(report, contract.name, target, args.contracts, given.place)
-        held = sum(p.held for p in report.properties)
-        print(f"eventtime: {held} of {len(report.properties)} properties held for {contract.name} against {target}",
-              flush=True)
+        print(f"eventtime: {contract.name} against {target}: {report.tally()}", flush=True)
         failed = failed or not report.held
         if args.json:  # the Spark it ran on, asked while the session lives
-            records += report.records(backend_for(spark).runtime(), _settings(args))
+            records += report.records(backend_for(spark).runtime(), {**_settings(args), "delay": report.delay})
     if args.json:
         write_results(args.json, build_document(
             [], tool="check-properties", command=" ".join(["eventtime"] + [shlex.quote(a) for a in sys.argv[1:]]),
@@ -178,7 +180,7 @@ def _check_targets(args: argparse.Namespace, spark: Any, given: SimpleNamespace,
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     """The settings a results file records beside each property: what reproduces the streams."""
     return {"max_examples": args.max_examples, "seed": args.seed, "derandomize": args.derandomize,
-            "max_events": args.max_events, "delay": args.delay}
+            "max_events": args.max_events, "delay": args.delay, "shrink": not args.no_shrink}
 
 
 def _refused(contract: Contract, delay: str | None) -> str | None:

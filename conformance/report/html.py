@@ -77,14 +77,18 @@ def _metadata(matrix: Matrix) -> list[dict[str, str]]:
         counts: dict[str, int] = {}
         for r in f.results:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
+        verdicts: dict[str, int] = {}
         for p in f.properties:  # a check-properties file: its properties' verdicts
-            counts[f"property {p['verdict']}"] = counts.get(f"property {p['verdict']}", 0) + 1
+            verdicts[p["verdict"]] = verdicts.get(p["verdict"], 0) + 1
         out.append({"file": f.path, "format": str(f.format_version), "tool": text(f.run.get("tool")),
                     "spark": f.spark_version, "pyspark": text(f.run.get("pyspark_version")),
                     "java": text(f.run.get("java_version")), "python": text(f.run.get("python_version")),
                     "master": text(f.run.get("master")), "started": text(f.run.get("started_at")),
                     "seconds": text(f.run.get("seconds")), "project": text(f.run.get("project_version")),
-                    "results": ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items()))})
+                    "results": "; ".join(filter(None, [
+                        ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(counts.items())),
+                        ("properties: " + ", ".join(f"{n} {v.replace('_', ' ')}" for v, n in sorted(verdicts.items())))
+                        if verdicts else ""]))})
     return out
 
 

@@ -105,7 +105,7 @@ def _properties_suite(root: ET.Element, matrix: Matrix, totals: dict[str, int]) 
     counts = dict.fromkeys(totals, 0)
     for p in matrix.properties:
         case = ET.SubElement(suite, "testcase", classname=f"eventtime.properties.{p.contract}",
-                             name=f"{p.prop} [{p.short_impl}] on Spark {p.spark_version}")
+                             name=f"{p.prop} [{p.implementation}] on Spark {p.spark_version}")
         counts["tests"] += 1
         ce = p.record.get("counterexample") or {}
         text = _xml("\n".join([*(ce.get("why") or []), *([ce["text"]] if ce.get("text") else [])]))
@@ -118,6 +118,7 @@ def _properties_suite(root: ET.Element, matrix: Matrix, totals: dict[str, int]) 
         elif p.verdict == "does_not_apply":
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=_xml(p.summary))
+        ET.SubElement(case, "system-out").text = _xml(p.summary)  # the counts, a held property's too
     for k, v in counts.items():
         suite.set(k, str(v))
         totals[k] += v

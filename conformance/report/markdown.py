@@ -54,12 +54,12 @@ def _properties(matrix: Matrix) -> list[str]:
     failing = sum(p.failed for p in matrix.properties)
     lines = ["", f"### Properties on generated streams ({len(matrix.properties)}, {failing} failing)", "",
              "| contract | implementation | Spark | property | verdict |", "|---|---|---|---|---|"]
-    lines += [f"| {p.contract} | `{p.short_impl}` | {_cell(p.spark_version)} | `{p.prop}` | {_cell(p.summary)} |"
+    lines += [f"| {p.contract} | `{p.implementation}` | {_cell(p.spark_version)} | `{p.prop}` | {_cell(p.summary)} |"
               for p in matrix.properties]
     for p in [p for p in matrix.properties if p.record.get("counterexample")][:MAX_FAILURES]:
         why = list(p.record["counterexample"].get("why") or [])[:MAX_LINES_PER_FAILURE]
         written = p.record["counterexample"].get("written")
-        lines += ["", f"<details><summary>BROKEN <b>{p.prop}</b> [{p.short_impl}] on Spark {p.spark_version}"
+        lines += ["", f"<details><summary>BROKEN <b>{p.prop}</b> [{p.implementation}] on Spark {p.spark_version}"
                       "</summary>", "", "```"] + [w.replace("```", "'''") for w in why] + ["```"]
         lines += [f"written: `{written}`"] if written else []
         lines += ["", "</details>"]

@@ -103,14 +103,17 @@ class PropertyEntry:
     def summary(self) -> str:
         """The verdict in words, as `check-properties` prints it."""
         r = self.record
-        not_judged = sum(int(n.get("count") or 0) for n in r.get("not_judged") or [])
-        tail = f", not judged on {not_judged}" if not_judged else ""
+        reasons = r.get("not_judged") or []
+        not_judged = sum(int(n.get("count") or 0) for n in reasons)
+        tail = (f", not judged on {not_judged} (" + "; ".join(f"{n.get('count')}: {n.get('reason')}" for n in reasons[:3])
+                + ")") if not_judged else ""
         if self.verdict == "does_not_apply":
             return f"does not apply: {r.get('does_not_apply') or ''}"
         if self.verdict == "not_checked":
             return f"not checked: {r.get('error') or ''}"
         if self.verdict == "broken":
-            return f"BROKEN; held on {self.held_on} of the streams tried{tail}"
+            shrunk = f"; shrinking tried {r['shrink_tried']} smaller stream(s)" if r.get("shrink_tried") else ""
+            return f"BROKEN; held on {self.held_on} stream(s) before it broke{tail}{shrunk}"
         if self.verdict == "judged_nothing":
             return f"judged on no generated stream{tail}: nothing was checked"
         return f"held on {self.held_on} generated stream(s){tail}"

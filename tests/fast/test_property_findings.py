@@ -155,7 +155,8 @@ def test_a_held_sink_property_says_what_it_compared_and_that_a_job_s_own_folder_
         report = props.PropertyReport(prop, held_on=5, compared=props._compared(prop, without, ()))
         said = report.describe()
         assert said.startswith(f"{prop}: held on 5 generated stream(s)\n  compared: the queries' rows"), said
-        assert "is not read back: name it as a `kind: path` parameter or with --table" in said, said
+        assert "is not read back, only the rows its queries handed their sinks" in said, said
+        assert "name it as a `kind: path` parameter or with --table" in said, said
     # with the folder named (or a table given) it is read, and nothing is said missing
     named = props._compared("exactly-once-rerun", orders, ())
     assert "folder 'counts_path'" in named and "not read back" not in named, named
@@ -191,3 +192,62 @@ def test_shrinking_cut_short_is_said_and_hypothesis_prints_nothing_of_its_own(li
     assert p.record()["notes"] == p.notes
     out = capsys.readouterr().out
     assert "Falsifying example" not in out and "PLEASE REPORT THIS" not in out, out  # printed raw before
+
+
+def test_the_streams_tried_while_shrinking_are_not_counted_as_held(orders, monkeypatch):
+    """Before, a check of 5 examples said 'held on 113 of the streams tried': every smaller stream Hypothesis
+    tried while it shrank, and the property held on, was counted."""
+    calls: list[bool] = []
+
+    def counting(text, contract, **kwargs):
+        obs = _dies_on_two_rows(text, contract)
+        calls.append(obs.result.status == props.ERROR)
+        return obs
+    monkeypatch.setattr(props, "observe_run", counting)
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["no-query-dies"],
+                                    max_examples=30, database=None, derandomize=True)
+    (p,) = report.properties
+    first = calls.index(True)  # the streams run before the first that broke it all held
+    assert p.verdict == "broken" and p.held_on == first, (p.held_on, first, len(calls))
+    assert p.shrink_tried >= len(calls) - first - 1 > 0, (p.shrink_tried, len(calls), first)
+    assert f"held on {first} stream(s) before it broke" in p.describe()
+    assert f"shrinking tried {p.shrink_tried} smaller stream(s)" in p.describe()
+
+
+# -- a stranger's trial of --json and the report (issue 46): what the check says of itself ---------------------
+def test_bounded_state_of_a_job_that_keeps_no_state_does_not_apply(orders, monkeypatch):
+    """Before, a stateless job's bounded-state was 'judged on no generated stream' (a failure): no default check
+    of such a job could pass."""
+    def stateless(text, contract, **kwargs):
+        step = SimpleNamespace(index=1, failures=[], batches=[], observed=None)
+        return props.RunObservation(text, SimpleNamespace(status="passed", cause=None, reason=None, steps=[step],
+                                                           scenario=None, notes=["trigger(...) is not used"]))
+    monkeypatch.setattr(props, "observe_run", stateless)
+    def judge_bounded(self, sc):  # a run, then what the judge finds on it: no stateful operator ran
+        self.run(props.with_step_after(sc, 0, ""))
+        self.report.not_judged.update([props.STATELESS])
+    monkeypatch.setattr(props._PropertyJudge, "judge_bounded", judge_bounded)
+    said: list[str] = []
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["bounded-state"],
+                                    max_examples=4, database=None, derandomize=True, progress=said.append)
+    (p,) = report.properties
+    assert p.verdict == "does_not_apply" and "no stateful operator ran on any of the" in p.does_not_apply, p.describe()
+    assert report.tally() == "1 does not apply (of 1 properties)"
+    # the delay drawn around, and where it came from; the job's notes said once
+    assert "a watermark delay of 10 minutes (the contract's parameter 'watermark_delay')" in said[0], said
+    assert report.job_notes == ["trigger(...) is not used"] and said.count("eventtime: note: trigger(...) is not used") == 1
+    assert report.records()[0]["job_notes"] == ["trigger(...) is not used"]
+
+
+def test_a_stateless_reason_among_others_is_still_judged_nothing():
+    report = props.PropertyReport("bounded-state", not_judged=Counter({props.STATELESS: 2, "the run ended in an error": 1}))
+    props._stateless(report)
+    assert report.verdict == "judged_nothing"
+
+
+def test_no_shrink_writes_the_first_stream_it_broke_on(orders, monkeypatch):
+    monkeypatch.setattr(props, "observe_run", _dies_on_two_rows)
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["no-query-dies"],
+                                    max_examples=30, database=None, derandomize=True, shrink=False)
+    (p,) = report.properties
+    assert p.verdict == "broken" and p.shrink_tried == 0, p.describe()

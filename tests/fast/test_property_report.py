@@ -66,7 +66,7 @@ def test_the_verdicts_that_fail_are_the_ones_the_command_exits_1_on():
 def test_the_html_report_shows_each_property_and_the_counterexample_escaped(tmp_path):
     html = build_report([_file(tmp_path)]).html("2026-11-28T00:00:00Z")
     assert 'id="properties"' in html
-    for text in ("held on 7 generated stream(s), not judged on 2", "BROKEN; held on 2 of the streams tried",
+    for text in ("held on 7 generated stream(s), not judged on 2", "BROKEN; held on 2 stream(s) before it broke",
                  "does not apply: complete mode only", "not checked: every run fails",
                  "judged on no generated stream, not judged on 3", "scenario: exactly-once-rerun-page-windows",
                  "2 stream(s) ended in: jobs/p.py:3 (in main): boom"):
@@ -77,7 +77,7 @@ def test_the_html_report_shows_each_property_and_the_counterexample_escaped(tmp_
 def test_the_markdown_summary_lists_them_and_the_broken_ones_reasons(tmp_path):
     md = build_report([_file(tmp_path)]).markdown()
     assert "### Properties on generated streams (5, 3 failing)" in md, md
-    assert "| page_windows | `pages:main` | 4.3.0 | `exactly-once-rerun` | BROKEN" in md, md
+    assert "| page_windows | `shop.pages:main` | 4.3.0 | `exactly-once-rerun` | BROKEN" in md, md
     assert WHY in md
     assert "| Spark | passed |" not in md  # properties only: no empty table of scenario verdicts
 
