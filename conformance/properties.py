@@ -48,7 +48,7 @@ __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
 
 PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state",
-              "batch-boundary-independence", "invariants")
+              "batch-boundary-independence", "stream-equals-batch", "invariants")
 TITLES = {
     "no-query-dies": "no generated value of the declared types stops a query",
     "exactly-once-rerun": "a batch run again after a crash leaves the sinks as a plain restart does",
@@ -56,8 +56,11 @@ TITLES = {
     "bounded-state": "once the watermark passes every event, state holds only what the closing events left",
     "batch-boundary-independence": "the same rows split into micro-batches differently, each as late or on time "
                                    "as before, give the same final output",
+    "stream-equals-batch": "the streaming result after the final watermark equals the transform applied as a batch "
+                           "to the rows that were not late",
     "invariants": "the job's own invariants",
 }
+STREAM_BATCH = "stream-equals-batch"  # its judge is `streambatch.judge_stream_batch`
 INVARIANT = "invariant:"  # an invariant's property is `invariant:NAME`
 # The closing events of `bounded-state`: one per event-time source at this time, months after any event the
 # streams draw (they start at 2024-01-01 and move by seconds), so the watermark passes every window,
@@ -773,6 +776,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     from .registry import ContractLookup
     from .snapshot import in_ci
     from .strategies import scenarios
+    from .streambatch import batch_runner, not_a_transform
 
     wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
@@ -789,8 +793,9 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
 
     reports = []
     for prop in wanted:
-        report = PropertyReport(prop, heading=title(prop, specs), does_not_apply=_does_not_apply(prop, contract),
-                                compared=_compared(prop, contract, tables))
+        report = PropertyReport(prop, heading=title(prop, specs), compared=_compared(prop, contract, tables),
+                                does_not_apply=_does_not_apply(prop, contract) or (
+                                    not_a_transform(pipeline, contract) if prop == STREAM_BATCH else None))
         reports.append(report)
         if report.does_not_apply is not None:
             tell(report.describe())
@@ -798,7 +803,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
         judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
-            if prop.startswith(INVARIANT) else (None, None, tables, pools)
+            if prop.startswith(INVARIANT) else (batch_runner(prop, pipeline, contract, session, conf), None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
                    lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
         if report.counterexample is not None and out_dir is not None and not in_ci():
@@ -1044,7 +1049,7 @@ class _PropertyJudge:
         if prop == BOUNDARIES:  # which rows a split puts first, one choice per added row (see `_split_batches`)
             n = sum(len(rows) for s in sc.steps if isinstance(s, m.AddStep) for rows in s.rows.values())
             return st.tuples(st.just(sc), st.lists(st.booleans(), min_size=n, max_size=n), st.just("same"))
-        if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
+        if prop in ("no-query-dies", "bounded-state", STREAM_BATCH) or prop.startswith(INVARIANT) or not where:
             return st.just((sc, 0, "same"))
         return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
 
@@ -1059,6 +1064,10 @@ class _PropertyJudge:
             return self.judge_boundaries(sc, point)  # type: ignore[arg-type]  # the drawn choices
         if self.prop.startswith(INVARIANT):
             return self.judge_invariant_on(base_text)
+        if self.prop == STREAM_BATCH:
+            from .streambatch import judge_stream_batch
+
+            return judge_stream_batch(self, sc)  # `self.spec`: its BatchRunner
         if not point:
             self.report.not_judged["no batch read rows"] += 1
             return

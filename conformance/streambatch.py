@@ -1,0 +1,360 @@
+"""`stream-equals-batch`: the streaming result after the final watermark equals the transform applied as a
+batch to the rows that were not late (docs/properties.md says what it means in Spark's terms).
+
+The stream runs as drawn with the closing events of `bounded-state` (twice a row months later, so the
+watermark passes every window), and its final output is read as `batch-boundary-independence` reads it
+(append: every row written; complete: the last table; update: the last row per declared key). The same
+function is then called on batch DataFrames of the rows it read (the sources' declared columns and
+types, the run's Spark settings): on a batch DataFrame `withWatermark` is a no-op and every operator sees
+every row at once.
+
+The closing rows are in both runs; what they alone give is taken into account on each side (`compare`):
+the stream holds back what the last watermark has not passed (their own window, in append mode), the
+batch does not. Which rows were late is read from the run, never guessed (`late_rows`): a row whose event
+time is after the watermark its batch ran with is on time for every operator (a window ends after its
+rows, a dedup key holds the row's time, a join's bound is behind the watermark); a row at or behind it
+may have been dropped. Spark counts the rows its stateful operators drop (`numRowsDroppedByWatermark`):
+where a batch dropped none, none of its rows was late; where it dropped as many as it read rows behind
+the watermark, those are taken out, and the stream is run again without them: it must drop nothing and
+give the same output, or the stream is not judged (the counts cannot say which rows were dropped).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from . import spec as m
+from .contracts import Contract
+
+__all__ = ["STREAM_BATCH", "not_a_transform", "BatchRunner", "batch_runner", "late_rows", "compare",
+           "judge_stream_batch", "impure_functions"]
+
+STREAM_BATCH = "stream-equals-batch"
+TITLE = ("the streaming result after the final watermark equals the transform applied as a batch to the rows "
+         "that were not late")
+# The stateful operators (Spark's progress names) whose result after the final watermark is the batch result
+# of the rows they did not drop: an aggregation, a session window, a stream-stream join, a dropDuplicates.
+# Not `dedupeWithinWatermark` (a key expires at its first event time plus the delay, and a later duplicate
+# on time is emitted again, which a batch dropDuplicatesWithinWatermark never does), nor arbitrary state
+# (`flatMapGroupsWithState`, `applyInPandasWithState`, `transformWithState...`): their functions see the rows
+# batch by batch and fire timeouts, which a batch run does not.
+BATCH_LIKE = frozenset({"stateStoreSave", "sessionWindowStateStoreSaveExec", "symmetricHashJoin", "dedupe"})
+# Expressions whose value depends on when or where a row is processed (Spark's class names): a stream and a
+# batch run rightly differ on them. Spark's non-deterministic expressions (rand, uuid, a UDF marked
+# asNondeterministic) are found by their `deterministic` flag; these are deterministic within one query.
+PROCESSING_TIME = frozenset({"CurrentTimestamp", "Now", "CurrentDate", "LocalTimestamp", "CurrentBatchTimestamp",
+                             "CurrentTime"})
+
+
+def not_a_transform(pipeline: Any, contract: Contract) -> str | None:
+    """Why `pipeline` has no transform the kit can call on batch DataFrames (None: it has one, or it cannot be
+    resolved, which every run then says as `eventtime run` says it)."""
+    from .userpipeline import (DeclarativePipeline, PipelineError, ScriptJob, SignatureError, is_job, pipeline_caller,
+                               resolve_pipeline)
+
+    if contract.queries:
+        return "a contract of several `queries:` is a job's: a job has no transform to call on a batch DataFrame"
+    try:
+        fn = resolve_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    except PipelineError:
+        return None
+    if isinstance(fn, (DeclarativePipeline, ScriptJob)) or is_job(fn, contract):
+        return ("the pipeline is a job (main(), build(spark), a script): it reads and writes on its own, so there "
+                "is no transform to call on a batch DataFrame; bind the function that builds the result "
+                "(transform(df), transform(sources, params)) to check it")
+    try:
+        pipeline_caller(fn, contract)
+    except SignatureError:
+        return None
+    return None
+
+
+def impure_functions(df: Any) -> list[str]:
+    """The expressions of `df`'s analyzed plan whose value depends on processing time or is not deterministic
+    (Spark's own flag: rand, uuid, monotonically_increasing_id, a UDF marked asNondeterministic), by name."""
+    found: list[str] = []
+    nodes = [df._jdf.queryExecution().analyzed()]
+    while nodes:
+        node = nodes.pop()
+        exprs = _seq(node.expressions())
+        while exprs:
+            e = exprs.pop()
+            children = _seq(e.children())
+            # the innermost: `rand() + 1` is not deterministic for its `rand()`
+            own = e.getClass().getSimpleName() in PROCESSING_TIME or (
+                not e.deterministic() and all(c.deterministic() for c in children))
+            if own and str(e.prettyName()) not in found:
+                found.append(str(e.prettyName()))
+            exprs += children
+        nodes += _seq(node.children())
+    return found
+
+
+def _seq(jseq: Any) -> list[Any]:
+    it, out = jseq.iterator(), []
+    while it.hasNext():
+        out.append(it.next())
+    return out
+
+
+@dataclass
+class BatchRunner:
+    """The pipeline called on batch DataFrames of given rows, in the run's Spark settings; its result as the
+    kit reads a sink's rows (in the contract's output columns, timestamps as epoch microseconds)."""
+
+    session: Any
+    pipeline: Any
+    contract: Contract
+    conf: Mapping[str, str]
+    late_judged: int = 0  # streams held on whose late rows Spark dropped (left out of the batch's input)
+
+    def __call__(self, sc: m.Scenario, rows: Mapping[str, Sequence[tuple]]) -> Counter | str:
+        """The batch result of `rows` (per source), or why it cannot be had (a text: not judged)."""
+        from eventtime.harness.stream import apply_conf, read_rows, restore_conf
+
+        from .querybuild import Output, projection
+        from .userpipeline import implementation_info, pipeline_caller, resolve_pipeline
+
+        fn = resolve_pipeline(self.pipeline) if isinstance(self.pipeline, str) else self.pipeline
+        before = apply_conf(self.session, {**dict(self.conf), **implementation_info(fn).conf, **sc.query_conf()})
+        try:
+            frames = {name: self._frame(src, rows.get(name, ())) for name, src in sc.sources.items()}
+            try:
+                value = pipeline_caller(fn, self.contract)(frames, sc.params)
+            except Exception as exc:  # noqa: BLE001 - the user's function: said, counted as not judged
+                return f"the transform raised on batch DataFrames: {type(exc).__name__}: {exc}"
+            df = value.df if isinstance(value, Output) else value
+            impure = impure_functions(df)
+            if impure:
+                return (f"the transform uses {', '.join(sorted(impure))}: its value depends on when or where a row is "
+                        "processed, so a stream and a batch rightly differ")
+            schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+            return Counter(read_rows(projection(schema, self.contract)(df)))
+        finally:
+            restore_conf(self.session, before)
+
+    def _frame(self, src: Any, rows: Sequence[tuple]) -> Any:
+        from eventtime.harness.compat import compat_for
+        from eventtime.harness.sparkvalues import to_spark_python
+
+        schema = compat_for(self.session).struct_type([(c.name, c.ctype.ddl) for c in src.columns])
+        fields = schema.fields
+        return self.session.createDataFrame(
+            [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], schema)
+
+
+def batch_runner(prop: str, pipeline: Any, contract: Contract, session: Any,
+                 conf: Mapping[str, str] | None) -> BatchRunner | None:
+    return BatchRunner(session, pipeline, contract, dict(conf or {})) if prop == STREAM_BATCH else None
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One data batch of a stream: its `add` steps' rows (`properties._Row`: source, row as written, event
+    time), their values as the kit holds them, its `process` step and what the run saw it do."""
+
+    rows: list[Any]
+    values: list[tuple]
+    process: Any
+    adds: list[Any]
+    watermark_us: int  # the watermark it ran with (the highest over its data batches)
+    dropped: int  # rows its stateful operators dropped as late
+
+
+def batches_of(sc: m.Scenario, obs: Any, lines: Callable[[m.Step], list[str]]) -> list[Batch] | None:
+    """The stream's data batches with what the run `obs` saw them do; None when a batch's rows are not written
+    as plain lists per source (rows in partitions: not rewritten) or rows are added where no `process` ends
+    their batch."""
+    from .properties import _batch_rows
+
+    et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
+    seen = {sr.index: list(sr.batches) for sr in obs.result.steps}
+    out: list[Batch] = []
+    pending: list[m.AddStep] = []
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            pending.append(step)
+            continue
+        if not pending:
+            continue
+        if not isinstance(step, m.ProcessStep):
+            return None
+        rows, plain = _batch_rows(sc, pending, et_col, lines)
+        if not plain:
+            return None
+        values = [tuple(r) for add in pending for rs in add.rows.values() for r in rs]
+        ran = seen.get(step.index, [])
+        data = [b for b in ran if b.has_data]
+        mark = max([(b.watermark_before_ms or 0) for b in data] or [0]) * 1000
+        out.append(Batch(rows, values, step, list(pending), mark, sum(b.dropped for b in ran)))
+        pending = []
+    return out
+
+
+def late_rows(batches: Sequence[Batch]) -> tuple[list[tuple[int, int]], str | None]:
+    """The rows (batch, position) Spark dropped as late, told from its counts, or why they cannot be told.
+    A row whose event time is after the watermark its batch ran with is on time for every operator; a row at
+    or behind it may be late (by its operator's rule: a window's end, a dedup key's time, a join's bound). A
+    batch that dropped none kept all its rows; one that dropped as many as it read behind the watermark
+    dropped those (where each row reaches one stateful operator once: `judge_stream_batch` runs the stream
+    without them to confirm it); any other count cannot say which."""
+    out: list[tuple[int, int]] = []
+    for k, b in enumerate(batches):
+        if not b.dropped:
+            continue
+        behind = [i for i, r in enumerate(b.rows) if r.timed and r.et is not None and r.et <= b.watermark_us]
+        if len(behind) != b.dropped:
+            return [], (f"a batch dropped {b.dropped} row(s) as late of the {len(behind)} behind the watermark it "
+                        "ran with: which ones Spark dropped cannot be told from its counts")
+        out += [(k, i) for i in behind]
+    return out, None
+
+
+def compare(stream: Counter, batch: Counter, stream_closing: Counter, batch_closing: Counter
+            ) -> tuple[Counter, Counter, Counter]:
+    """The stream's final output against the batch result, each run with the closing rows: what the stream
+    must show (the batch result, less what the closing rows alone give as a batch, plus what they alone give
+    as a stream: their own windows the last watermark has not passed are held back), and the rows it shows
+    more and fewer than that. Exact where the closing rows meet no row of the stream (months later: no window,
+    session or join bound spans them); where they do (a count per key over all time) both runs count them alike."""
+    expected = (batch + stream_closing) - batch_closing
+    return expected, stream - expected, expected - stream
+
+
+def _unjudged_operators(obs: Any) -> str | None:
+    """Why the stream's stateful operators have no batch equivalent to compare with (None: they have)."""
+    names = sorted({str(o.get("operatorName")) for sr in obs.result.steps for b in sr.batches for o in b.operators}
+                   - BATCH_LIKE)
+    if not names:
+        return None
+    return (f"stateful operator {', '.join(names)}: its streaming result is not a batch result by design (a key "
+            "kept only within the watermark delay, or state a function keeps batch by batch with timeouts)")
+
+
+def _step_lines(sc: m.Scenario) -> Callable[[m.Step], list[str]]:
+    from .properties import _pad
+
+    pad = _pad(list(sc.lines), min(s.where.line for s in sc.steps))
+    return lambda step: [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
+
+
+def without_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]],
+                 lines: Callable[[m.Step], list[str]]) -> list[str]:
+    """The stream's steps with the `late` rows (batch, position) taken out of their `add`s, each data batch's
+    remaining rows in one `add` before its `process`, every other step as written."""
+    from .properties import _rendered
+
+    gone = set(late)
+    by_process = {b.process.index: k for k, b in enumerate(batches)}
+    out: list[str] = []
+    pending: list[str] = []
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            pending += lines(step)
+            continue
+        k = by_process.get(step.index)
+        if k is None:
+            out += pending + lines(step)
+        else:
+            kept = [r for i, r in enumerate(batches[k].rows) if (k, i) not in gone]
+            out += _rendered([kept], lines(step)) if kept else lines(step)
+        pending = []
+    return out + pending
+
+
+def _kept_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]], full: Any
+               ) -> dict[str, list[tuple]]:
+    """The rows the batch run reads, per source: the stream's rows but the late ones, and the closing rows."""
+    gone = set(late)
+    out: dict[str, list[tuple]] = {}
+    for k, b in enumerate(batches):
+        for i, (r, v) in enumerate(zip(b.rows, b.values)):
+            if (k, i) not in gone:
+                out.setdefault(r.source, []).append(v)
+    last = max(s.index for s in sc.steps)
+    for add in [s for s in full.result.scenario.steps if isinstance(s, m.AddStep) and s.index > last]:
+        for source, rows in add.rows.items():
+            out.setdefault(source, []).extend(tuple(r) for r in rows)
+    return out
+
+
+def _confirmed(judge: Any, sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]],
+               tail: Sequence[str], full: Any, mode: str) -> str | None:
+    """None when the stream without the `late` rows drops nothing and gives the same final output (so Spark
+    dropped exactly those); else why the stream is not judged."""
+    from .properties import _final, with_steps
+
+    again = judge.run(with_steps(sc, [*without_rows(sc, batches, late, _step_lines(sc)), *tail]))
+    if not judge.usable(again):
+        return "the stream without its rows behind the watermark could not be run"
+    dropped = sum(b.dropped for sr in again.result.steps for b in sr.batches)
+    if dropped or _final(again, judge.contract, mode).stream != _final(full, judge.contract, mode).stream:
+        return ("the rows behind the watermark were not the rows Spark dropped as late (without them the stream "
+                "drops or writes something else): which rows were late cannot be told")
+    return None
+
+
+def judge_stream_batch(judge: Any, sc: m.Scenario) -> None:
+    """`stream-equals-batch` on one drawn stream; `judge` is the property's `properties._PropertyJudge` (its
+    `spec` the `BatchRunner`): a held stream is counted, one not judged is counted with the reason, a broken
+    one leaves its counterexample (`_broken`)."""
+    from .properties import _final, closing_steps, with_step_after, with_steps
+
+    contract, report, batch = judge.contract, judge.report, judge.spec
+    mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
+    if mode == "update" and not contract.key:
+        report.not_judged["update mode with no declared `key:`: the last row per key is not defined"] += 1
+        return
+    closing = closing_steps(contract, judge.pools)[:4] if any(s.event_time for s in contract.sources) else []
+    full = judge.run(with_step_after(sc, 0, "", tail=[*closing, *judge.ends]))
+    if not judge.usable(full):
+        return
+    batches = batches_of(sc, full, _step_lines(sc))
+    late, why = ([], "rows added where no `process` ends their batch") if batches is None else late_rows(batches)
+    why = why or _unjudged_operators(full)
+    if why is None and late:
+        why = _confirmed(judge, sc, batches or [], late, [*closing, *judge.ends], full, mode)
+    if why is None:
+        alone = judge.run(with_steps(sc, [*closing, *judge.ends])) if closing else None
+        if alone is not None and not judge.usable(alone):
+            return
+        got = batch(full.result.scenario, _kept_rows(sc, batches or [], late, full))
+        closing_got = batch(full.result.scenario, _kept_rows(sc, [], [], full)) if closing else Counter()
+        why = got if isinstance(got, str) else closing_got if isinstance(closing_got, str) else None
+    if why is not None:
+        report.not_judged[why[:300]] += 1
+        return
+    stream = _final(full, contract, mode).stream.get(None, Counter())
+    stream_closing = _final(alone, contract, mode).stream.get(None, Counter()) if alone is not None else Counter()
+    assert isinstance(got, Counter) and isinstance(closing_got, Counter)
+    expected, more, fewer = compare(stream, got, stream_closing, closing_got)
+    if not more and not fewer:
+        report.held_on += 1
+        batch.late_judged += bool(late)
+        report.compared = (f"the query's final output against the transform applied as a batch; {batch.late_judged} "
+                           "of the streams it held on had rows Spark dropped as late, left out of the batch's input")
+        return
+    _broken(judge, sc, full, [*closing, *judge.ends], mode, more, fewer)
+
+
+def _broken(judge: Any, sc: m.Scenario, full: Any, tail: Sequence[str], mode: str, more: Counter,
+            fewer: Counter) -> None:
+    """The counterexample: the stream with its closing steps, its `output` check holding what the batch gave."""
+    from .properties import RunObservation, _corrected, _header, _renamed, _rows, _Verdict, filled, with_step_after
+
+    types = [c.type for c in judge.contract.output]
+    why = [f"the stream's final output has {sum(c.values())} row(s) {what} than the batch result: {_rows(c, types)}"
+           for c, what in ((more, "more"), (fewer, "fewer")) if c]
+    if not full.stream:  # the query wrote nothing: its `output` check still holds what the batch gave
+        full = RunObservation(full.text, full.result, {None: Counter()}, full.written)
+    reference = _corrected(full, judge.contract, _Verdict(why, {"output": more}, {"output": fewer}))
+    keep = (lambda line: "written:" not in line and "table:" not in line) if mode != "update" else (
+        lambda line: False)
+    note = ("Its expect steps hold what the transform applied as a batch to the rows that were not late gave (after "
+            "closing events passed the watermark); reproduce: eventtime run THIS_FILE (it fails at the output check).")
+    if mode == "update":
+        note += " Update mode: the file cannot say 'the last row per key', so it checks nothing: What broke says it."
+    body = filled(_renamed(with_step_after(sc, 0, "", tail=tail), STREAM_BATCH), reference, lookup=judge.lookup,
+                  keep=keep)
+    judge.broken(why, _header(STREAM_BATCH, why, note) + body)
