@@ -27,6 +27,8 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
   final output (append: every row written over the run, once closing events passed the watermark; complete:
   the last result table; update: the last row per declared key; what the job wrote, read back at the end).
   The split rule (`_split_rows`) is Spark's end-of-batch watermark read backwards: see its docstring;
+- `stream-equals-batch`: the streaming result after the final watermark equals the transform applied as a batch
+  to the rows that were not late (`eventtime.streambatch`; a job has no transform: does not apply);
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
   in code), each its own property `invariant:NAME`, judged on what a run observed (`Observations`).
 """
