@@ -805,7 +805,8 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
         judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
-            if prop.startswith(INVARIANT) else (batch_runner(prop, pipeline, contract, session, conf), None, tables, pools)
+            if prop.startswith(INVARIANT) else (
+            batch_runner(prop, pipeline, contract, session, conf, timeout), None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
                    lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
         if report.counterexample is not None and out_dir is not None and not in_ci():

@@ -107,10 +107,22 @@ class BatchRunner:
     pipeline: Any
     contract: Contract
     conf: Mapping[str, str]
+    timeout: float
     late_judged: int = 0  # streams held on whose late rows Spark dropped (left out of the batch's input)
 
     def __call__(self, sc: m.Scenario, rows: Mapping[str, Sequence[tuple]]) -> Counter | str:
-        """The batch result of `rows` (per source), or why it cannot be had (a text: not judged)."""
+        """The batch result of `rows` (per source), or why it cannot be had (a text: not judged); waited for
+        at most the run's timeout, as every wait on Spark is (past it Spark's jobs are cancelled)."""
+        from eventtime.harness.bounded import bounded_call
+        from eventtime.harness.stream import HarnessTimeout
+
+        try:
+            return bounded_call(lambda: self._result(sc, rows), self.timeout, "the transform's batch result",
+                                name="eventtime-batch-run", on_timeout=self.session.sparkContext.cancelAllJobs)
+        except HarnessTimeout as exc:
+            return f"the batch run did not end: {exc}"
+
+    def _result(self, sc: m.Scenario, rows: Mapping[str, Sequence[tuple]]) -> Counter | str:
         from eventtime.harness.stream import apply_conf, read_rows, restore_conf
 
         from .querybuild import Output, projection
@@ -144,9 +156,9 @@ class BatchRunner:
             [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], schema)
 
 
-def batch_runner(prop: str, pipeline: Any, contract: Contract, session: Any,
-                 conf: Mapping[str, str] | None) -> BatchRunner | None:
-    return BatchRunner(session, pipeline, contract, dict(conf or {})) if prop == STREAM_BATCH else None
+def batch_runner(prop: str, pipeline: Any, contract: Contract, session: Any, conf: Mapping[str, str] | None,
+                 timeout: float) -> BatchRunner | None:
+    return BatchRunner(session, pipeline, contract, dict(conf or {}), timeout) if prop == STREAM_BATCH else None
 
 
 @dataclass(frozen=True)
@@ -205,8 +217,8 @@ def late_rows(batches: Sequence[Batch]) -> tuple[list[tuple[int, int]], str | No
             continue
         behind = [i for i, r in enumerate(b.rows) if r.timed and r.et is not None and r.et <= b.watermark_us]
         if len(behind) != b.dropped:
-            return [], (f"a batch dropped {b.dropped} row(s) as late of the {len(behind)} behind the watermark it "
-                        "ran with: which ones Spark dropped cannot be told from its counts")
+            return [], ("a batch dropped as late a number of rows other than it read behind the watermark (some of "
+                        "them, or a row counted in two windows): which ones cannot be told from Spark's counts")
         out += [(k, i) for i in behind]
     return out, None
 
