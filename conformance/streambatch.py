@@ -17,22 +17,24 @@ may have been dropped. Spark counts the rows its stateful operators drop (`numRo
 where a batch dropped none, none of its rows was late; where it dropped as many as it read rows behind
 the watermark, those are taken out, and the stream is run again without them: it must drop nothing and
 give the same output, or the stream is not judged (the counts cannot say which rows were dropped).
+
+Here are the pieces that read no other property's: which pipelines have a transform, the batch run, the late
+rows told from the counts, the comparison. The judge of a drawn stream (`properties.judge_stream_batch`) runs
+the streams and writes the counterexample with the steps and files every property shares.
 """
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import spec as m
 from .contracts import Contract
 
-__all__ = ["STREAM_BATCH", "not_a_transform", "BatchRunner", "batch_runner", "late_rows", "compare",
-           "judge_stream_batch", "impure_functions"]
+__all__ = ["STREAM_BATCH", "not_a_transform", "BatchRunner", "batch_runner", "Batch", "late_rows", "compare",
+           "impure_functions", "unjudged_operators", "kept_rows", "function_of"]
 
 STREAM_BATCH = "stream-equals-batch"
-TITLE = ("the streaming result after the final watermark equals the transform applied as a batch to the rows "
-         "that were not late")
 # The stateful operators (Spark's progress names) whose result after the final watermark is the batch result
 # of the rows they did not drop: an aggregation, a session window, a stream-stream join, a dropDuplicates.
 # Not `dedupeWithinWatermark` (a key expires at its first event time plus the delay, and a later duplicate
@@ -50,13 +52,12 @@ PROCESSING_TIME = frozenset({"CurrentTimestamp", "Now", "CurrentDate", "LocalTim
 def not_a_transform(pipeline: Any, contract: Contract) -> str | None:
     """Why `pipeline` has no transform the kit can call on batch DataFrames (None: it has one, or it cannot be
     resolved, which every run then says as `eventtime run` says it)."""
-    from .userpipeline import (DeclarativePipeline, PipelineError, ScriptJob, SignatureError, is_job, pipeline_caller,
-                               resolve_pipeline)
+    from .userpipeline import DeclarativePipeline, PipelineError, ScriptJob, SignatureError, is_job, pipeline_caller
 
     if contract.queries:
         return "a contract of several `queries:` is a job's: a job has no transform to call on a batch DataFrame"
     try:
-        fn = resolve_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+        fn = function_of(pipeline)
     except PipelineError:
         return None
     if isinstance(fn, (DeclarativePipeline, ScriptJob)) or is_job(fn, contract):
@@ -68,6 +69,14 @@ def not_a_transform(pipeline: Any, contract: Contract) -> str | None:
     except SignatureError:
         return None
     return None
+
+
+def function_of(pipeline: Any) -> Any:
+    """The pipeline's function: given in code, or resolved from `module:function` as `eventtime run` does
+    (check-properties's --pipeline, the project's binding, or a function's reference given in code)."""
+    from .userpipeline import resolve_pipeline
+
+    return resolve_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
 
 
 def impure_functions(df: Any) -> list[str]:
@@ -126,9 +135,9 @@ class BatchRunner:
         from eventtime.harness.stream import apply_conf, read_rows, restore_conf
 
         from .querybuild import Output, projection
-        from .userpipeline import implementation_info, pipeline_caller, resolve_pipeline
+        from .userpipeline import implementation_info, pipeline_caller
 
-        fn = resolve_pipeline(self.pipeline) if isinstance(self.pipeline, str) else self.pipeline
+        fn = function_of(self.pipeline)
         before = apply_conf(self.session, {**dict(self.conf), **implementation_info(fn).conf, **sc.query_conf()})
         try:
             frames = {name: self._frame(src, rows.get(name, ())) for name, src in sc.sources.items()}
@@ -174,36 +183,6 @@ class Batch:
     dropped: int  # rows its stateful operators dropped as late
 
 
-def batches_of(sc: m.Scenario, obs: Any, lines: Callable[[m.Step], list[str]]) -> list[Batch] | None:
-    """The stream's data batches with what the run `obs` saw them do; None when a batch's rows are not written
-    as plain lists per source (rows in partitions: not rewritten) or rows are added where no `process` ends
-    their batch."""
-    from .properties import _batch_rows
-
-    et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
-    seen = {sr.index: list(sr.batches) for sr in obs.result.steps}
-    out: list[Batch] = []
-    pending: list[m.AddStep] = []
-    for step in sc.steps:
-        if isinstance(step, m.AddStep):
-            pending.append(step)
-            continue
-        if not pending:
-            continue
-        if not isinstance(step, m.ProcessStep):
-            return None
-        rows, plain = _batch_rows(sc, pending, et_col, lines)
-        if not plain:
-            return None
-        values = [tuple(r) for add in pending for rs in add.rows.values() for r in rs]
-        ran = seen.get(step.index, [])
-        data = [b for b in ran if b.has_data]
-        mark = max([(b.watermark_before_ms or 0) for b in data] or [0]) * 1000
-        out.append(Batch(rows, values, step, list(pending), mark, sum(b.dropped for b in ran)))
-        pending = []
-    return out
-
-
 def late_rows(batches: Sequence[Batch]) -> tuple[list[tuple[int, int]], str | None]:
     """The rows (batch, position) Spark dropped as late, told from its counts, or why they cannot be told.
     A row whose event time is after the watermark its batch ran with is on time for every operator; a row at
@@ -234,7 +213,7 @@ def compare(stream: Counter, batch: Counter, stream_closing: Counter, batch_clos
     return expected, stream - expected, expected - stream
 
 
-def _unjudged_operators(obs: Any) -> str | None:
+def unjudged_operators(obs: Any) -> str | None:
     """Why the stream's stateful operators have no batch equivalent to compare with (None: they have)."""
     names = sorted({str(o.get("operatorName")) for sr in obs.result.steps for b in sr.batches for o in b.operators}
                    - BATCH_LIKE)
@@ -244,38 +223,7 @@ def _unjudged_operators(obs: Any) -> str | None:
             "kept only within the watermark delay, or state a function keeps batch by batch with timeouts)")
 
 
-def _step_lines(sc: m.Scenario) -> Callable[[m.Step], list[str]]:
-    from .properties import _pad
-
-    pad = _pad(list(sc.lines), min(s.where.line for s in sc.steps))
-    return lambda step: [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
-
-
-def without_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]],
-                 lines: Callable[[m.Step], list[str]]) -> list[str]:
-    """The stream's steps with the `late` rows (batch, position) taken out of their `add`s, each data batch's
-    remaining rows in one `add` before its `process`, every other step as written."""
-    from .properties import _rendered
-
-    gone = set(late)
-    by_process = {b.process.index: k for k, b in enumerate(batches)}
-    out: list[str] = []
-    pending: list[str] = []
-    for step in sc.steps:
-        if isinstance(step, m.AddStep):
-            pending += lines(step)
-            continue
-        k = by_process.get(step.index)
-        if k is None:
-            out += pending + lines(step)
-        else:
-            kept = [r for i, r in enumerate(batches[k].rows) if (k, i) not in gone]
-            out += _rendered([kept], lines(step)) if kept else lines(step)
-        pending = []
-    return out + pending
-
-
-def _kept_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]], full: Any
+def kept_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]], full: Any
                ) -> dict[str, list[tuple]]:
     """The rows the batch run reads, per source: the stream's rows but the late ones, and the closing rows."""
     gone = set(late)
@@ -289,84 +237,3 @@ def _kept_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[in
         for source, rows in add.rows.items():
             out.setdefault(source, []).extend(tuple(r) for r in rows)
     return out
-
-
-def _confirmed(judge: Any, sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]],
-               tail: Sequence[str], full: Any, mode: str) -> str | None:
-    """None when the stream without the `late` rows drops nothing and gives the same final output (so Spark
-    dropped exactly those); else why the stream is not judged."""
-    from .properties import _final, with_steps
-
-    again = judge.run(with_steps(sc, [*without_rows(sc, batches, late, _step_lines(sc)), *tail]))
-    if not judge.usable(again):
-        return "the stream without its rows behind the watermark could not be run"
-    dropped = sum(b.dropped for sr in again.result.steps for b in sr.batches)
-    if dropped or _final(again, judge.contract, mode).stream != _final(full, judge.contract, mode).stream:
-        return ("the rows behind the watermark were not the rows Spark dropped as late (without them the stream "
-                "drops or writes something else): which rows were late cannot be told")
-    return None
-
-
-def judge_stream_batch(judge: Any, sc: m.Scenario) -> None:
-    """`stream-equals-batch` on one drawn stream; `judge` is the property's `properties._PropertyJudge` (its
-    `spec` the `BatchRunner`): a held stream is counted, one not judged is counted with the reason, a broken
-    one leaves its counterexample (`_broken`)."""
-    from .properties import _final, closing_steps, with_step_after, with_steps
-
-    contract, report, batch = judge.contract, judge.report, judge.spec
-    mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
-    if mode == "update" and not contract.key:
-        report.not_judged["update mode with no declared `key:`: the last row per key is not defined"] += 1
-        return
-    closing = closing_steps(contract, judge.pools)[:4] if any(s.event_time for s in contract.sources) else []
-    full = judge.run(with_step_after(sc, 0, "", tail=[*closing, *judge.ends]))
-    if not judge.usable(full):
-        return
-    batches = batches_of(sc, full, _step_lines(sc))
-    late, why = ([], "rows added where no `process` ends their batch") if batches is None else late_rows(batches)
-    why = why or _unjudged_operators(full)
-    if why is None and late:
-        why = _confirmed(judge, sc, batches or [], late, [*closing, *judge.ends], full, mode)
-    if why is None:
-        alone = judge.run(with_steps(sc, [*closing, *judge.ends])) if closing else None
-        if alone is not None and not judge.usable(alone):
-            return
-        got = batch(full.result.scenario, _kept_rows(sc, batches or [], late, full))
-        closing_got = batch(full.result.scenario, _kept_rows(sc, [], [], full)) if closing else Counter()
-        why = got if isinstance(got, str) else closing_got if isinstance(closing_got, str) else None
-    if why is not None:
-        report.not_judged[why[:300]] += 1
-        return
-    stream = _final(full, contract, mode).stream.get(None, Counter())
-    stream_closing = _final(alone, contract, mode).stream.get(None, Counter()) if alone is not None else Counter()
-    assert isinstance(got, Counter) and isinstance(closing_got, Counter)
-    expected, more, fewer = compare(stream, got, stream_closing, closing_got)
-    if not more and not fewer:
-        report.held_on += 1
-        batch.late_judged += bool(late)
-        report.compared = (f"the query's final output against the transform applied as a batch; {batch.late_judged} "
-                           "of the streams it held on had rows Spark dropped as late, left out of the batch's input")
-        return
-    _broken(judge, sc, full, [*closing, *judge.ends], mode, more, fewer)
-
-
-def _broken(judge: Any, sc: m.Scenario, full: Any, tail: Sequence[str], mode: str, more: Counter,
-            fewer: Counter) -> None:
-    """The counterexample: the stream with its closing steps, its `output` check holding what the batch gave."""
-    from .properties import RunObservation, _corrected, _header, _renamed, _rows, _Verdict, filled, with_step_after
-
-    types = [c.type for c in judge.contract.output]
-    why = [f"the stream's final output has {sum(c.values())} row(s) {what} than the batch result: {_rows(c, types)}"
-           for c, what in ((more, "more"), (fewer, "fewer")) if c]
-    if not full.stream:  # the query wrote nothing: its `output` check still holds what the batch gave
-        full = RunObservation(full.text, full.result, {None: Counter()}, full.written)
-    reference = _corrected(full, judge.contract, _Verdict(why, {"output": more}, {"output": fewer}))
-    keep = (lambda line: "written:" not in line and "table:" not in line) if mode != "update" else (
-        lambda line: False)
-    note = ("Its expect steps hold what the transform applied as a batch to the rows that were not late gave (after "
-            "closing events passed the watermark); reproduce: eventtime run THIS_FILE (it fails at the output check).")
-    if mode == "update":
-        note += " Update mode: the file cannot say 'the last row per key', so it checks nothing: What broke says it."
-    body = filled(_renamed(with_step_after(sc, 0, "", tail=tail), STREAM_BATCH), reference, lookup=judge.lookup,
-                  keep=keep)
-    judge.broken(why, _header(STREAM_BATCH, why, note) + body)

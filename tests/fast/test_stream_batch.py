@@ -11,7 +11,7 @@ import pytest
 
 from eventtime.contractfile import load_contract_file
 from eventtime.properties import PROPERTIES, _Row, wanted_properties
-from eventtime.streambatch import STREAM_BATCH, Batch, compare, late_rows, not_a_transform, without_rows
+from eventtime.streambatch import STREAM_BATCH, Batch, compare, late_rows, not_a_transform
 
 T = 1_704_067_200 * 1_000_000  # 2024-01-01T00:00:00Z in micros
 S = 1_000_000
@@ -110,7 +110,7 @@ def test_only_a_function_the_kit_calls_on_dataframes_has_a_transform(tmp_path):
 def test_the_stream_without_its_late_rows(tmp_path):
     from eventtime.loader import load_scenario_text
     from eventtime.registry import ContractLookup
-    from eventtime.streambatch import _step_lines, batches_of
+    from eventtime.properties import _sb_batches, _sb_lines, _sb_without
 
     (tmp_path / "clicks_t.contract.yaml").write_text(CONTRACT)
     contract = load_contract_file(tmp_path / "clicks_t.contract.yaml")
@@ -133,11 +133,11 @@ def test_the_stream_without_its_late_rows(tmp_path):
             self.batches = [type("B", (), {"has_data": True, "watermark_before_ms": mark, "dropped": dropped})()]
 
     obs = type("O", (), {"result": type("R", (), {"steps": [Ran(2, 0, 0), Ran(5, T // 1000 + 10_000, 2)]})()})()
-    batches = batches_of(sc, obs, _step_lines(sc))
+    batches = _sb_batches(sc, obs, _sb_lines(sc))
     assert batches is not None and [len(b.rows) for b in batches] == [1, 3]
     late, why = late_rows(batches)
     assert why is None and late == [(1, 0), (1, 2)]
-    steps = without_rows(sc, batches, late, _step_lines(sc))
+    steps = _sb_without(sc, batches, late, _sb_lines(sc))
     assert steps[0].startswith("- add:") and steps[1] == "- process"
     assert "b" in steps[2] and "00:00:01" not in steps[2] and "00:00:02" not in steps[2] and steps[3] == "- process"
 
