@@ -144,14 +144,17 @@ class BatchRunner:
             try:
                 value = pipeline_caller(fn, self.contract)(frames, sc.params)
             except Exception as exc:  # noqa: BLE001 - the user's function: said, counted as not judged
-                return f"the transform raised on batch DataFrames: {type(exc).__name__}: {exc}"
+                return f"the transform raised on batch DataFrames: {_first_line(exc)}"
             df = value.df if isinstance(value, Output) else value
-            impure = impure_functions(df)
-            if impure:
-                return (f"the transform uses {', '.join(sorted(impure))}: its value depends on when or where a row is "
-                        "processed, so a stream and a batch rightly differ")
-            schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
-            return Counter(read_rows(projection(schema, self.contract)(df)))
+            try:
+                impure = impure_functions(df)
+                if impure:
+                    return (f"the transform uses {', '.join(sorted(impure))}: its value depends on when or where a "
+                            "row is processed, so a stream and a batch rightly differ")
+                schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
+                return Counter(read_rows(projection(schema, self.contract)(df)))
+            except Exception as exc:  # noqa: BLE001 - Spark refused the batch plan the stream ran: said, not judged
+                return f"the transform's result could not be read as a batch: {_first_line(exc)}"
         finally:
             restore_conf(self.session, before)
 
@@ -163,6 +166,11 @@ class BatchRunner:
         fields = schema.fields
         return self.session.createDataFrame(
             [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], schema)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0][:200] if text else ''}"
 
 
 def batch_runner(prop: str, pipeline: Any, contract: Contract, session: Any, conf: Mapping[str, str] | None,
