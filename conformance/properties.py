@@ -27,6 +27,8 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
   final output (append: every row written over the run, once closing events passed the watermark; complete:
   the last result table; update: the last row per declared key; what the job wrote, read back at the end).
   The split rule (`_split_rows`) is Spark's end-of-batch watermark read backwards: see its docstring;
+- `stream-equals-batch`: the streaming result after the final watermark equals the transform applied as a batch
+  to the rows that were not late (`eventtime.streambatch`; a job has no transform: does not apply);
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
   in code), each its own property `invariant:NAME`, judged on what a run observed (`Observations`).
 """
@@ -48,7 +50,7 @@ __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
 
 PROPERTIES = ("no-query-dies", "exactly-once-rerun", "restart-transparency", "bounded-state",
-              "batch-boundary-independence", "invariants")
+              "batch-boundary-independence", "stream-equals-batch", "invariants")
 TITLES = {
     "no-query-dies": "no generated value of the declared types stops a query",
     "exactly-once-rerun": "a batch run again after a crash leaves the sinks as a plain restart does",
@@ -56,8 +58,11 @@ TITLES = {
     "bounded-state": "once the watermark passes every event, state holds only what the closing events left",
     "batch-boundary-independence": "the same rows split into micro-batches differently, each as late or on time "
                                    "as before, give the same final output",
+    "stream-equals-batch": "the streaming result after the final watermark equals the transform applied as a batch "
+                           "to the rows that were not late",
     "invariants": "the job's own invariants",
 }
+STREAM_BATCH = "stream-equals-batch"  # its judge is `streambatch.judge_stream_batch`
 INVARIANT = "invariant:"  # an invariant's property is `invariant:NAME`
 # The closing events of `bounded-state`: one per event-time source at this time, months after any event the
 # streams draw (they start at 2024-01-01 and move by seconds), so the watermark passes every window,
@@ -786,6 +791,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     from .registry import ContractLookup
     from .snapshot import in_ci
     from .strategies import scenarios
+    from .streambatch import batch_runner, not_a_transform
 
     wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
@@ -804,8 +810,9 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
 
     reports = []
     for prop in wanted:
-        report = PropertyReport(prop, heading=title(prop, specs), does_not_apply=_does_not_apply(prop, contract),
-                                compared=_compared(prop, contract, tables))
+        report = PropertyReport(prop, heading=title(prop, specs), compared=_compared(prop, contract, tables),
+                                does_not_apply=_does_not_apply(prop, contract) or (
+                                    not_a_transform(pipeline, contract) if prop == STREAM_BATCH else None))
         reports.append(report)
         if report.does_not_apply is not None:
             tell(report.describe())
@@ -813,7 +820,8 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
              f"generated stream(s)")
         judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
-            if prop.startswith(INVARIANT) else (None, None, tables, pools)
+            if prop.startswith(INVARIANT) else (
+            batch_runner(prop, pipeline, contract, session, conf, timeout), None, tables, pools)
         _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
                    lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
         _stateless(report)
@@ -1085,7 +1093,7 @@ class _PropertyJudge:
         if prop == BOUNDARIES:  # which rows a split puts first, one choice per added row (see `_split_batches`)
             n = sum(len(rows) for s in sc.steps if isinstance(s, m.AddStep) for rows in s.rows.values())
             return st.tuples(st.just(sc), st.lists(st.booleans(), min_size=n, max_size=n), st.just("same"))
-        if prop in ("no-query-dies", "bounded-state") or prop.startswith(INVARIANT) or not where:
+        if prop in ("no-query-dies", "bounded-state", STREAM_BATCH) or prop.startswith(INVARIANT) or not where:
             return st.just((sc, 0, "same"))
         return st.tuples(st.just(sc), st.sampled_from(where), st.sampled_from(("same", "new")))
 
@@ -1100,6 +1108,8 @@ class _PropertyJudge:
             return self.judge_boundaries(sc, point)  # type: ignore[arg-type]  # the drawn choices
         if self.prop.startswith(INVARIANT):
             return self.judge_invariant_on(base_text)
+        if self.prop == STREAM_BATCH:
+            return judge_stream_batch(self, sc)  # `self.spec`: its BatchRunner
         if not point:
             self.report.not_judged["no batch read rows"] += 1
             return
@@ -1565,3 +1575,142 @@ def _resolution(delay: str) -> str:
 def _step(delay: str) -> str:
     """The true clock moves by up to twice the delay per event: a handful of events close windows."""
     return f"{max(_ms(delay) * 2 // 1000, 1)}s"
+
+
+# `stream-equals-batch` (`streambatch` holds its pieces that read no other property's: the batch run, the
+# late rows told from Spark's counts, the comparison): the stream's batches read, rewritten and judged here.
+
+
+def _sb_batches(sc: m.Scenario, obs: Any, lines: Callable[[m.Step], list[str]]) -> list[Any] | None:
+    """The stream's data batches with what the run `obs` saw them do; None when a batch's rows are not written
+    as plain lists per source (rows in partitions: not rewritten) or rows are added where no `process` ends
+    their batch."""
+    from .streambatch import Batch
+
+    et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
+    seen = {sr.index: list(sr.batches) for sr in obs.result.steps}
+    out: list[Any] = []
+    pending: list[m.AddStep] = []
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            pending.append(step)
+            continue
+        if not pending:
+            continue
+        if not isinstance(step, m.ProcessStep):
+            return None
+        rows, plain = _batch_rows(sc, pending, et_col, lines)
+        if not plain:
+            return None
+        values = [tuple(r) for add in pending for rs in add.rows.values() for r in rs]
+        ran = seen.get(step.index, [])
+        data = [b for b in ran if b.has_data]
+        mark = max([(b.watermark_before_ms or 0) for b in data] or [0]) * 1000
+        out.append(Batch(rows, values, step, list(pending), mark, sum(b.dropped for b in ran)))
+        pending = []
+    return out
+
+
+def _sb_lines(sc: m.Scenario) -> Callable[[m.Step], list[str]]:
+    """Each step's lines as written, without the steps' indent."""
+    pad = _pad(list(sc.lines), min(s.where.line for s in sc.steps))
+    return lambda step: [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
+
+
+def _sb_without(sc: m.Scenario, batches: Sequence[Any], late: Sequence[tuple[int, int]],
+                lines: Callable[[m.Step], list[str]]) -> list[str]:
+    """The stream's steps with the `late` rows (batch, position) taken out of their `add`s, each data batch's
+    remaining rows in one `add` before its `process`, every other step as written."""
+    gone = set(late)
+    by_process = {b.process.index: k for k, b in enumerate(batches)}
+    out: list[str] = []
+    pending: list[str] = []
+    for step in sc.steps:
+        if isinstance(step, m.AddStep):
+            pending += lines(step)
+            continue
+        k = by_process.get(step.index)
+        if k is None:
+            out += pending + lines(step)
+        else:
+            kept = [r for i, r in enumerate(batches[k].rows) if (k, i) not in gone]
+            out += _rendered([kept], lines(step)) if kept else lines(step)
+        pending = []
+    return out + pending
+
+
+def _sb_confirmed(judge: Any, sc: m.Scenario, batches: Sequence[Any], late: Sequence[tuple[int, int]],
+                  tail: Sequence[str], full: Any, mode: str) -> str | None:
+    """None when the stream without the `late` rows drops nothing and gives the same final output (so Spark
+    dropped exactly those); else why the stream is not judged."""
+    again = judge.run(with_steps(sc, [*_sb_without(sc, batches, late, _sb_lines(sc)), *tail]))
+    if not judge.usable(again):
+        return "the stream without its rows behind the watermark could not be run"
+    dropped = sum(b.dropped for sr in again.result.steps for b in sr.batches)
+    if dropped or _final(again, judge.contract, mode).stream != _final(full, judge.contract, mode).stream:
+        return ("the rows behind the watermark were not the rows Spark dropped as late (without them the stream "
+                "drops or writes something else): which rows were late cannot be told")
+    return None
+
+
+def judge_stream_batch(judge: Any, sc: m.Scenario) -> None:
+    """`stream-equals-batch` on one drawn stream; `judge` is the property's `properties._PropertyJudge` (its
+    `spec` the `BatchRunner`): a held stream is counted, one not judged is counted with the reason, a broken
+    one leaves its counterexample (`_sb_broken`)."""
+    from .streambatch import compare, kept_rows, late_rows, unjudged_operators
+
+    contract, report, batch = judge.contract, judge.report, judge.spec
+    mode = sc.params.get("output_mode") or (contract.output_modes or ("append",))[0]
+    if mode == "update" and not contract.key:
+        report.not_judged["update mode with no declared `key:`: the last row per key is not defined"] += 1
+        return
+    closing = closing_steps(contract, judge.pools)[:4] if any(s.event_time for s in contract.sources) else []
+    full = judge.run(with_step_after(sc, 0, "", tail=[*closing, *judge.ends]))
+    if not judge.usable(full):
+        return
+    batches = _sb_batches(sc, full, _sb_lines(sc))
+    late, why = ([], "rows added where no `process` ends their batch") if batches is None else late_rows(batches)
+    why = why or unjudged_operators(full)
+    if why is None and late:
+        why = _sb_confirmed(judge, sc, batches or [], late, [*closing, *judge.ends], full, mode)
+    if why is None:
+        alone = judge.run(with_steps(sc, [*closing, *judge.ends])) if closing else None
+        if alone is not None and not judge.usable(alone):
+            return
+        got = batch(full.result.scenario, kept_rows(sc, batches or [], late, full))
+        closing_got = batch(full.result.scenario, kept_rows(sc, [], [], full)) if closing else Counter()
+        why = got if isinstance(got, str) else closing_got if isinstance(closing_got, str) else None
+    if why is not None:
+        report.not_judged[why[:300]] += 1
+        return
+    stream = _final(full, contract, mode).stream.get(None, Counter())
+    stream_closing = _final(alone, contract, mode).stream.get(None, Counter()) if alone is not None else Counter()
+    assert isinstance(got, Counter) and isinstance(closing_got, Counter)
+    expected, more, fewer = compare(stream, got, stream_closing, closing_got)
+    if not more and not fewer:
+        report.held_on += 1
+        batch.late_judged += bool(late)
+        report.compared = (f"the query's final output against the transform applied as a batch; {batch.late_judged} "
+                           "of the streams it held on had rows Spark dropped as late, left out of the batch's input")
+        return
+    _sb_broken(judge, sc, full, [*closing, *judge.ends], mode, more, fewer)
+
+
+def _sb_broken(judge: Any, sc: m.Scenario, full: Any, tail: Sequence[str], mode: str, more: Counter,
+               fewer: Counter) -> None:
+    """The counterexample: the stream with its closing steps, its `output` check holding what the batch gave."""
+    types = [c.type for c in judge.contract.output]
+    why = [f"the stream's final output has {sum(c.values())} row(s) {what} than the batch result: {_rows(c, types)}"
+           for c, what in ((more, "more"), (fewer, "fewer")) if c]
+    if not full.stream:  # the query wrote nothing: its `output` check still holds what the batch gave
+        full = RunObservation(full.text, full.result, {None: Counter()}, full.written)
+    reference = _corrected(full, judge.contract, _Verdict(why, {"output": more}, {"output": fewer}))
+    keep = (lambda line: "written:" not in line and "table:" not in line) if mode != "update" else (
+        lambda line: False)
+    note = ("Its expect steps hold what the transform applied as a batch to the rows that were not late gave (after "
+            "closing events passed the watermark); reproduce: eventtime run THIS_FILE (it fails at the output check).")
+    if mode == "update":
+        note += " Update mode: the file cannot say 'the last row per key', so it checks nothing: What broke says it."
+    body = filled(_renamed(with_step_after(sc, 0, "", tail=tail), STREAM_BATCH), reference, lookup=judge.lookup,
+                  keep=keep)
+    judge.broken(why, _header(STREAM_BATCH, why, note) + body)

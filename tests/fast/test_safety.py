@@ -135,6 +135,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("properties.py", "import_module", "module"),  # check-properties: a contract's invariant hook, as a
                                                        # contract's implementations are (never a scenario's)
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
+        ("streambatch.py", "resolve_pipeline", "pipeline"),  # check-properties: the pipeline it was given
         ("userpipeline.py", "import_module", "module_name"),                  # inside resolve_pipeline
         ("userpipeline.py", "run_module", "self.module"),                     # a script job, from resolve_pipeline
         ("userpipeline.py", "run_path", "self.path"),
