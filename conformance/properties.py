@@ -693,8 +693,8 @@ class PropertyReport:
         ce = self.counterexample
         return {"property": self.prop, "title": self.title, "verdict": self.verdict, "held_on": self.held_on,
                 "not_judged": [{"reason": why, "count": n} for why, n in self.not_judged.most_common()],
-                "run_errors": [{"error": why, "count": n} for why, n in self.run_errors.most_common()],
-                "does_not_apply": self.does_not_apply, "error": self.error, "compared": self.compared or None,
+                "run_errors": [{"message": why, "count": n} for why, n in self.run_errors.most_common()],
+                "does_not_apply": self.does_not_apply, "not_checked": self.error, "compared": self.compared or None,
                 "notes": list(self.notes), "shrink_tried": self.shrink_tried,
                 "counterexample": None if ce is None else {
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}

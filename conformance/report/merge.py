@@ -110,7 +110,7 @@ class PropertyEntry:
         if self.verdict == "does_not_apply":
             return f"does not apply: {r.get('does_not_apply') or ''}"
         if self.verdict == "not_checked":
-            return f"not checked: {r.get('error') or ''}"
+            return f"not checked: {r.get('not_checked') or ''}"
         if self.verdict == "broken":
             shrunk = f"; shrinking tried {r['shrink_tried']} smaller stream(s)" if r.get("shrink_tried") else ""
             return f"BROKEN; held on {self.held_on} stream(s) before it broke{tail}{shrunk}"
@@ -244,7 +244,7 @@ def _check_properties(rf: ResultsFile) -> None:
     for i, p in enumerate(rf.properties):
         where = f"property #{i + 1} ({p['property']})"
         _need(isinstance(p.get("held_on", 0), int), rf, where, "'held_on' is not an integer")
-        for key, inner in (("not_judged", "reason"), ("run_errors", "error")):
+        for key, inner in (("not_judged", "reason"), ("run_errors", "message")):
             items = p.get(key) or []
             _need(isinstance(items, list) and all(isinstance(x, dict) and isinstance(x.get(inner), str)
                                                   and isinstance(x.get("count"), int) for x in items),
