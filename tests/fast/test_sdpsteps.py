@@ -1,0 +1,76 @@
+"""The parts of a pipeline's run that need no Spark (`conformance/sdpsteps.py`): which steps and checks are
+refused at their line, the rows a flow appended since its previous expect, the rows each batch read.
+The run itself is tests/connect/test_connect_sdp_scenarios.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from eventtime.harness.pipelinegraph import Dataset, FlowDef, PipelineGraph
+from eventtime.harness.jobio import Place
+from eventtime.loader import load_scenario_text
+from eventtime.sdpsteps import (PipelineDriver, _checks_not_supported, _FlowObserved, _step_not_supported, _uri,
+                                streaming_flows)
+
+SCENARIO = Path(__file__).resolve().parents[1] / "connect" / "sdp" / "late-clicks-across-updates.scenario.yaml"
+
+
+def _steps(body: str):
+    text = SCENARIO.read_text().split("  - add:")[0] + body + "  - process\n"
+    return load_scenario_text(text, str(SCENARIO), file=SCENARIO).steps
+
+
+def test_checks_a_pipeline_does_not_judge_yet_are_named():
+    dropped, rows_only, last, _ = _steps("  - expect: {query: click_counts, dropped: 1, state_rows: 2}\n"
+                                      "  - expect: {query: click_counts, watermark: '09:10:00', rows: []}\n"
+                                      "  - expect: {query: click_counts, last_batch: []}\n")
+    assert _checks_not_supported(dropped) == ["dropped", "state_rows"]
+    assert _checks_not_supported(rows_only) == []
+    assert _checks_not_supported(last) == ["last_batch"]
+
+
+def test_steps_a_pipeline_does_not_run_yet_are_named():
+    restart, conf, once, available, _ = _steps("  - restart\n  - restart: {conf: {spark.sql.shuffle.partitions: '2'}}\n"
+                                            "  - run: once\n  - run: available_now\n")
+    assert _step_not_supported(restart) is None and _step_not_supported(available) is None
+    assert "with options is not supported for pipelines yet" in str(_step_not_supported(conf))
+    assert "`run: once` is not supported for pipelines yet" in str(_step_not_supported(once))
+
+
+def test_rows_since_the_previous_expect_are_the_table_now_less_the_table_then():
+    observed = _FlowObserved([], [], "append", ["page", "n"], now=[("home", 2), ("cart", 1), ("home", 2), ("x", 1)],
+                             before=[("cart", 1), ("home", 2)])
+    assert observed.rows("rows") == [("home", 2), ("x", 1)]  # row by row: one of the two (home, 2) is new
+    assert observed.rows("output") == [("home", 2), ("cart", 1), ("home", 2), ("x", 1)]
+
+
+def test_a_batch_reads_the_adds_between_its_offset_and_the_previous_one():
+    driver = PipelineDriver(run=None, sources={"clicks": _Staged(), "views": _Staged()})
+    driver.add("clicks", [("a",), ("b",)], None)
+    driver.add("clicks", [("c",)], None)
+    driver.add("views", [], [[("v",)], [("w",), ("x",)]])  # one add per partition
+    assert driver.sizes == {"clicks": [2, 1], "views": [1, 2]}
+    assert driver._rows_read({}, {"clicks": 1}) == 2
+    assert driver._rows_read({"clicks": 1}, {"clicks": 2, "views": 2}) == 1 + 3
+    assert driver._rows_read({"clicks": 2, "views": 2}, {"clicks": 2, "views": 2}) == 0  # a no-data batch
+
+
+def test_only_flows_into_streaming_tables_have_checkpoints():
+    place = Place("f.py", 1)
+    graph = PipelineGraph(Path("spark-pipeline.yml"), "p", "s",
+                          {"counts": Dataset("counts", "streaming_table", place),
+                           "summary": Dataset("summary", "materialized_view", place)},
+                          [FlowDef("counts", "counts", "flow", place), FlowDef("summary", "summary", "flow", place),
+                           FlowDef("backfill", "counts", "flow", place)])
+    assert streaming_flows(graph) == ["counts", "backfill"]
+    assert streaming_flows(None) == []
+
+
+def test_a_storage_root_is_an_absolute_uri():
+    assert _uri("/srv/warehouse/x") == "file:///srv/warehouse/x"
+    assert _uri("file:/srv/warehouse/x") == "file:/srv/warehouse/x"
+    assert _uri("hdfs://nn/x") == "hdfs://nn/x"
+
+
+class _Staged:
+    def add(self, rows):
+        self.last = rows
