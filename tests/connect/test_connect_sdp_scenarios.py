@@ -43,17 +43,22 @@ def test_late_clicks_across_three_updates_and_a_restart(remote_spark):
 
 
 def test_a_wrong_expected_value_fails_at_its_line(remote_spark):
-    """The control: one update, a wrong count in the table and a wrong watermark of the flow."""
+    """The control: one update, a wrong count of the flow's rows, a wrong watermark, a table missing a row;
+    a misspelt dataset is the scenario's error at its line, naming the datasets there are."""
     text = SCENARIO.read_text().split("  - add:\n      clicks: [[home, \"09:04:00\"]")[0]
     wrong = (text.replace('["09:00:00", "09:05:00", home, 2]', '["09:00:00", "09:05:00", home, 3]')
              .replace('watermark: "09:10:00"', 'watermark: "09:05:00"')
-             + "  - expect:\n      table: click_counts\n      rows: [[\"09:00:00\", \"09:05:00\", cart, 1]]\n")
-    result = run_scenario(load_scenario_text(wrong, str(SCENARIO), file=SCENARIO), PIPELINE, session=remote_spark, timeout=TIMEOUT)
-    assert result.status == "failed", result.reason
+             + "  - expect:\n      table: click_counts\n      rows: [[\"09:00:00\", \"09:05:00\", cart, 1]]\n"
+             + "  - expect: {table: click_count, rows: []}\n")
+    result = run_scenario(load_scenario_text(wrong, str(SCENARIO), file=SCENARIO), PIPELINE, session=remote_spark,
+                          timeout=TIMEOUT)
     failed = {(f.check, f.where.line) for s in result.steps for f in s.failures}
     assert failed == {("watermark", _line(wrong, 'watermark: "09:05:00"')),
                       ("rows", _line(wrong, "rows: [[\"09:00:00\", \"09:05:00\", home, 3]")),
                       ("rows", _line(wrong, "rows: [[\"09:00:00\", \"09:05:00\", cart, 1]]"))}, failed
+    assert result.status == "error" and result.steps[-1].status == "error"
+    assert f":{_line(wrong, 'click_count,')}:" in result.steps[-1].message
+    assert "defines no dataset 'click_count' (it defines click_counts)" in result.steps[-1].message
 
 
 def test_what_a_pipeline_cannot_do_yet_is_an_error_at_its_line(remote_spark):
