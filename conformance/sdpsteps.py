@@ -75,6 +75,9 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     run = PipelineRun(spark, spec, storage, piped, conf=run_conf, timeout=timeout, database=database.name)
     driver = PipelineDriver(run, sources)
     steps = PipelineSteps(result, driver)
+    result.notes.append("a pipeline's batches are read from its flows' checkpoints: their watermarks and the added "
+                        "rows each read are known, not the rows each wrote, dropped or kept in state (shown as 0; "
+                        f"those checks are refused, {_DOCS})")
     database.enter()
     try:
         drive(scenario, driver, {}, steps)
@@ -241,6 +244,9 @@ class PipelineSteps:
         for b in batches:
             self.pending.setdefault(str(b.query), []).append(b)
         sr.batches.extend(batches)
+        flows = streaming_flows(self.driver.graph)
+        if len(flows) == 1 and self.driver.history.get(flows[0]):  # a pipeline of one flow: its watermark
+            sr.watermark_ms = self.driver.history[flows[0]][-1].watermark_after_ms
         return batches
 
     def _error(self, sr: StepResult, message: str) -> list[BatchObservation]:

@@ -37,9 +37,11 @@ def test_late_clicks_across_three_updates_and_a_restart(remote_spark):
     # each update: its data batch (the rows added before it), then the no-data batch its watermark calls for
     assert [[(b.batch_id, b.input_rows) for b in s.batches] for s in updates] == [[(0, 4), (1, 0)], [(2, 2), (3, 0)],
                                                                                   [(4, 2), (5, 0)]]
+    assert [s.watermark_ms for s in updates] == [1704100200000, 1704101160000, 1704101700000]  # 09:10, 09:26, 09:35
     # the late 09:04 click was judged by the watermark batch 0 left (09:10), as Spark judges it
     assert updates[1].batches[0].watermark_before_ms == 1704100200000
     assert _files() == before  # the pipeline's files are never touched
+    assert any("not the rows each wrote, dropped or kept in state" in n for n in result.notes)
 
 
 def test_a_wrong_expected_value_fails_at_its_line(remote_spark):

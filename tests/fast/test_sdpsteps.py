@@ -74,3 +74,21 @@ def test_a_storage_root_is_an_absolute_uri():
 class _Staged:
     def add(self, rows):
         self.last = rows
+
+
+def test_a_printed_rerun_binds_a_pipeline_folder_to_its_contract():
+    """`eventtime run ... --pipeline clicks/` is refused (a path binds to a contract by name): the re-run
+    line a result prints names the contract."""
+    import shlex
+    from types import SimpleNamespace
+
+    from eventtime.commands.files import rerun_command
+    from eventtime.loader import load_scenario
+    from eventtime.projectconfig import parse_binding
+
+    args = SimpleNamespace(contracts=(), spark_conf=None, timeout=None)
+    words = shlex.split(rerun_command(load_scenario(SCENARIO), SCENARIO, "clicks/", args))
+    assert words[3:] == ["--pipeline", "click_counts=clicks/"]
+    assert parse_binding(words[4], "--pipeline") == ("click_counts", None, "clicks/")
+    function = shlex.split(rerun_command(load_scenario(SCENARIO), SCENARIO, "shop.clicks:transform", args))
+    assert function[3:] == ["--pipeline", "shop.clicks:transform"]  # a function still binds every contract
