@@ -14,7 +14,8 @@ source standing in for what a definition reads (its `from:`, as for a job), each
   flow (a `@dp.table`'s flow has the table's name): `rows` are what the flow appended to its table since
   the previous expect of it (the table's content then taken from its content now, row by row), `output`
   the table's content, `watermark`/`batch_watermark`/`batches: N` from the flow's checkpoint (its commit
-  and offset logs). Without `query:` the pipeline's only streaming flow is meant.
+  and offset logs), `dropped`, `state_rows`, `updated`, `operators`, `event_time` from Spark's progress of
+  its batches (`pipelinerun.FlowProgress`). Without `query:` the pipeline's only streaming flow is meant.
 - What is not supported yet is an error at the step's line, never a pass: the checks listed in
   `_UNSUPPORTED`, `advance`, static inputs, a restart with options, `run: once` (`run: available_now`
   is one update, as `process`).
@@ -38,11 +39,9 @@ __all__ = ["run_declarative"]
 
 _DOCS = "docs/pipelines.md, *What runs*"
 # the expect checks a pipeline's run cannot judge yet (field -> its key in the scenario file)
-_UNSUPPORTED = {"dropped": "dropped", "state_rows": "state_rows", "batches": "batches: [...]",
-                "event_time": "event_time", "failure": "failure", "schema": "schema", "updated": "updated",
+_UNSUPPORTED = {"batches": "batches: [...]", "failure": "failure", "schema": "schema",
                 "updated_since_check": "updated_since_check", "dropped_since_check": "dropped_since_check",
-                "operators": "operators", "state": "state", "watermarks": "watermarks", "statuses": "statuses",
-                "topic": "topic"}
+                "state": "state", "watermarks": "watermarks", "statuses": "statuses", "topic": "topic"}
 
 
 class StepError(Exception):
@@ -57,7 +56,7 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
                     conf: Mapping[str, str] | None = None) -> None:
     """Run `result.scenario`'s steps against the pipeline whose spec is `spec`, into `result`."""
     from eventtime.harness.connect import ConnectSource, ConnectStaging
-    from eventtime.harness.pipelinerun import PipelineRun, PipelineSource
+    from eventtime.harness.pipelinerun import FlowProgress, PipelineRun, PipelineSource
 
     from .jobs import reads_of
 
@@ -73,15 +72,17 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     run_conf = {"spark.sql.shuffle.partitions": str(spark.conf.get("spark.sql.shuffle.partitions")),
                 **dict(conf or {}), **scenario.query_conf()}
     run = PipelineRun(spark, spec, storage, piped, conf=run_conf, timeout=timeout, database=database.name)
-    driver = PipelineDriver(run, sources)
+    progress = FlowProgress(spark)
+    driver = PipelineDriver(run, sources, progress)
     steps = PipelineSteps(result, driver)
-    result.notes.append("a pipeline's batches are read from its flows' checkpoints: their watermarks and the added "
-                        "rows each read are known, not the rows each wrote, dropped or kept in state (shown as 0; "
-                        f"those checks are refused, {_DOCS})")
+    result.notes.append("a pipeline's batches are read from its flows' checkpoints and progress: the rows each "
+                        "wrote to its table are not known per batch (shown as 0 out; a flow's `rows` are its "
+                        f"table's new rows since the previous expect, {_DOCS})")
     database.enter()
     try:
         drive(scenario, driver, {}, steps)
     finally:
+        progress.close()
         database.leave()
     conclude(result)
 
@@ -116,11 +117,11 @@ class _Database:
 
 class PipelineDriver:
     """The step driver (`drive.Driver`) of a pipeline: adds staged, each `process` one update, the batches
-    each streaming flow committed in it read from its checkpoint."""
+    each streaming flow committed in it read from its checkpoint, with Spark's progress report of each
+    (`pipelinerun.FlowProgress`: rows read, dropped by the watermark, in state)."""
 
-    def __init__(self, run: Any, sources: Mapping[str, Any]):
-        self.run, self.sources = run, sources
-        self.sizes: dict[str, list[int]] = {name: [] for name in sources}  # rows per add, per source
+    def __init__(self, run: Any, sources: Mapping[str, Any], progress: Any):
+        self.run, self.sources, self.progress = run, sources, progress
         self.graph: Any = None  # the graph the latest update registered
         self.history: dict[str, list[BatchObservation]] = {}  # flow -> every batch it committed
 
@@ -134,10 +135,10 @@ class PipelineDriver:
     def add(self, source: str, rows: Sequence[Sequence[Any]], partitions: Any) -> None:
         for part in [rows] if partitions is None else partitions:
             self.sources[source].add(part)
-            self.sizes[source].append(len(part))
 
     def process(self) -> list[BatchObservation]:
         from eventtime.harness.pipelinerun import flow_batches
+        from eventtime.harness.stream import observation
 
         update = self.run.update()
         self.graph = update.graph
@@ -145,21 +146,17 @@ class PipelineDriver:
         for flow in streaming_flows(self.graph):
             known = self.history.setdefault(flow, [])
             seen = {(b.checkpoint, b.batch_id) for b in known}
-            logged = flow_batches(self.run.spark, self.run.storage, flow)
-            for i, fb in enumerate(logged):
-                if (fb.checkpoint, fb.batch_id) in seen:
-                    continue
-                before = logged[i - 1].adds if i and logged[i - 1].checkpoint == fb.checkpoint else {}
-                known.append(BatchObservation(
-                    fb.batch_id, self._rows_read(before, fb.adds), fb.timestamp_ms, fb.watermark_before_ms,
-                    fb.watermark_after_ms, run=len(self.run.updates) - 1, checkpoint=fb.checkpoint, query=flow))
-                out.append(known[-1])
+            new = [fb for fb in flow_batches(self.run.spark, self.run.storage, flow)
+                   if (fb.checkpoint, fb.batch_id) not in seen]
+            reports = self.progress.reports(flow, [fb.batch_id for fb in new], self.run.timeout)
+            for fb in new:
+                offsets = {"batchWatermarkMs": fb.watermark_before_ms, "batchTimestampMs": fb.timestamp_ms}
+                obs = observation(fb.batch_id, offsets=offsets, commit={"nextBatchWatermarkMs": fb.watermark_after_ms},
+                                  progress=reports[fb.batch_id], rows=[], run=len(self.run.updates) - 1)
+                obs.checkpoint, obs.query = fb.checkpoint, flow
+                known.append(obs)
+                out.append(obs)
         return out
-
-    def _rows_read(self, before: Mapping[str, int], after: Mapping[str, int]) -> int:
-        """The rows of the adds a batch read: each staged source's adds between the previous batch's offset
-        and its own (a flow reading another dataset of the pipeline reads none of the kit's)."""
-        return sum(sum(self.sizes.get(s, [])[before.get(s, 0):n]) for s, n in after.items())
 
     def advance(self, ms: int) -> list[BatchObservation]:
         raise StepNotSupported("`advance` moves the manual processing-time clock, which a pipeline's updates "
@@ -199,6 +196,8 @@ def _checks_not_supported(step: m.ExpectStep) -> list[str]:
     keys = [key for field, key in _UNSUPPORTED.items() if getattr(step, field) not in (None, ())]
     if any(c.scope == "last_batch" for c in step.rows):
         keys.append("last_batch")
+    if any(o.updated_since_check is not None or o.dropped_since_check is not None for o in step.operators or ()):
+        keys.append("operators: [{updated_since_check | dropped_since_check}]")
     if step.written is not None and step.written.table is None:
         keys.append("written: PATH (a pipeline's datasets are tables: `table: NAME`)")
     return keys

@@ -40,7 +40,7 @@ from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, r
 from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec
 from .stream import HarnessError, HarnessTimeout
 
-__all__ = ["FlowBatch", "PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "flow_batches", "run_update"]
+__all__ = ["FlowBatch", "FlowProgress", "PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "flow_batches", "run_update"]
 
 _COMPLETED = "Run is COMPLETED."
 
@@ -293,3 +293,71 @@ def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
         out.append(FlowBatch(table, n, batch, offsets.get("batchWatermarkMs"), commit.get("nextBatchWatermarkMs"),
                              offsets.get("batchTimestampMs"), adds.get((table, n, batch), {})))
     return out
+
+
+class FlowProgress:
+    """The query progress of a pipeline's flows, as Spark reports it to a listener on the session: measured
+    (pyspark 4.3.0, the kit's Connect server), a Connect client's `StreamingQueryListener` receives every
+    flow's progress of an update run from that session, named by the flow's qualified name
+    (`spark_catalog.<database>.<flow>`), with its state operators (rows dropped by the watermark, rows in
+    state) and event-time statistics. The events reach the client on their own stream, possibly after the
+    update has returned: `reports` waits, bounded, for the batches a flow's checkpoint says it committed."""
+
+    def __init__(self, spark: Any):
+        import threading
+
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self.spark = spark
+        self._seen: dict[tuple[str, int], dict] = {}  # (flow, batch id) -> its progress, the latest reported
+        self._arrived = threading.Condition()
+        owner = self
+
+        class _Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                owner._report(event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        self._listener = _Listener()
+        spark.streams.addListener(self._listener)
+
+    def _report(self, progress: Any) -> None:
+        import json
+
+        report = json.loads(progress.json)
+        with self._arrived:
+            self._seen[(_bare(str(report.get("name") or "")), int(report.get("batchId", -1)))] = report
+            self._arrived.notify_all()
+
+    def reports(self, flow: str, batch_ids: Sequence[int], timeout: float) -> dict[int, dict]:
+        """The progress of each of `flow`'s batches `batch_ids`; HarnessTimeout naming the batches whose
+        progress had not arrived within `timeout` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        key = _bare(flow)
+        with self._arrived:
+            while True:
+                missing = [b for b in batch_ids if (key, b) not in self._seen]
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    break
+                self._arrived.wait(left)
+            if missing:
+                raise HarnessTimeout(f"the query progress of flow {flow!r}'s batches {missing} did not reach the "
+                                     f"session's listener within {timeout:g}s of the update's end")
+            return {b: self._seen[(key, b)] for b in batch_ids}
+
+    def close(self) -> None:
+        try:
+            self.spark.streams.removeListener(self._listener)
+        except Exception:  # noqa: BLE001 - a session gone has no listener left to remove
+            pass

@@ -1,15 +1,16 @@
 """The parts of a pipeline's run that need no Spark (`conformance/sdpsteps.py`): which steps and checks are
-refused at their line, the rows a flow appended since its previous expect, the rows each batch read.
+refused at their line, the rows a flow appended since its previous expect, a flow's progress waited for.
 The run itself is tests/connect/test_connect_sdp_scenarios.py."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from eventtime.harness.pipelinegraph import Dataset, FlowDef, PipelineGraph
 from eventtime.harness.jobio import Place
 from eventtime.loader import load_scenario_text
-from eventtime.sdpsteps import (PipelineDriver, _checks_not_supported, _FlowObserved, _step_not_supported, _uri,
-                                streaming_flows)
+from eventtime.sdpsteps import _checks_not_supported, _FlowObserved, _step_not_supported, _uri, streaming_flows
 
 SCENARIO = Path(__file__).resolve().parents[1] / "connect" / "sdp" / "late-clicks-across-updates.scenario.yaml"
 
@@ -20,11 +21,11 @@ def _steps(body: str):
 
 
 def test_checks_a_pipeline_does_not_judge_yet_are_named():
-    dropped, rows_only, last, _ = _steps("  - expect: {query: click_counts, dropped: 1, state_rows: 2}\n"
-                                      "  - expect: {query: click_counts, watermark: '09:10:00', rows: []}\n"
-                                      "  - expect: {query: click_counts, last_batch: []}\n")
-    assert _checks_not_supported(dropped) == ["dropped", "state_rows"]
-    assert _checks_not_supported(rows_only) == []
+    judged, since_check, last = _steps("  - expect: {query: click_counts, dropped: 1, state_rows: 2, rows: []}\n"
+                                       "  - expect: {query: click_counts, dropped_since_check: 1}\n"
+                                       "  - expect: {query: click_counts, last_batch: []}\n")[:3]
+    assert _checks_not_supported(judged) == []
+    assert _checks_not_supported(since_check) == ["dropped_since_check"]
     assert _checks_not_supported(last) == ["last_batch"]
 
 
@@ -43,15 +44,28 @@ def test_rows_since_the_previous_expect_are_the_table_now_less_the_table_then():
     assert observed.rows("output") == [("home", 2), ("cart", 1), ("home", 2), ("x", 1)]
 
 
-def test_a_batch_reads_the_adds_between_its_offset_and_the_previous_one():
-    driver = PipelineDriver(run=None, sources={"clicks": _Staged(), "views": _Staged()})
-    driver.add("clicks", [("a",), ("b",)], None)
-    driver.add("clicks", [("c",)], None)
-    driver.add("views", [], [[("v",)], [("w",), ("x",)]])  # one add per partition
-    assert driver.sizes == {"clicks": [2, 1], "views": [1, 2]}
-    assert driver._rows_read({}, {"clicks": 1}) == 2
-    assert driver._rows_read({"clicks": 1}, {"clicks": 2, "views": 2}) == 1 + 3
-    assert driver._rows_read({"clicks": 2, "views": 2}, {"clicks": 2, "views": 2}) == 0  # a no-data batch
+def test_a_flows_progress_is_waited_for_and_a_missing_one_is_said():
+    """Spark reports a flow's progress to the session's listener on its own stream (`FlowProgress`): the
+    reports of the batches the checkpoint lists are returned once there; one that never came is a
+    HarnessTimeout naming the flow and the batch, never a batch observed without it."""
+    import pytest
+
+    from eventtime.harness.pipelinerun import FlowProgress
+    from eventtime.harness.stream import HarnessTimeout
+
+    listeners = []
+    spark = SimpleNamespace(streams=SimpleNamespace(addListener=listeners.append, removeListener=listeners.remove))
+    progress = FlowProgress(spark)
+    for batch, dropped in ((2, 1), (3, 0)):
+        report = {"name": "spark_catalog.eventtime_x.click_counts", "batchId": batch, "numInputRows": 2 - batch % 2 * 2,
+                  "stateOperators": [{"numRowsDroppedByWatermark": dropped, "numRowsTotal": 1}]}
+        listeners[0].onQueryProgress(SimpleNamespace(progress=SimpleNamespace(json=json.dumps(report))))
+    got = progress.reports("click_counts", [2, 3], timeout=0)
+    assert [(b, r["stateOperators"][0]["numRowsDroppedByWatermark"]) for b, r in got.items()] == [(2, 1), (3, 0)]
+    with pytest.raises(HarnessTimeout, match=r"flow 'click_counts'.s batches \[4\] did not reach"):
+        progress.reports("click_counts", [3, 4], timeout=0)
+    progress.close()
+    assert listeners == []
 
 
 def test_only_flows_into_streaming_tables_have_checkpoints():
@@ -71,17 +85,10 @@ def test_a_storage_root_is_an_absolute_uri():
     assert _uri("hdfs://nn/x") == "hdfs://nn/x"
 
 
-class _Staged:
-    def add(self, rows):
-        self.last = rows
-
-
 def test_a_printed_rerun_binds_a_pipeline_folder_to_its_contract():
     """`eventtime run ... --pipeline clicks/` is refused (a path binds to a contract by name): the re-run
     line a result prints names the contract."""
     import shlex
-    from types import SimpleNamespace
-
     from eventtime.commands.files import rerun_command
     from eventtime.loader import load_scenario
     from eventtime.projectconfig import parse_binding
