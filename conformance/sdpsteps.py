@@ -15,7 +15,8 @@ source standing in for what a definition reads (its `from:`, as for a job), each
   the previous expect of it (the table's content then taken from its content now, row by row), `output`
   the table's content, `watermark`/`batch_watermark`/`batches: N` from the flow's checkpoint (its commit
   and offset logs), `dropped`, `state_rows`, `updated`, `operators`, `event_time` from Spark's progress of
-  its batches (`pipelinerun.FlowProgress`). Without `query:` the pipeline's only streaming flow is meant.
+  its batches (`pipelinerun.FlowProgress`); the `*_since_check` span restarts at every update, which
+  starts each flow's query anew. Without `query:` the pipeline's only streaming flow is meant.
 - What is not supported yet is an error at the step's line, never a pass: the checks listed in
   `_UNSUPPORTED`, `advance`, static inputs, a restart with options, `run: once` (`run: available_now`
   is one update, as `process`).
@@ -39,9 +40,8 @@ __all__ = ["run_declarative"]
 
 _DOCS = "docs/pipelines.md, *What runs*"
 # the expect checks a pipeline's run cannot judge yet (field -> its key in the scenario file)
-_UNSUPPORTED = {"batches": "batches: [...]", "failure": "failure", "schema": "schema",
-                "updated_since_check": "updated_since_check", "dropped_since_check": "dropped_since_check",
-                "state": "state", "watermarks": "watermarks", "statuses": "statuses", "topic": "topic"}
+_UNSUPPORTED = {"batches": "batches: [...]", "failure": "failure", "schema": "schema", "state": "state",
+                "watermarks": "watermarks", "statuses": "statuses", "topic": "topic"}
 
 
 class StepError(Exception):
@@ -196,8 +196,6 @@ def _checks_not_supported(step: m.ExpectStep) -> list[str]:
     keys = [key for field, key in _UNSUPPORTED.items() if getattr(step, field) not in (None, ())]
     if any(c.scope == "last_batch" for c in step.rows):
         keys.append("last_batch")
-    if any(o.updated_since_check is not None or o.dropped_since_check is not None for o in step.operators or ()):
-        keys.append("operators: [{updated_since_check | dropped_since_check}]")
     if step.written is not None and step.written.table is None:
         keys.append("written: PATH (a pipeline's datasets are tables: `table: NAME`)")
     return keys
@@ -215,6 +213,9 @@ class PipelineSteps:
         self.fatal = False  # an update failed or a step could not run: nothing runs or is judged after it
         self.pending: dict[str, list[BatchObservation]] = {}  # flow -> its batches since its previous expect
         self.seen: dict[str, list[tuple]] = {}  # flow -> its table's rows at its previous expect
+        # flow -> its batches since its previous `*_since_check` check or its query's latest start: every
+        # update starts each flow's query anew (its recentProgress begins again), as StreamTest's span does
+        self.since_check: dict[str, list[BatchObservation]] = {}
 
     def skips(self, step: m.Step) -> bool:
         sr = self.current = StepResult(step.index, step.kind, step.where)
@@ -240,10 +241,13 @@ class PipelineSteps:
             return self._error(sr, _said(exc))
         finally:
             sr.seconds = time.monotonic() - t0
+        flows = streaming_flows(self.driver.graph)
+        if isinstance(step, (m.ProcessStep, m.GenerateStep, m.RunStep)):  # the latest update's batches only
+            last = max((b.run for b in batches), default=None)
+            self.since_check = {flow: [b for b in batches if b.query == flow and b.run == last] for flow in flows}
         for b in batches:
             self.pending.setdefault(str(b.query), []).append(b)
         sr.batches.extend(batches)
-        flows = streaming_flows(self.driver.graph)
         if len(flows) == 1 and self.driver.history.get(flows[0]):  # a pipeline of one flow: its watermark
             sr.watermark_ms = self.driver.history[flows[0]][-1].watermark_after_ms
         return batches
@@ -296,10 +300,13 @@ class PipelineSteps:
         if now is None:
             return
         observed = _FlowObserved(self.pending.get(flow, []), self.driver.history.get(flow, []), "append",
-                                 contract.output_names, now=now, before=self.seen.get(flow, []))
+                                 contract.output_names, since_check=self.since_check.get(flow, []), now=now,
+                                 before=self.seen.get(flow, []))
         judge_expect(sr, step, observed, self._with(contract))
         sr.watermark_ms = observed.watermark_ms
         self.pending[flow], self.seen[flow] = [], now
+        if m.checks_since_check(step):
+            self.since_check[flow] = []
 
     def _flow(self, step: m.ExpectStep) -> tuple[str, str]:
         """The streaming flow an expect looks at, and the table it writes."""

@@ -21,12 +21,14 @@ def _steps(body: str):
 
 
 def test_checks_a_pipeline_does_not_judge_yet_are_named():
-    judged, since_check, last = _steps("  - expect: {query: click_counts, dropped: 1, state_rows: 2, rows: []}\n"
-                                       "  - expect: {query: click_counts, dropped_since_check: 1}\n"
-                                       "  - expect: {query: click_counts, last_batch: []}\n")[:3]
-    assert _checks_not_supported(judged) == []
-    assert _checks_not_supported(since_check) == ["dropped_since_check"]
+    judged, since_check, last, state = _steps(
+        "  - expect: {query: click_counts, dropped: 1, state_rows: 2, rows: []}\n"
+        "  - expect: {query: click_counts, dropped_since_check: 1}\n"
+        "  - expect: {query: click_counts, last_batch: []}\n"
+        "  - expect: {query: click_counts, state: {operator: 0, rows: []}}\n")[:4]
+    assert _checks_not_supported(judged) == [] and _checks_not_supported(since_check) == []
     assert _checks_not_supported(last) == ["last_batch"]
+    assert _checks_not_supported(state) == ["state"]
 
 
 def test_steps_a_pipeline_does_not_run_yet_are_named():
