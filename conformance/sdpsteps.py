@@ -78,8 +78,8 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     result.notes.append("a pipeline's batches are read from its flows' checkpoints and progress: the rows each "
                         "wrote to its table are not known per batch (shown as 0 out; a flow's `rows` are its "
                         f"table's new rows since the previous expect, {_DOCS})")
-    database.enter()
     try:
+        database.enter()
         drive(scenario, driver, {}, steps)
     finally:
         progress.close()
