@@ -35,9 +35,8 @@ def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
     except PipelineError as exc:
         result.status, result.reason = ERROR, str(exc)
         return None
-    if isinstance(fn, DeclarativePipeline):
-        _declarative(result, fn, compat)
-        return None
+    if isinstance(fn, DeclarativePipeline):  # its steps run as updates (`sdpsteps`), not as a query's
+        return (fn, None, False) if _declarative(result, fn, compat) else None
     info = implementation_info(fn)
     if is_job(fn, scenario.contract):
         if compat.connect:
@@ -67,25 +66,22 @@ def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
     return call, info, False
 
 
-def _declarative(result: ScenarioResult, pipeline: DeclarativePipeline, compat: Any) -> None:
-    """A Spark Declarative Pipeline (docs/pipelines.md): not applicable without `pyspark.pipelines` or on a
-    classic session (the reason from the version seam); what its files make untestable (a SQL file reading
-    a source) is an error at the file's line, whatever the session."""
+def _declarative(result: ScenarioResult, pipeline: DeclarativePipeline, compat: Any) -> bool:
+    """Whether a Spark Declarative Pipeline (docs/pipelines.md) runs here: not applicable without
+    `pyspark.pipelines` or on a classic session (the reason from the version seam); what its files make
+    untestable (a SQL file reading a source) is an error at the file's line, whatever the session."""
     from eventtime.harness.pipelinegraph import PipelineLoadError, available, check_definitions
 
     reason = compat.pipelines_not_applicable()
     if not available():
         result.status, result.reason = NOT_APPLICABLE, reason
-        return None
+        return False
     try:
         check_definitions(pipeline.spec)
     except PipelineLoadError as exc:
         result.status, result.reason = ERROR, str(exc)
-        return None
+        return False
     if reason:
         result.status, result.reason = NOT_APPLICABLE, reason
-        return None
-    result.status = ERROR
-    result.reason = (f"pipeline {pipeline.ref!r} is a Spark Declarative Pipeline: running a scenario's steps as its "
-                     "updates is not built yet (docs/pipelines.md, plan step 3)")
-    return None
+        return False
+    return True

@@ -25,7 +25,7 @@ from .jobbuild import JobBuild
 from .querybuild import Output, PipelineBuild, QueryBuild
 from .results import DRIVER_DIED, ERROR, PASSED, ScenarioResult
 from .sparksteps import SparkSteps, conclude_run
-from .userpipeline import Pipeline
+from .userpipeline import DeclarativePipeline, Pipeline
 
 __all__ = ["Output", "run_scenario", "applicability", "connect_applicability", "DEFAULT_TIMEOUT"]
 
@@ -107,6 +107,10 @@ def _run_scenario(run: _Run, pipeline: Pipeline | str | None, started: float) ->
     if prepared is None:
         return result
     call, info, job = prepared
+    if isinstance(call, DeclarativePipeline):
+        _run_declarative(run, result, call)
+        result.seconds = time.monotonic() - started
+        return result
     if crossing.refuses(result, job, compat):
         return result
     unjudged = frozenset(info.unjudged) | crossing.unjudged
@@ -142,6 +146,18 @@ def _run_scenario(run: _Run, pipeline: Pipeline | str | None, started: float) ->
     crossing.finish(result, steps)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _run_declarative(run: _Run, result: ScenarioResult, pipeline: DeclarativePipeline) -> None:
+    """A Spark Declarative Pipeline's run: its steps as updates (`sdpsteps`); no run across a change yet."""
+    if not isinstance(run.crossing, Straight):
+        result.status, result.reason = ERROR, (f"pipeline {pipeline.ref!r} is a Spark Declarative Pipeline: a run "
+                                               "across a change (--previous, Spark lines) is not supported for "
+                                               "pipelines yet (docs/pipelines.md)")
+        return
+    from .sdpsteps import run_declarative
+
+    run_declarative(result, pipeline.spec, run.spark, timeout=run.timeout, conf=run.conf)
 
 
 def _drive(run: _Run, build: QueryBuild, steps: SparkSteps, query_conf: Mapping[str, str], workdir: str) -> None:

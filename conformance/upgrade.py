@@ -71,6 +71,11 @@ class NewVersion(Straight):
             result.reason = f"the previous version {self.name}: {result.reason}"
             return True
         self.call, info, previous_job = prepared
+        if info is None:  # a Spark Declarative Pipeline (`binding.prepare`): it runs as updates, not as a query
+            result.status = ERROR
+            result.reason = (f"the previous version {self.name} is a Spark Declarative Pipeline: a run across a "
+                             "change is not supported for pipelines yet (docs/pipelines.md)")
+            return True
         if previous_job != job:
             result.status = ERROR
             result.reason = (f"the previous version {self.name} is {'a job' if previous_job else 'a pipeline'} and "

@@ -40,7 +40,7 @@ from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, r
 from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec
 from .stream import HarnessError, HarnessTimeout
 
-__all__ = ["PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "run_update"]
+__all__ = ["FlowBatch", "FlowProgress", "PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "flow_batches", "run_update"]
 
 _COMPLETED = "Run is COMPLETED."
 
@@ -158,12 +158,13 @@ class UpdateResult:
 def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[str] = (),
                full_refresh: Sequence[str] = (), full_refresh_all: bool = False,
                conf: Mapping[str, str] | None = None, timeout: float = 600.0,
-               sources: Sequence[PipelineSource] | None = None) -> UpdateResult:
+               sources: Sequence[PipelineSource] | None = None, database: str | None = None) -> UpdateResult:
     """Load the pipeline at `path` (spec file or folder) into a new graph on `spark` (a Spark Connect
     session) and run one update with checkpoints under `storage`. `conf` is added to the spec's
     `configuration` (the kit's test settings); the spec's own value of a key wins nowhere: `conf` does.
     With `sources`, the definitions' reads are substituted (the module's docstring): the update reads
-    what the sources released before it."""
+    what the sources released before it. `database`: the graph's default database instead of the spec's
+    (the kit's own per scenario, so that no two runs share a dataset's table)."""
     from pyspark.pipelines.spark_connect_graph_element_registry import SparkConnectGraphElementRegistry
     from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
@@ -172,7 +173,7 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
                                 "are registered as Connect plans); this session is classic")
     spec_path, spec = load_spec(path)
     sql_conf = {**spec.configuration, **(conf or {})}
-    graph_id = create_dataflow_graph(spark, default_catalog=spec.catalog, default_database=spec.database,
+    graph_id = create_dataflow_graph(spark, default_catalog=spec.catalog, default_database=database or spec.database,
                                      sql_conf=sql_conf)
     inner = SparkConnectGraphElementRegistry(spark, graph_id)
     if sources is None:
@@ -217,14 +218,14 @@ class PipelineRun:
     with `rows`, add again, `update()` again; the flows' offsets, state and watermark carry over."""
 
     def __init__(self, spark: Any, path: str | Path, storage: str, sources: Sequence[PipelineSource], *,
-                 conf: Mapping[str, str] | None = None, timeout: float = 600.0):
+                 conf: Mapping[str, str] | None = None, timeout: float = 600.0, database: str | None = None):
         stagings = {id(s.source.staging) for s in sources}
         if len(stagings) > 1:
             raise HarnessError("a pipeline's sources must share one staging (one release per update)")
         self.spark, self.path, self.storage = spark, path, storage
         self.sources = list(sources)
         self.conf = dict(conf or {})
-        self.timeout = timeout
+        self.timeout, self.database = timeout, database
         self.updates: list[UpdateResult] = []
 
     def update(self, *, refresh: Sequence[str] = (), full_refresh: Sequence[str] = (),
@@ -235,10 +236,128 @@ class PipelineRun:
             staging.new_token()  # the flows registered now share their sources' pins, no earlier update's
         result = run_update(self.spark, self.path, self.storage, refresh=refresh, full_refresh=full_refresh,
                             full_refresh_all=full_refresh_all, conf=self.conf, timeout=self.timeout,
-                            sources=self.sources)
+                            sources=self.sources, database=self.database)
         self.updates.append(result)
         return result
 
     def rows(self, dataset: str) -> list[dict[str, Any]]:
         """A table the pipeline wrote (a streaming table or materialized view), read back as written."""
         return [r.asDict(recursive=True) for r in self.spark.read.table(dataset).collect()]
+
+
+@dataclass(frozen=True)
+class FlowBatch:
+    """One micro-batch a pipeline's flow committed, read from its checkpoint: which checkpoint of the flow
+    (`N` of `<storage>/_checkpoints/<catalog>/<database>/<table>/<flow>/<N>`: a full refresh starts the next),
+    the watermark it ran with (its offsets' `batchWatermarkMs`) and left (its commit's `nextBatchWatermarkMs`),
+    and the adds each of the kit's staged sources had reached (its offsets' source lines)."""
+
+    table: str
+    checkpoint: int
+    batch_id: int
+    watermark_before_ms: int | None
+    watermark_after_ms: int | None
+    timestamp_ms: int | None
+    adds: Mapping[str, int]
+
+
+def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
+    """The committed batches of flow `flow` under the storage root, in (checkpoint, batch) order; read
+    through the session (the checkpoints are the server's files), as `ConnectStreamRun` reads its own."""
+    import json
+
+    base = f"{storage.rstrip('/')}/_checkpoints/*/*/*/{flow}/*"
+    try:
+        rows = (spark.read.text([f"{base}/commits", f"{base}/offsets"])
+                .selectExpr("value", "_metadata.file_path AS path").collect())
+    except Exception as exc:  # noqa: BLE001 - no checkpoint of the flow yet: it has run no batch
+        if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
+            return []
+        raise
+    first: dict[tuple[str, int, int, str], dict] = {}
+    adds: dict[tuple[str, int, int], dict[str, int]] = {}
+    for value, path in rows:
+        parts = path.rstrip("/").split("/")
+        name, log, n, table = parts[-1], parts[-2], parts[-3], parts[-5]
+        if not (name.isdigit() and n.isdigit() and value.startswith("{")):
+            continue
+        key = (table, int(n), int(name))
+        line = json.loads(value)
+        if log == "offsets" and isinstance(line.get("source"), str) and "adds" in line:
+            adds.setdefault(key, {})[line["source"]] = int(line["adds"])
+        else:
+            first.setdefault((*key, log), line)
+    out = []
+    for table, n, batch in sorted({k[:3] for k in first if k[3] == "commits"}, key=lambda k: (k[1], k[2], k[0])):
+        offsets, commit = first.get((table, n, batch, "offsets"), {}), first[(table, n, batch, "commits")]
+        out.append(FlowBatch(table, n, batch, offsets.get("batchWatermarkMs"), commit.get("nextBatchWatermarkMs"),
+                             offsets.get("batchTimestampMs"), adds.get((table, n, batch), {})))
+    return out
+
+
+class FlowProgress:
+    """The query progress of a pipeline's flows, as Spark reports it to a listener on the session: measured
+    (pyspark 4.3.0, the kit's Connect server), a Connect client's `StreamingQueryListener` receives every
+    flow's progress of an update run from that session, named by the flow's qualified name
+    (`spark_catalog.<database>.<flow>`), with its state operators (rows dropped by the watermark, rows in
+    state) and event-time statistics. The events reach the client on their own stream, possibly after the
+    update has returned: `reports` waits, bounded, for the batches a flow's checkpoint says it committed."""
+
+    def __init__(self, spark: Any):
+        import threading
+
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        self.spark = spark
+        self._seen: dict[tuple[str, int], dict] = {}  # (flow, batch id) -> its progress, the latest reported
+        self._arrived = threading.Condition()
+        owner = self
+
+        class _Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                owner._report(event.progress)
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        self._listener = _Listener()
+        spark.streams.addListener(self._listener)
+
+    def _report(self, progress: Any) -> None:
+        import json
+
+        report = json.loads(progress.json)
+        with self._arrived:
+            self._seen[(_bare(str(report.get("name") or "")), int(report.get("batchId", -1)))] = report
+            self._arrived.notify_all()
+
+    def reports(self, flow: str, batch_ids: Sequence[int], timeout: float) -> dict[int, dict]:
+        """The progress of each of `flow`'s batches `batch_ids`; HarnessTimeout naming the batches whose
+        progress had not arrived within `timeout` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        key = _bare(flow)
+        with self._arrived:
+            while True:
+                missing = [b for b in batch_ids if (key, b) not in self._seen]
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    break
+                self._arrived.wait(left)
+            if missing:
+                raise HarnessTimeout(f"the query progress of flow {flow!r}'s batches {missing} did not reach the "
+                                     f"session's listener within {timeout:g}s of the update's end")
+            return {b: self._seen[(key, b)] for b in batch_ids}
+
+    def close(self) -> None:
+        try:
+            self.spark.streams.removeListener(self._listener)
+        except Exception:  # noqa: BLE001 - a session gone has no listener left to remove
+            pass

@@ -209,7 +209,9 @@ def rerun_command(scenario: Any, file: Path | None, implementation: str, args: A
     options that decide its verdict (contract folders, Spark settings, the timeout)."""
     file = file or Path(scenario.path)
     path = scenario.path if Path(scenario.path).resolve() == file.resolve() else str(file.resolve())
-    words = ["eventtime", "run", path, "--pipeline", implementation]
+    # a spec, folder or script is bound to a contract by name (`--pipeline CONTRACT=path/`); a function alone
+    words = ["eventtime", "run", path, "--pipeline", f"{scenario.contract.name}={implementation}"
+             if is_path_target(implementation) and "=" not in implementation else implementation]
     for folder in getattr(args, "contracts", ()):
         words += ["--contracts", str(folder)]
     for pair in args.spark_conf or ():

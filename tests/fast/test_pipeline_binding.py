@@ -15,6 +15,7 @@ from eventtime.harness.compat import ConnectCompat, SparkCompat, available_now_m
 from eventtime.loader import load_scenario
 from eventtime.results import ERROR, NOT_APPLICABLE, PASSED, ScenarioResult
 from eventtime.scenarios import SUITE_DIR
+from eventtime.userpipeline import DeclarativePipeline
 
 pytest_plugins = ["pytester"]
 
@@ -54,11 +55,17 @@ def test_a_folder_without_its_slash_is_neither_form():
 
 
 def _prepare(compat, pipeline: str):
+    return _prepared(compat, pipeline)[0]
+
+
+def _prepared(compat, pipeline: str):
     from eventtime.binding import prepare
 
     result = ScenarioResult(load_scenario(SCENARIO), pipeline, PASSED, spark_version="4.3.0")
-    assert prepare(result, pipeline, compat) is None  # a pipeline never runs as a function
-    return result
+    prepared = prepare(result, pipeline, compat)
+    # a pipeline never runs as a function: where it runs, its steps run as updates (`sdpsteps`)
+    assert prepared is None or (isinstance(prepared[0], DeclarativePipeline) and prepared[1:] == (None, False))
+    return result, prepared
 
 
 def _classic() -> SparkCompat:
@@ -86,15 +93,14 @@ def test_a_bound_pipeline_is_recognised_and_not_applicable_on_a_classic_session(
 
 
 @needs_pipelines
-def test_over_connect_a_pipeline_is_recognised_but_its_steps_do_not_run_yet(tmp_path):
-    """Not a pass and not a skip: an error saying what is missing, until steps run as updates (step 3)."""
+def test_over_connect_a_pipeline_is_prepared_to_run_its_steps_as_updates(tmp_path):
+    """Prepared as the bound spec, to run as updates (tests/connect/test_connect_sdp_scenarios.py runs it)."""
     root = _pipeline(tmp_path / "clicks")
-    result = _prepare(_connect(), f"{root}/")
+    result, prepared = _prepared(_connect(), f"{root}/")
     if available_now_mixin() is None:
         assert result.status == NOT_APPLICABLE and "SupportsTriggerAvailableNow" in result.reason
     else:
-        assert result.status == ERROR and "is a Spark Declarative Pipeline" in result.reason
-        assert "not built yet" in result.reason
+        assert result.status == PASSED and prepared[0].spec == str(root / "spark-pipeline.yml")
 
 
 def test_without_pyspark_pipelines_it_is_not_applicable_with_the_reason(tmp_path, monkeypatch):

@@ -1,0 +1,95 @@
+"""Scenarios run against a Spark Declarative Pipeline bound by its spec (`conformance/sdpsteps.py`,
+docs/pipelines.md *What runs*), on the kit's Connect server: `tests/connect/sdp/clicks` is a pipeline project
+as `spark-pipelines init` lays one out (a streaming table with a watermark and a windowed count reading a
+JSON folder), run unchanged; each `process` is one update on the run's own storage."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eventtime.harness import pipelinegraph
+from eventtime.loader import load_scenario, load_scenario_text
+from eventtime.runner import run_scenario
+
+pytestmark = [pytest.mark.connect, pytest.mark.spark,
+              pytest.mark.skipif(not pipelinegraph.available(), reason="pyspark.pipelines needs pyspark 4.1+")]
+
+HERE = Path(__file__).resolve().parent / "sdp"
+PIPELINE = str(HERE / "clicks") + "/"
+SCENARIO = HERE / "late-clicks-across-updates.scenario.yaml"
+TIMEOUT = 600  # one update of a tiny pipeline took 30-110 s on two loaded cores
+
+
+def _files() -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in (HERE / "clicks").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _line(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def test_late_clicks_across_three_updates_and_a_restart(remote_spark):
+    before = _files()
+    result = run_scenario(load_scenario(SCENARIO), PIPELINE, session=remote_spark, timeout=TIMEOUT)
+    assert result.status == "passed", result.reason or [(s.index, s.message, s.failures) for s in result.steps]
+    updates = [s for s in result.steps if s.kind == "process"]
+    # each update: its data batch (the rows added before it), then the no-data batch its watermark calls for
+    assert [[(b.batch_id, b.input_rows) for b in s.batches] for s in updates] == [[(0, 4), (1, 0)], [(2, 2), (3, 0)],
+                                                                                  [(4, 2), (5, 0)]]
+    assert [s.watermark_ms for s in updates] == [1704100200000, 1704101160000, 1704101700000]  # 09:10, 09:26, 09:35
+    # the late 09:04 click was judged by the watermark batch 0 left (09:10), as Spark judges it: dropped
+    assert updates[1].batches[0].watermark_before_ms == 1704100200000
+    assert [(b.dropped, b.state_rows) for b in updates[1].batches] == [(1, 2), (0, 1)]
+    assert _files() == before  # the pipeline's files are never touched
+    assert any("the rows each wrote to its table are not known per batch" in n for n in result.notes)
+
+
+def test_a_wrong_expected_value_fails_at_its_line(remote_spark):
+    """The control: one update, a wrong count of the flow's rows, a wrong watermark, a wrong count of dropped
+    rows, a table missing a row;
+    a misspelt dataset is the scenario's error at its line, naming the datasets there are."""
+    text = SCENARIO.read_text().split("  - add:\n      clicks: [[home, \"09:04:00\"]")[0]
+    wrong = (text.replace('["09:00:00", "09:05:00", home, 2]', '["09:00:00", "09:05:00", home, 3]')
+             .replace('watermark: "09:10:00"', 'watermark: "09:05:00"')
+             .replace("dropped: 0", "dropped: 1")
+             + "  - expect:\n      table: click_counts\n      rows: [[\"09:00:00\", \"09:05:00\", cart, 1]]\n"
+             + "  - expect: {table: click_count, rows: []}\n")
+    result = run_scenario(load_scenario_text(wrong, str(SCENARIO), file=SCENARIO), PIPELINE, session=remote_spark,
+                          timeout=TIMEOUT)
+    failed = {(f.check, f.where.line) for s in result.steps for f in s.failures}
+    assert failed == {("watermark", _line(wrong, 'watermark: "09:05:00"')),
+                      ("dropped", _line(wrong, "query: click_counts") - 1),
+                      ("rows", _line(wrong, "rows: [[\"09:00:00\", \"09:05:00\", home, 3]")),
+                      ("rows", _line(wrong, "rows: [[\"09:00:00\", \"09:05:00\", cart, 1]]"))}, failed
+    assert result.status == "error" and result.steps[-1].status == "error"
+    assert f":{_line(wrong, 'click_count,')}:" in result.steps[-1].message
+    assert "defines no dataset 'click_count' (it defines click_counts)" in result.steps[-1].message
+
+
+def test_what_a_pipeline_cannot_do_yet_is_an_error_at_its_line(remote_spark):
+    text = SCENARIO.read_text().split("  - add:")[0] + (
+        "  - expect: {query: click_counts, last_batch: []}\n"
+        "  - restart: {conf: {spark.sql.shuffle.partitions: '2'}}\n"
+        "  - process\n")
+    result = run_scenario(load_scenario_text(text, str(SCENARIO), file=SCENARIO), PIPELINE, session=remote_spark, timeout=TIMEOUT)
+    assert result.status == "error"
+    expect, restart, process = result.steps[1:]
+    assert expect.status == "error" and f":{_line(text, 'last_batch: []')}:" in expect.message
+    assert "not supported for pipelines yet: last_batch" in expect.message
+    assert restart.status == "error" and f":{_line(text, 'restart: {conf')}:" in restart.message
+    assert process.status == "skipped"  # no update ran after the step that could not
+
+
+def test_an_append_flow_and_a_materialized_view_over_its_table(remote_spark):
+    """`tests/connect/sdp/pages`, written otherwise: `create_streaming_table` with an `@append_flow` of its
+    own name (deduplicating within the watermark), a materialized view reading the streaming table."""
+    pages = HERE / "pages"
+    before = {p: p.read_bytes() for p in pages.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    result = run_scenario(load_scenario(HERE / "resent-views-across-updates.scenario.yaml"), str(pages) + "/",
+                          session=remote_spark, timeout=TIMEOUT)
+    assert result.status == "passed", result.reason or [(s.index, s.message, s.failures) for s in result.steps]
+    updates = [s for s in result.steps if s.kind == "process"]
+    assert {b.query for s in updates for b in s.batches} == {"views_from_landing"}  # the MV has no checkpoint
+    assert updates[0].batches[0].input_rows == 4 and sum(b.dropped for b in updates[1].batches) == 1
+    assert {p: p.read_bytes() for p in pages.rglob("*") if p.is_file() and "__pycache__" not in p.parts} == before
