@@ -142,3 +142,18 @@ def test_value_is_for_a_kafka_source_only(tmp_path):
     text = ORDERS.replace("kind: kafka", "kind: text")
     with pytest.raises(ContractInvalid, match=r"orders.contract.yaml:6:\d+: `value` is for a kafka source"):
         _contract(tmp_path, text)
+
+
+def test_bounded_state_closes_with_a_record_and_boundaries_say_they_do_not_apply(tmp_path):
+    from eventtime.properties import _does_not_apply, closing_steps
+
+    contract = _contract(tmp_path)
+    add = closing_steps(contract, {"order_id": ["o1"]})[0]
+    record = json.loads(add[len("- add: "):])["orders"][0]
+    assert record == {"value": {"order_id": "o1", "amount": 0.0, "ts": record["value"]["ts"]}}, add
+    assert record["value"]["ts"].startswith("20") and _does_not_apply("bounded-state", contract) is None
+    said = _does_not_apply("batch-boundary-independence", contract)
+    assert said is not None and "kafka source 'orders' has its event time inside the payload" in said
+    # control: a kafka source without an event-time field moves no watermark: bounded-state does not apply
+    plain = _contract(tmp_path, ORDERS.replace(", event_time: ts}", "}"))
+    assert _does_not_apply("bounded-state", plain) is not None and closing_steps(plain)[0] == "- add: {}"
