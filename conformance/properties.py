@@ -989,9 +989,9 @@ def _does_not_apply(prop: str, contract: Contract) -> str | None:
         if contract.output_modes == ("complete",):
             return "complete mode only: Spark keeps every group of an aggregation in state, whatever the watermark"
     payload_timed = [s.name for s in contract.sources if s.kind == "kafka" and s.value_event_time]
-    if prop == BOUNDARIES and payload_timed:
+    if prop in (BOUNDARIES, STREAM_BATCH) and payload_timed:
         return (f"kafka source {payload_timed[0]!r} has its event time inside the payload, which the kit does not "
-                "parse to keep each record as late or on time as it was when a batch is split")
+                "parse to tell which records Spark dropped as late")
     if prop == BOUNDARIES and contract.output_modes == ("update",):
         names: list[str | None] = [q.name for q in contract.queries] or [None]
         unkeyed = [q for q in names if not _key_of(contract, q)]

@@ -152,8 +152,9 @@ def test_bounded_state_closes_with_a_record_and_boundaries_say_they_do_not_apply
     record = json.loads(add[len("- add: "):])["orders"][0]
     assert record == {"value": {"order_id": "o1", "amount": 0.0, "ts": record["value"]["ts"]}}, add
     assert record["value"]["ts"].startswith("20") and _does_not_apply("bounded-state", contract) is None
-    said = _does_not_apply("batch-boundary-independence", contract)
-    assert said is not None and "kafka source 'orders' has its event time inside the payload" in said
+    for prop in ("batch-boundary-independence", "stream-equals-batch"):
+        said = _does_not_apply(prop, contract)
+        assert said is not None and "kafka source 'orders' has its event time inside the payload" in said, prop
     # control: a kafka source without an event-time field moves no watermark: bounded-state does not apply
     plain = _contract(tmp_path, ORDERS.replace(", event_time: ts}", "}"))
     assert _does_not_apply("bounded-state", plain) is not None and closing_steps(plain)[0] == "- add: {}"
