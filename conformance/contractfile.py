@@ -332,7 +332,8 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             columns = r.columns(spec["columns"], path + ("columns",), f"source {name!r}")
         else:
             columns = source_columns(kind, headers=headers)
-        if columns is None:
+        payload = _payload(r, spec, path, str(name), kind)
+        if columns is None or payload is None:
             continue
         event_time = spec.get("event_time")
         if event_time is not None:
@@ -344,8 +345,50 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             if col.type not in ("timestamp", "timestamp_ntz"):
                 r.at(path + ("event_time",), f"event_time column {event_time!r} must be a timestamp, not {col.type}")
                 continue
-        out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers))
+        out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers,
+                              value=payload[0], value_event_time=payload[1], malformed=payload[2]))
     return tuple(out) if len(out) == len(raw) else None
+
+
+_VALUE_KEYS = ("columns", "event_time", "malformed")
+
+
+def _payload(r: _Reader, spec: dict, path: tuple, name: str, kind: str) -> tuple[tuple[Column, ...], str | None, bool] | None:
+    """A kafka source's `value: {columns: DDL, event_time: FIELD, malformed: BOOL}`: the JSON payload its
+    job parses (its fields, its event-time field, whether generated payloads are sometimes not JSON); ((),
+    None, True) when not given, None when it has a problem (said at its line)."""
+    raw = spec.get("value")
+    if raw is None:
+        return (), None, True
+    path = path + ("value",)
+    if kind != "kafka":
+        r.at(path, f"`value` is for a kafka source (`kind: kafka`): the JSON payload its job parses, not a {kind} "
+                   "source's", key=True)
+        return None
+    if not isinstance(raw, dict) or "columns" not in raw:
+        r.at(path, f"`value` of kafka source {name!r} is the payload the job parses: {{columns: \"id string, ts "
+                   "timestamp\", event_time: ts}}")
+        return None
+    r.unknown_keys(path, raw, _VALUE_KEYS, "a kafka source's `value`")
+    fields = r.columns(raw["columns"], path + ("columns",), f"the value of source {name!r}")
+    if fields is None:
+        return None
+    event_time = raw.get("event_time")
+    if event_time is not None:
+        field = next((c for c in fields if c.name == event_time), None)
+        if field is None:
+            r.at(path + ("event_time",), f"event_time {event_time!r} is not a field of source {name!r}'s value"
+                                         f"{did_you_mean(str(event_time), [c.name for c in fields])}")
+            return None
+        if field.type not in ("timestamp", "timestamp_ntz"):
+            r.at(path + ("event_time",), f"event_time field {event_time!r} must be a timestamp, not {field.type}")
+            return None
+    malformed = raw.get("malformed", True)
+    if not isinstance(malformed, bool):
+        r.at(path + ("malformed",), f"`malformed` is true (some generated payloads are not JSON, as a producer's "
+                                    f"mistake sends) or false, not {malformed!r}")
+        return None
+    return fields, event_time, malformed
 
 
 STATIC_FORMATS = ("parquet", "json", "csv", "orc", "text")
@@ -428,7 +471,7 @@ def _reads(r: _Reader, raw: Any, path: tuple, name: str) -> tuple[tuple[str, str
     return tuple(out)
 
 
-_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from")
+_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from", "value")
 
 
 def source_shape(name: str, spec: Mapping[str, Any], path: tuple, at: Any) -> tuple[str, str | None, bool] | None:

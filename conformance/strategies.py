@@ -31,6 +31,7 @@ Needs the `hypothesis` package (the `test` extra).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -45,7 +46,7 @@ from .timeparse import format_time, parse_duration, parse_time
 if TYPE_CHECKING:
     from .builder import ScenarioBuilder
 
-__all__ = ["Event", "event_times", "events", "contract_params", "scenarios", "typed_values", "not_generated",
+__all__ = ["Event", "event_times", "events", "kafka_records", "json_time", "contract_params", "scenarios", "typed_values", "not_generated",
            "GENERATED_CONTRACTS",
            "T0", "TEXT_EDGES"]
 
@@ -259,6 +260,12 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
     for name in targets:
         spec = c.source(name)
         assert spec is not None  # targets come from the contract's sources
+        if spec.kind == "kafka":
+            record = draw(kafka_records(spec, pools=pools, event_time=next(times[name])))
+            out.append(Event(name, record))
+            if draw(st.integers(0, 9)) == 0:  # the producer retried: the same record again
+                out.append(Event(name, dict(record)))
+            continue
         ts_col = (spec.event_time or "ts") if typed else "ts"
         if typed:
             chosen = pools or {}
@@ -272,6 +279,94 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
         if draw(st.integers(0, 9)) == 0:  # the same row delivered again
             out.append(Event(name, dict(values)))
     return out
+
+
+# How JSON producers write an instant: with Z or an offset, with no fraction, milliseconds or microseconds,
+# or with no zone at all (a local time). Each is the same instant (the local one: in UTC).
+_TIME_STYLES = ("Z", "Z.000", "Z.000000", "+02:00", "-05:30", "+02:00.000", "local")
+# Payloads a producer sends by mistake: not JSON, or JSON cut short, or JSON that is not an object.
+_NOT_JSON: tuple[Any, ...] = ("not json", "", "{", '{"id": ', "[1, 2]", "null", {"base64": "//4="})
+PARTITIONS = 3  # partitions a generated kafka record goes to: 0, 1, 2
+
+
+def json_time(micros: int, style: str) -> str:
+    """An instant (epoch µs) as a JSON producer writes it in `style` (`_TIME_STYLES`): `Z` with no fraction,
+    `Z.000` milliseconds, `Z.000000` microseconds, an offset (`+02:00`, its local time moved) with or without
+    milliseconds, `local` with no zone. A fraction finer than the style's is cut, as the producer's
+    formatter cuts it."""
+    import datetime as _dt
+
+    when = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
+    offset = style[:6] if style[0] in "+-" else "+00:00"
+    sign = 1 if offset[0] == "+" else -1
+    shift = _dt.timedelta(hours=int(offset[1:3]), minutes=int(offset[4:6])) * sign
+    try:
+        local = (when + shift).replace(tzinfo=None)
+    except OverflowError:  # 0001-01-01 west of UTC, 9999-12-31 east of it: written in UTC
+        return json_time(micros, "Z" + style[6:] if style[0] in "+-" else style)
+    fraction = style.split(".", 1)[1] if "." in style else ""
+    text = local.replace(microsecond=0).isoformat()
+    if fraction:
+        text += "." + f"{local.microsecond:06d}"[:len(fraction)]
+    if style == "local":
+        return text
+    return text + ("Z" if style.startswith("Z") else offset)
+
+
+def _json_value(ctype: Any, value: Any, style: str) -> Any:
+    """A drawn value of `ctype` (`typed_values`, scenario form) as a JSON producer writes it: a timestamp as
+    text in `style`, bytes as base64 text, a map as an object, a float's infinity as null (JSON has none)."""
+    k = ctype.kind
+    if value is None:
+        return None
+    if k == "timestamp" and isinstance(value, str):
+        return json_time(parse_time(value), style)
+    if k == "binary":
+        return value["base64"]
+    if k in ("float", "double") and value in (float("inf"), float("-inf")):
+        return None
+    if k == "array" and ctype.element is not None:
+        return [_json_value(ctype.element, v, style) for v in value]
+    if k == "map" and ctype.value is not None:
+        return {str(key): _json_value(ctype.value, v, style) for key, v in value}
+    if k == "struct":
+        return {name: _json_value(ft, value.get(name), style) for name, ft in ctype.fields}
+    return value
+
+
+@st.composite
+def kafka_records(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None,
+                  event_time: int | None = None, malformed: bool | None = None) -> dict[str, Any]:
+    """A record of kafka source `spec` (a `SourceSpec` with `value:` fields) as a producer sends it: the
+    value a JSON object of the declared fields drawn by `typed_values` (pools as `events`: `{"amount": [...]}`
+    or `{"orders.amount": [...]}`), each field missing one draw in six, timestamps written as producers write
+    them (`json_time`: `+02:00`, no milliseconds, ...); the event-time field at `event_time` (epoch µs) so
+    lateness and disorder are drawn as for rows. Sometimes the value is not JSON at all (`_NOT_JSON`) unless
+    `malformed` (None: the contract's `value: {malformed: ...}`) is false. A key (or none) and a partition
+    0..2. Returns the scenario-file record `{value, key, partition}` and the instant under `ts`."""
+    chosen = pools or {}
+    bad = spec.malformed if malformed is None else malformed
+    record: dict[str, Any] = {"ts": event_time, "partition": draw(st.integers(0, PARTITIONS - 1))}
+    key = draw(st.one_of(st.none(), st.sampled_from(KEYS)))
+    if key is not None:
+        record["key"] = key
+    if bad and draw(st.integers(0, 14)) == 0:
+        record["value"] = draw(st.sampled_from(_NOT_JSON))
+        return record
+    style = draw(st.sampled_from(_TIME_STYLES))
+    payload: dict[str, Any] = {}
+    for col in spec.value:
+        if draw(st.integers(0, 5)) == 0:  # an optional field the producer left out
+            continue
+        t = col.ctype
+        if col.name == spec.value_event_time and event_time is not None:
+            value: Any = format_time(event_time) if t.kind == "timestamp" else format_time(event_time).rstrip("Z")
+        else:
+            value = draw(typed_values(t, pool=chosen.get(f"{spec.name}.{col.name}", chosen.get(col.name))))
+        payload[col.name] = _json_value(t, value, style)
+    # a value whose only key is `base64` would be read as bytes: written as its JSON text instead
+    record["value"] = payload if list(payload) != ["base64"] else json.dumps(payload, separators=(",", ":"))
+    return record
 
 
 _DELAYS = ("0s", "2s", "5s", "10s")
@@ -310,9 +405,11 @@ def _iso(micros: int) -> str:
     return format_time(micros)  # ISO-8601 with Z: exact whatever the scenario's date
 
 
-def _row(event: Event, contract: Contract) -> list[Any]:
+def _row(event: Event, contract: Contract) -> Any:
     spec = contract.source(event.source)
     assert spec is not None
+    if spec.kind == "kafka":  # a record as a scenario file writes it (`sourcekinds`)
+        return {k: v for k, v in event.values.items() if k in ("value", "key", "partition")}
     out = []
     for c in spec.columns:
         v = event.values[c.name]
@@ -323,15 +420,20 @@ def _row(event: Event, contract: Contract) -> list[Any]:
 
 
 def not_generated(contract: Contract) -> str | None:
-    """Why streams cannot be generated for `contract` yet (None: they can): rows sources only, and a
-    contract Spark runs (not a `model_only` one)."""
+    """Why streams cannot be generated for `contract` yet (None: they can): rows sources, and kafka
+    sources that declare their payload (`value:`), of a contract Spark runs (not a `model_only` one)."""
     if contract.model_only:
         return f"contract {contract.name} is model only: {contract.model_only}"
-    unsupported = [f"source {s.name!r} (kind {s.kind})" for s in contract.sources if s.kind != "rows"]
+    kafka = [s.name for s in contract.sources if s.kind == "kafka" and not s.value]
+    if kafka:
+        return (f"contract {contract.name}: kafka source {kafka[0]!r} declares no payload: give it "
+                "`value: {columns: \"id string, ts timestamp\", event_time: ts}` (the fields of the JSON its job "
+                "parses) to generate its records")
+    unsupported = [f"source {s.name!r} (kind {s.kind})" for s in contract.sources if s.kind not in ("rows", "kafka")]
     unsupported += [f"static input {s.name!r}" for s in contract.statics]
     if unsupported:
         return (f"contract {contract.name}: no generated streams for its {', '.join(unsupported)} yet "
-                "(rows sources only)")
+                "(rows and kafka sources only)")
     return None
 
 
@@ -403,8 +505,9 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
 
     `contract` may be a Contract (a user's, a job's: `contracts` is the ContractLookup its file was
     found by); its parameters are then `params` (else their defaults), with the output mode drawn
-    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`. Rows sources only:
-    a kafka or text source, or a static input, is refused with its name (not generated yet)."""
+    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`. Rows sources, and
+    kafka sources with a declared payload (`kafka_records`): a text source, a kafka source without
+    `value:`, or a static input, is refused with its name (not generated yet)."""
     from .builder import ScenarioBuilder
 
     c = contract if isinstance(contract, Contract) else CONTRACTS[contract or draw(st.sampled_from(GENERATED_CONTRACTS))]

@@ -55,11 +55,11 @@ def test_a_contract_bound_to_nothing(capsys, tmp_path, monkeypatch, no_spark):
     assert code == 2 and "page_windows" in err, err
 
 
-def test_a_kafka_source_is_refused_by_name_before_spark(capsys, tmp_path, monkeypatch, no_spark):
+def test_a_kafka_source_without_a_payload_is_refused_by_name_before_spark(capsys, tmp_path, monkeypatch, no_spark):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "orders_k.contract.yaml").write_text(KAFKA)
     code, err = _run(capsys, "orders_k", "--contracts", str(tmp_path), "--pipeline", "orders_k=json:loads")
-    assert code == 2 and "source 'orders' (kind kafka)" in err, err
+    assert code == 2 and "kafka source 'orders' declares no payload: give it `value: {columns: " in err, err
 
 
 def test_a_bad_delay_before_spark(capsys, tmp_path, monkeypatch, no_spark):

@@ -1,0 +1,35 @@
+"""Jobs for `test_kafka_properties.py`, written as a user writes them: orders read from Kafka, the JSON
+payload parsed with `from_json(col("value").cast("string"), schema)`, appended each batch to the folder the
+contract's `out` parameter names. The seeded bug: the event time parsed with a pattern that wants
+milliseconds and a zone letter (`to_timestamp(ts, "yyyy-MM-dd'T'HH:mm:ss.SSSX")`), which under ANSI (Spark
+4's default) stops the query on a time a producer writes without milliseconds; the twin parses the
+timestamp in the JSON schema itself, where a time that does not parse is null."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+OUT = "props.kafka.out"  # the Spark setting the contract's `kind: path` parameter sets
+
+
+def _orders(spark, schema):
+    raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", "broker:9092")
+           .option("subscribe", "orders").option("startingOffsets", "earliest").load())
+    return raw.select(F.from_json(F.col("value").cast("string"), schema).alias("o")).select("o.*")
+
+
+def append_orders(batch, batch_id):
+    batch.write.mode("append").parquet(batch.sparkSession.conf.get(OUT))
+
+
+def _written(orders):
+    return (orders.select("order_id", "amount", "ts").writeStream.outputMode("append")
+            .foreachBatch(append_orders).option("checkpointLocation", "/checkpoints/orders"))
+
+
+def fragile_parse(spark):
+    orders = _orders(spark, "order_id string, amount double, ts string")
+    return _written(orders.withColumn("ts", F.to_timestamp("ts", "yyyy-MM-dd'T'HH:mm:ss.SSSX")))
+
+
+def tolerant_parse(spark):
+    return _written(_orders(spark, "order_id string, amount double, ts timestamp"))
