@@ -23,10 +23,11 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 - `restart-transparency`: a restart (in the same, or in a new session) after a batch changes no output;
 - `bounded-state`: once the watermark has passed every event of the stream, each query's stateful
   operators hold no more rows than the same closing events leave when they are the whole stream;
-- `batch-boundary-independence`: a data batch split in two, each row as late or on time as it was, changes no
-  final output (append: every row written over the run, once closing events passed the watermark; complete:
-  the last result table; update: the last row per declared key; what the job wrote, read back at the end).
-  The split rule (`_split_rows`) is Spark's end-of-batch watermark read backwards: see its docstring;
+- `batch-boundary-independence`: a data batch split in two (or, where none can be, two adjacent ones merged), each
+  row as late or on time as it was, changes no final output (append: every row written over the run, once
+  closing events passed the watermark; complete: the last result table; update: the last row per declared key;
+  what the job wrote, read back at the end). The split and merge rules (`_split_rows`, `_merge_rows`) are Spark's
+  end-of-batch watermark read backwards: see their docstrings;
 - `stream-equals-batch`: the streaming result after the final watermark equals the transform applied as a batch
   to the rows that were not late (`eventtime.streambatch`; a job has no transform: does not apply);
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
@@ -1240,10 +1241,12 @@ class _PropertyJudge:
         if changed is None:  # the converse: two adjacent data batches run as one
             changed, how = _merge_batches(sc, reference, firsts), "merge"
         if changed is None:
-            one = all(len(rows) <= 1 for rows in _rows_per_batch(sc))
-            report.not_judged[("every data batch read one row (nothing to split), and no two" if one else
-                               "no data batch could be split, nor two") + " adjacent ones merged, keeping each row "
-                              "as late or on time as it was"] += 1
+            read = [rows for rows in _rows_per_batch(sc) if rows]
+            report.not_judged[
+                "one data batch, of one row: nothing to split or merge" if len(read) == 1 and len(read[0]) == 1 else
+                ("every data batch read one row (nothing to split), and no two" if all(len(r) == 1 for r in read)
+                 else "no data batch could be split, nor two") + " adjacent ones merged, keeping each row as late "
+                "or on time as it was"] += 1
             return
         _, cut = changed
         variant = self.run(with_steps(sc, [*cut, *closing, *self.ends]))

@@ -1,6 +1,6 @@
-"""`batch-boundary-independence`'s split rule (`eventtime.properties._split_rows`), on rows and watermarks given
-by hand: a data batch is split in two only where no row can change between late and on time under Spark's
-end-of-batch watermark (docs/properties.md). Times in seconds after T; the job's watermarks as the unsplit
+"""`batch-boundary-independence`'s split and merge rules (`eventtime.properties._split_rows`, `_merge_rows`), on
+rows and watermarks given by hand: a data batch is split in two, or two adjacent ones merged, only where no row
+can change between late and on time under Spark's end-of-batch watermark (docs/properties.md). Times in seconds after T; the job's watermarks as the unsplit
 run reported them."""
 from __future__ import annotations
 
