@@ -700,6 +700,7 @@ class PropertyReport:
                 "run_errors": [{"message": why, "count": n} for why, n in self.run_errors.most_common()],
                 "does_not_apply": self.does_not_apply, "not_checked": self.error, "compared": self.compared or None,
                 "notes": list(self.notes), "shrink_tried": self.shrink_tried,
+                "judged_by": dict(sorted(self.judged_by.items(), reverse=True)),
                 "counterexample": None if ce is None else {
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 

@@ -282,3 +282,5 @@ def test_the_report_says_how_many_streams_were_judged_by_a_split_and_by_a_merge(
 
     p = PropertyReport("batch-boundary-independence", held_on=12, judged_by=Counter(split=7, merge=5))
     assert "held on 12 generated stream(s) (judged by a split on 7, a merge on 5)" in p.describe(), p.describe()
+    assert p.record()["judged_by"] == {"split": 7, "merge": 5}  # in the results file (`check-properties --json`)
+    assert PropertyReport("no-query-dies", held_on=3).record()["judged_by"] == {}
