@@ -23,10 +23,11 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 - `restart-transparency`: a restart (in the same, or in a new session) after a batch changes no output;
 - `bounded-state`: once the watermark has passed every event of the stream, each query's stateful
   operators hold no more rows than the same closing events leave when they are the whole stream;
-- `batch-boundary-independence`: a data batch split in two, each row as late or on time as it was, changes no
-  final output (append: every row written over the run, once closing events passed the watermark; complete:
-  the last result table; update: the last row per declared key; what the job wrote, read back at the end).
-  The split rule (`_split_rows`) is Spark's end-of-batch watermark read backwards: see its docstring;
+- `batch-boundary-independence`: a data batch split in two (or, where none can be, two adjacent ones merged), each
+  row as late or on time as it was, changes no final output (append: every row written over the run, once
+  closing events passed the watermark; complete: the last result table; update: the last row per declared key;
+  what the job wrote, read back at the end). The split and merge rules (`_split_rows`, `_merge_rows`) are Spark's
+  end-of-batch watermark read backwards: see their docstrings;
 - `stream-equals-batch`: the streaming result after the final watermark equals the transform applied as a batch
   to the rows that were not late (`eventtime.streambatch`; a job has no transform: does not apply);
 - `invariants`: the job's own invariants (the contract's `invariants:`, `InvariantSpec`, and hooks passed
@@ -669,6 +670,9 @@ class PropertyReport:
     compared: str = ""  # for a property that compares sinks: what was read, and what was not
     notes: list[str] = field(default_factory=list)  # what the check says of itself (shrinking cut short)
     shrink_tried: int = 0  # streams Hypothesis tried while it shrank the counterexample (not in held_on)
+    # of the streams it held on, how many were judged each way (`batch-boundary-independence`: a batch "split",
+    # two batches "merge"d)
+    judged_by: Counter = field(default_factory=Counter)
 
     @property
     def title(self) -> str:
@@ -698,6 +702,7 @@ class PropertyReport:
                 "run_errors": [{"message": why, "count": n} for why, n in self.run_errors.most_common()],
                 "does_not_apply": self.does_not_apply, "not_checked": self.error, "compared": self.compared or None,
                 "notes": list(self.notes), "shrink_tried": self.shrink_tried,
+                "judged_by": dict(sorted(self.judged_by.items(), reverse=True)),
                 "counterexample": None if ce is None else {
                     "why": list(ce.why), "text": ce.text, "written": None if self.written is None else str(self.written)}}
 
@@ -721,7 +726,11 @@ class PropertyReport:
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
         compared = f"\n  compared: {self.compared}" if self.compared else ""
-        return f"{self.prop}: held on {self.held_on} generated stream(s){tail}" + compared + self._errors_text()
+        ways = (" (judged by " + ", ".join(f"a {how} on {n}" for how, n in sorted(self.judged_by.items(),
+                                                                                  reverse=True)) + ")"
+                if self.judged_by else "")
+        return (f"{self.prop}: held on {self.held_on} generated stream(s){ways}{tail}" + compared
+                + self._errors_text())
 
     def _errors_text(self, limit: int = 3) -> str:
         """The first distinct errors the runs ended in, each with how many streams it ended."""
@@ -1235,13 +1244,18 @@ class _PropertyJudge:
         reference = self.run(with_step_after(sc, 0, "", tail=[*closing, *self.ends]))
         if not self.usable(reference):
             return
-        split = _split_batches(sc, reference, contract, firsts)
-        if split is None:
-            one = all(len(rows) <= 1 for rows in _rows_per_batch(sc))
-            report.not_judged["every data batch read one row: nothing to split" if one else
-                              "no data batch could be split keeping each row as late or on time as it was"] += 1
+        changed, how = _split_batches(sc, reference, contract, firsts), "split"
+        if changed is None:  # the converse: two adjacent data batches run as one
+            changed, how = _merge_batches(sc, reference, firsts), "merge"
+        if changed is None:
+            read = [rows for rows in _rows_per_batch(sc) if rows]
+            report.not_judged[
+                "one data batch, of one row: nothing to split or merge" if len(read) == 1 and len(read[0]) == 1 else
+                ("every data batch read one row (nothing to split), and no two" if all(len(r) == 1 for r in read)
+                 else "no data batch could be split, nor two") + " adjacent ones merged, keeping each row as late "
+                "or on time as it was"] += 1
             return
-        _, cut = split
+        _, cut = changed
         variant = self.run(with_steps(sc, [*cut, *closing, *self.ends]))
         if not self.usable(variant):
             return
@@ -1249,12 +1263,16 @@ class _PropertyJudge:
         why = ref.differences(var)
         if not why:
             report.held_on += 1
+            report.judged_by[how] += 1
             return
-        why = [f"the rows split into more micro-batches changed {w}" for w in why]
+        why = [f"the rows {'split into more' if how == 'split' else 'merged into fewer'} micro-batches changed {w}"
+               for w in why]
         keep = (lambda line: True) if mode != "update" else (lambda line: "written:" in line or "table:" in line)
-        note = ("Its data batches are split in two where no row changes between late and on time; its expect steps "
-                "hold what the same rows in the original batches gave (after closing events passed the watermark); "
-                "reproduce: eventtime run THIS_FILE (it fails where the final outputs differ).")
+        note = ("Its data batches are split in two" if how == "split" else "Two adjacent data batches of it are "
+                "merged into one") + (" where no row changes between late and on time; its expect steps hold what "
+                                      "the same rows in the original batches gave (after closing events passed the "
+                                      "watermark); reproduce: eventtime run THIS_FILE (it fails where the final "
+                                      "outputs differ).")
         if mode == "update":
             note += " Update mode: only what was written is checked (the file cannot say 'the last row per key')."
         body = filled(_renamed(with_steps(sc, [*cut, *closing, *self.ends]), self.prop), reference,
@@ -1500,12 +1518,10 @@ def _moves_safely(reference: RunObservation) -> bool:
                for sr in reference.result.steps for b in sr.batches)
 
 
-def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
-                   ) -> tuple[str, list[str]] | None:
-    """The stream's steps with each data batch that can be split in two so split (`_split_rows`, from the
-    watermarks of `reference`, the unsplit run), as the scenario text and its step lines; None when none can.
-    A data batch is the `add` steps since the previous `process` and that `process`; `firsts`: the drawn
-    part of each added row, in order."""
+def _reading(sc: m.Scenario, reference: RunObservation) -> tuple[dict[str, int | None], dict[int, list[Any]],
+                                                                  dict[Any, list[Any]], Callable[[m.Step], list[str]]]:
+    """What a split or a merge reads of the stream and of its unsplit run: each source's event-time column, the
+    batches each step ran, each query's batches in order (no-data ones too), and a step's lines as written."""
     et_col = {s.name: (s.column_names.index(s.event_time) if s.event_time else None) for s in sc.sources.values()}
     by_step: dict[int, list[Any]] = {sr.index: list(sr.batches) for sr in reference.result.steps}
     order: dict[Any, list[Any]] = {}
@@ -1517,6 +1533,16 @@ def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract
     def lines(step: m.Step) -> list[str]:
         return [ln[len(pad):] if ln.startswith(pad) else ln.lstrip() for _, ln in sc.step_text(step)]
 
+    return et_col, by_step, order, lines
+
+
+def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract, firsts: Sequence[bool]
+                   ) -> tuple[str, list[str]] | None:
+    """The stream's steps with each data batch that can be split in two so split (`_split_rows`, from the
+    watermarks of `reference`, the unsplit run), as the scenario text and its step lines; None when none can.
+    A data batch is the `add` steps since the previous `process` and that `process`; `firsts`: the drawn
+    part of each added row, in order."""
+    et_col, by_step, order, lines = _reading(sc, reference)
     steps, may_move = list(sc.steps), _moves_safely(reference)
     out: list[str] = []
     maxima: dict[str, int] = {}
@@ -1546,6 +1572,95 @@ def _split_batches(sc: m.Scenario, reference: RunObservation, contract: Contract
         pending = []
     out += [ln for p in pending for ln in lines(p)]
     return (with_steps(sc, out), out) if any_split else None
+
+
+def _merge_rows(later: Sequence[_Row], marks: _Marks, maxima: Mapping[str, int], following: Sequence[_Row],
+                end: int | None, *, idle_after: bool, may_move: bool = True) -> bool:
+    """Whether data batches N and N+1 (N+1's rows `later`) may run as one batch M, with no row of the stream changing
+    between late and on time (Spark's end-of-batch watermark as `_split_rows` says it). M runs where N ran, with
+    N's watermarks: N's rows are judged as they were, and N+1's by the late watermark N ran with, L(N) <= E(N),
+    where they were by L(N+1) >= L(N): a row late could become on time (by its window, its join bound), never the
+    converse. `marks`: N's, `maxima`: each source's largest event time after N, `end`: W(N+1).
+    - N moved no watermark (`kept`): N+1 ran with E(N) for eviction and late rows alike, as M does; its rows are as
+      they were when E(N) judged N's late rows too (`still`), or when each has an event time after E(N). M leaves
+      W(N+1) (each input has read what it had after N+1), and all that follows is the same.
+    - Else only where `may_move` (`_moves_safely`): the unsplit run evicted by W(N) before N+1's rows came, M does
+      not, which only operators whose state no row on time can meet allow. Every row of N+1 must have an event
+      time after W(N) (on time both ways), and read from an input N read already (under the min policy an input
+      with its first data would pull M's watermark below W(N)). The batch after M judges late rows by E(N) where
+      the unsplit run's did by W(N) or W(N+1), unless a no-data batch runs between (`idle_after`: the unsplit
+      run ran one after N, so M, moving the watermark further, is followed by one too, evicting by W(N+1)):
+      else every row of it (`following`) must have an event time after W(N+1).
+    Rows of a source without an `event_time` move no watermark and are never late; a null event time merges only
+    where `still` holds."""
+    def after(bound: int | None, rows: Sequence[_Row]) -> bool:
+        return bound is not None and all(not r.timed or (r.et is not None and r.et > bound) for r in rows)
+
+    if marks.kept:
+        return marks.still or after(marks.before, later)
+    if not may_move or any(r.timed and r.source not in maxima for r in later):
+        return False
+    return after(marks.after, later) and (idle_after or after(end, following))
+
+
+def _idle_after(ran: Sequence[Any]) -> bool:
+    """Whether each query whose data batch moved its watermark ran a no-data batch after it in the same step (Spark
+    runs one for a stateful query whose watermark moved, unless `noDataMicroBatches` is off)."""
+    for i, b in enumerate(ran):
+        if b.has_data and (b.watermark_after_ms or 0) > (b.watermark_before_ms or 0) and not any(
+                c.query == b.query and not c.has_data for c in ran[i + 1:]):
+            return False
+    return True
+
+
+def _data_batches(sc: m.Scenario, et_col: Mapping[str, int | None], lines: Callable[[m.Step], list[str]]
+                  ) -> list[tuple[int, int, list[_Row], int]]:
+    """Each data batch as (the position of its first `add` among the steps, of its `process`, its rows, the number
+    of its first row among every added row): `add` steps directly followed by a `process`."""
+    out: list[tuple[int, int, list[_Row], int]] = []
+    start, pending, row_no = None, [], 0
+    for k, step in enumerate(sc.steps):
+        if isinstance(step, m.AddStep):
+            start = k if start is None else start
+            pending.append(step)
+            continue
+        if isinstance(step, m.ProcessStep) and start is not None:
+            out.append((start, k, _batch_rows(sc, pending, et_col, lines)[0], row_no))
+        row_no += sum(len(rows) for add in pending for rows in add.rows.values())
+        start, pending = None, []
+    return out
+
+
+def _merge_batches(sc: m.Scenario, reference: RunObservation, firsts: Sequence[bool]) -> tuple[str, list[str]] | None:
+    """The stream's steps with two adjacent data batches N and N+1 (N+1's `add`s right after N's `process`) run as
+    one, N's `process` left out, where `_merge_rows` finds it safe from the watermarks of `reference`, the unmerged
+    run: the first such pair whose N+1 starts with a row drawn first (`firsts`), else the first; None when no pair
+    may merge."""
+    et_col, by_step, order, lines = _reading(sc, reference)
+    steps, may_move = list(sc.steps), _moves_safely(reference)
+    data = _data_batches(sc, et_col, lines)
+    maxima: dict[str, int] = {}
+    safe: list[int] = []
+    for i, (_, end, rows, _) in enumerate(data):
+        for r in rows:
+            if r.et is not None:
+                maxima[r.source] = max(maxima.get(r.source, r.et), r.et)
+        if i + 1 == len(data) or data[i + 1][0] != end + 1:
+            continue
+        ran = by_step.get(steps[end].index, [])
+        mine = [b for b in ran if b.has_data]
+        ran_next = [b for b in by_step.get(steps[data[i + 1][1]].index, []) if b.has_data]
+        if not mine or not ran_next:
+            continue
+        following = data[i + 2][2] if i + 2 < len(data) else []
+        if _merge_rows(data[i + 1][2], _marks(mine, order), maxima, following, _marks(ran_next, order).after,
+                       idle_after=_idle_after(ran), may_move=may_move):
+            safe.append(i)
+    if not safe:
+        return None
+    pick = next((i for i in safe if data[i + 1][3] < len(firsts) and firsts[data[i + 1][3]]), safe[0])
+    out = [ln for k, s in enumerate(steps) if k != data[pick][1] for ln in lines(s)]
+    return with_steps(sc, out), out
 
 
 def _operators_text(obs: RunObservation, query: str, contract: Contract) -> str:

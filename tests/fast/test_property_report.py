@@ -33,7 +33,7 @@ def _check() -> CheckReport:
         PropertyReport("bounded-state", does_not_apply="complete mode only"),
         PropertyReport("restart-transparency", error="every run fails as eventtime run fails it: column 'n' ..."),
         PropertyReport("batch-boundary-independence",
-                       not_judged=Counter({"every data batch read one row: nothing to split": 3})),
+                       not_judged=Counter({"one data batch, of one row: nothing to split or merge": 3})),
     ], "shop.pages:main")
 
 
