@@ -45,7 +45,7 @@ from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
 from .contracts import Contract
-from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, PROPERTY_VERDICTS, ScenarioResult
+from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, PROPERTY_VERDICTS, ScenarioResult, judged_ways
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
            "check_properties", "wanted_properties", "stream_of", "observe_run", "Observations", "CLOSING_TIME"]
@@ -726,10 +726,8 @@ class PropertyReport:
         if not self.held_on:
             return f"{self.prop}: judged on no generated stream{tail}: nothing was checked" + self._errors_text()
         compared = f"\n  compared: {self.compared}" if self.compared else ""
-        ways = (" (judged by " + ", ".join(f"a {how} on {n}" for how, n in sorted(self.judged_by.items(),
-                                                                                  reverse=True)) + ")"
-                if self.judged_by else "")
-        return (f"{self.prop}: held on {self.held_on} generated stream(s){ways}{tail}" + compared
+        return (f"{self.prop}: held on {self.held_on} generated stream(s){judged_ways(dict(self.judged_by))}{tail}"
+                + compared
                 + self._errors_text())
 
     def _errors_text(self, limit: int = 3) -> str:

@@ -8,7 +8,7 @@ from eventtime.harness.observations import BatchObservation
 
 from .spec import Scenario, Where
 
-__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "PROPERTY_VERDICTS", "PROPERTY_FAILING", "DRIVER_DIED", "CheckFailure", "FailureInfo",
+__all__ = ["PASSED", "FAILED", "ERROR", "NOT_APPLICABLE", "SKIPPED", "STATUSES", "FAILING", "PROPERTY_VERDICTS", "PROPERTY_FAILING", "judged_ways", "DRIVER_DIED", "CheckFailure", "FailureInfo",
            "StepResult", "ScenarioResult", "conclude"]
 
 PASSED, FAILED, ERROR, NOT_APPLICABLE, SKIPPED = "passed", "failed", "error", "not_applicable", "skipped"
@@ -17,6 +17,15 @@ FAILING = (FAILED, ERROR)  # the verdicts that fail a run
 # A property's verdict over a check on generated streams (`eventtime.properties`), and those that fail it
 PROPERTY_VERDICTS = ("held", "broken", "not_checked", "judged_nothing", "does_not_apply")
 PROPERTY_FAILING = ("broken", "not_checked", "judged_nothing")
+
+
+def judged_ways(ways: Any) -> str:
+    """How a property's streams were judged, as its line says it: ` (judged by a split on 8, a merge on 2)`."""
+    if not isinstance(ways, dict) or not ways:
+        return ""
+    return " (judged by " + ", ".join(f"a {how} on {n}" for how, n in sorted(ways.items(), reverse=True)) + ")"
+
+
 # The cause of an `error` that is not the pipeline's: the Spark driver JVM died under the run.
 DRIVER_DIED = "driver_died"
 

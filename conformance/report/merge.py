@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
-from ..results import FAILING, NOT_APPLICABLE, PROPERTY_FAILING, STATUSES
+from ..results import FAILING, NOT_APPLICABLE, PROPERTY_FAILING, STATUSES, judged_ways
 from ..resultsfile import ResultsFile, ResultsFileError, read_results
 from ..textreport import certification_verdict, short_name, verdict_mark
 
@@ -116,7 +116,7 @@ class PropertyEntry:
             return f"BROKEN; held on {self.held_on} stream(s) before it broke{tail}{shrunk}"
         if self.verdict == "judged_nothing":
             return f"judged on no generated stream{tail}: nothing was checked"
-        return f"held on {self.held_on} generated stream(s){tail}"
+        return f"held on {self.held_on} generated stream(s){judged_ways(r.get('judged_by'))}{tail}"
 
 
 def _property_entries(files: Sequence[ResultsFile]) -> list[PropertyEntry]:

@@ -28,7 +28,8 @@ def _check() -> CheckReport:
     ce = Counterexample("exactly-once-rerun", "page_windows", "scenario: exactly-once-rerun-page-windows\n", [WHY])
     return CheckReport("page_windows", [
         PropertyReport("no-query-dies", held_on=7, not_judged=Counter({"the run ended in an error": 2}),
-                       run_errors=Counter({"jobs/p.py:3 (in main): boom": 2})),
+                       run_errors=Counter({"jobs/p.py:3 (in main): boom": 2}),
+                       judged_by=Counter({"split": 5, "merge": 2})),
         PropertyReport("exactly-once-rerun", held_on=2, counterexample=ce),
         PropertyReport("bounded-state", does_not_apply="complete mode only"),
         PropertyReport("restart-transparency", error="every run fails as eventtime run fails it: column 'n' ..."),
@@ -79,6 +80,7 @@ def test_the_markdown_summary_lists_them_and_the_broken_ones_reasons(tmp_path):
     assert "### Properties on generated streams (5, 3 failing)" in md, md
     assert "| page_windows | `shop.pages:main` | 4.3.0 | `exactly-once-rerun` | BROKEN" in md, md
     assert WHY in md
+    assert "held on 7 generated stream(s) (judged by a split on 5, a merge on 2), not judged on 2" in md, md
     assert "| Spark | passed |" not in md  # properties only: no empty table of scenario verdicts
 
 
