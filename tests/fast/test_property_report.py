@@ -67,7 +67,7 @@ def test_the_verdicts_that_fail_are_the_ones_the_command_exits_1_on():
 def test_the_html_report_shows_each_property_and_the_counterexample_escaped(tmp_path):
     html = build_report([_file(tmp_path)]).html("2026-11-28T00:00:00Z")
     assert 'id="properties"' in html
-    for text in ("held on 7 generated stream(s), not judged on 2", "BROKEN; held on 2 stream(s) before it broke",
+    for text in ("held on 7 generated stream(s) (judged by a split on 5, a merge on 2), not judged on 2", "BROKEN; held on 2 stream(s) before it broke",
                  "does not apply: complete mode only", "not checked: every run fails",
                  "judged on no generated stream, not judged on 3", "scenario: exactly-once-rerun-page-windows",
                  "2 stream(s) ended in: jobs/p.py:3 (in main): boom"):
