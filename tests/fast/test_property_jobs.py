@@ -142,3 +142,28 @@ def test_jobs_takes_what_eventtime_run_jobs_takes():
     assert parse_jobs("3") == 3
     with pytest.raises(ValueError, match="--jobs takes a whole number from 1 to"):
         P.check_properties(None, "m:f", session=None, jobs=0)  # type: ignore[arg-type]
+
+
+def test_the_command_takes_jobs_by_eventtime_runs_rule_and_hands_it_to_the_check(capsys, tmp_path, monkeypatch):
+    from eventtime.cli import main
+    from eventtime.commands import spark
+
+    with pytest.raises(SystemExit) as exc:
+        main(["check-properties", "page_windows", "--jobs", "0"])
+    assert exc.value.code == 2 and "--jobs takes a whole number from 1 to 16, got 0" in capsys.readouterr().err
+    given: list = []
+
+    def check(contract, target, *, properties, jobs, **kwargs):
+        given.append(jobs)
+        return P.CheckReport(contract.name, [P.PropertyReport(p, held_on=1) for p in properties])
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "page_windows.contract.yaml").write_text(
+        "contract: page_windows\ndescription: d\nsources:\n  clicks:\n    columns: \"page string, ts timestamp\"\n"
+        "    event_time: ts\noutput:\n  columns: \"page string, clicks bigint\"\n")
+    monkeypatch.setattr(spark, "open_session", lambda args: (object(), 0))
+    monkeypatch.setattr(P, "check_properties", check)
+    for argv, jobs in ((["--jobs", "3"], 3), ([], 1)):
+        assert main(["check-properties", "page_windows.contract.yaml", "--pipeline", "page_windows=json:loads",
+                     "--property", "no-query-dies", *argv]) == 0, capsys.readouterr()
+        assert given[-1] == jobs
