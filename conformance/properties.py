@@ -36,6 +36,7 @@ The properties (docs/properties.md says what each means in Spark's terms and whe
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -788,7 +789,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
                      timeout: float = DEFAULT_TIMEOUT, progress: Callable[[str], None] | None = None,
                      hypothesis_settings: Any = None, conf: Mapping[str, str] | None = None,
                      invariants: Mapping[str, Callable[[Observations], Any]] | None = None,
-                     shrink: bool = True) -> CheckReport:
+                     shrink: bool = True, jobs: int | str = 1) -> CheckReport:
     """Check each of `properties` on up to `max_examples` streams generated from `contract`, run against
     `pipeline` on `session`. A broken property's shrunk stream is written under `out_dir` (None: not
     written; never in CI, where the text is kept in the report only). `hypothesis_settings` (a
@@ -796,12 +797,15 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     `invariants`: hooks of your own by name (each a function over `Observations`: None or True when it
     holds, else False, a message or a list of them, or an AssertionError), checked beside the contract's
     `invariants:` as `invariant:NAME`; `properties` names them so, or all of them as `invariants`.
-    `shrink=False`: a broken property's counterexample is the first stream it broke on, not shrunk."""
+    `shrink=False`: a broken property's counterexample is the first stream it broke on, not shrunk.
+    `jobs`: how many properties are checked at once, each in a worker thread on its own isolated session
+    of `session`'s SparkContext (`eventtime.parallel`, as `eventtime run --jobs`); their lines are told in
+    the order of `properties`, each property's together, and the report is the one `jobs=1` gives."""
+    from .parallel import parse_jobs
     from .registry import ContractLookup
-    from .snapshot import in_ci
     from .strategies import scenarios
-    from .streambatch import batch_runner, not_a_transform
 
+    jobs = parse_jobs(jobs)
     wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
     lookup = lookup or ContractLookup((), extra=[contract])
@@ -813,33 +817,15 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
         hypothesis_settings = _settings(max_examples, derandomize, database, shrink)
     tell = progress or (lambda _: None)
     tell(f"eventtime: late and out-of-order rows drawn around a watermark delay of {delay} ({origin})")
-    job_notes: list[str] = []
-    run = _observer(contract, lookup, pipeline, session, timeout, conf, job_notes)
+    runs = _SharedRuns(timeout)
     target = pipeline if isinstance(pipeline, str) else _code_name(pipeline)
-
-    reports = []
-    for prop in wanted:
-        report = PropertyReport(prop, heading=title(prop, specs), compared=_compared(prop, contract, tables),
-                                does_not_apply=_does_not_apply(prop, contract) or (
-                                    not_a_transform(pipeline, contract) if prop == STREAM_BATCH else None))
-        reports.append(report)
-        if report.does_not_apply is not None:
-            tell(report.describe())
-            continue
-        tell(f"eventtime: checking {prop} ({report.title}) on up to {hypothesis_settings.max_examples} "
-             f"generated stream(s)")
-        judge_with = (specs.get(prop[len(INVARIANT):]), hooks.get(prop[len(INVARIANT):]), tables, pools) \
-            if prop.startswith(INVARIANT) else (
-            batch_runner(prop, pipeline, contract, session, conf, timeout), None, tables, pools)
-        _check_one(report, streams, hypothesis_settings, seed, run, observation_steps(contract, tables), contract,
-                   lookup, key=f"eventtime check-properties {contract.name} {prop} {target}", extra=judge_with)
-        _stateless(report)
-        if report.counterexample is not None and out_dir is not None and not in_ci():
-            report.written = report.counterexample.write(out_dir)
-        tell(report.describe())
-    for note in job_notes:  # what `eventtime run` notes of the job (a setting not exercised), said once
+    check = _Check(contract, lookup, streams, hypothesis_settings, seed, tables, pools, specs, hooks, target,
+                   lambda s: _observer(contract, lookup, pipeline, s, timeout, conf, runs), pipeline, conf, timeout)
+    reports = [check.start(prop) for prop in wanted]
+    _run_checks(check, reports, jobs, session, tell, out_dir)
+    for note in runs.notes:  # what `eventtime run` notes of the job (a setting not exercised), said once
         tell(f"eventtime: note: {note}")
-    return CheckReport(contract.name, reports, target, delay, job_notes)
+    return CheckReport(contract.name, reports, target, delay, runs.notes)
 
 
 def _stateless(report: PropertyReport) -> None:
@@ -852,30 +838,162 @@ def _stateless(report: PropertyReport) -> None:
                                  "state to bound")
 
 
+@dataclass
+class _Check:
+    """What every property of one check shares; `observer(session)` runs stream texts on that session."""
+
+    contract: Contract
+    lookup: Any
+    streams: Any
+    hypothesis_settings: Any
+    seed: int | None
+    tables: Sequence[str]
+    pools: Mapping[str, Any] | None
+    specs: Mapping[str, Any]
+    hooks: Mapping[str, Callable[..., Any]]
+    target: str
+    observer: Callable[[Any], Callable[[str], RunObservation]]
+    pipeline: Any
+    conf: Mapping[str, str] | None
+    timeout: float
+
+    def start(self, prop: str) -> PropertyReport:
+        from .streambatch import not_a_transform
+
+        return PropertyReport(prop, heading=title(prop, self.specs), compared=_compared(prop, self.contract, self.tables),
+                              does_not_apply=_does_not_apply(prop, self.contract) or (
+                                  not_a_transform(self.pipeline, self.contract) if prop == STREAM_BATCH else None))
+
+    def first_line(self, report: PropertyReport) -> str:
+        if report.does_not_apply is not None:
+            return report.describe()
+        return (f"eventtime: checking {report.prop} ({report.title}) on up to "
+                f"{self.hypothesis_settings.max_examples} generated stream(s)")
+
+    def run(self, report: PropertyReport, session: Any) -> PropertyReport:
+        """Check one property (not one that does not apply) on `session`; its outcome goes into `report`."""
+        from .streambatch import batch_runner
+
+        prop = report.prop
+        name = prop[len(INVARIANT):]
+        judge_with = (self.specs.get(name), self.hooks.get(name), self.tables, self.pools) \
+            if prop.startswith(INVARIANT) else (
+            batch_runner(prop, self.pipeline, self.contract, session, self.conf, self.timeout), None, self.tables,
+            self.pools)
+        _check_one(report, self.streams, self.hypothesis_settings, self.seed, self.observer(session),
+                   observation_steps(self.contract, self.tables), self.contract, self.lookup,
+                   key=f"eventtime check-properties {self.contract.name} {prop} {self.target}", extra=judge_with)
+        _stateless(report)
+        return report
+
+
+def _run_checks(check: _Check, reports: list[PropertyReport], jobs: int, session: Any,
+                tell: Callable[[str], None], out_dir: str | Path | None, sessions: Any = None) -> None:
+    """Check each report's property, `jobs` at a time; each property's lines are told once it and every one
+    before it are done (with `jobs` 1, its first line before it starts), and its counterexample written then,
+    in the order of `reports`, so that the lines and files are the same whatever `jobs` is. `sessions`: how
+    worker threads get theirs (`parallel.Sessions`; default isolated Spark sessions; tests pass stand-ins)."""
+    from .snapshot import in_ci
+
+    def finish(report: PropertyReport) -> None:  # a report that ran (`_stateless` may have found it does not apply)
+        if report.counterexample is not None and out_dir is not None and not in_ci():
+            report.written = report.counterexample.write(out_dir)
+        tell(report.describe())
+
+    firsts = [check.first_line(r) for r in reports]  # said before it ran (`_stateless` may change it after)
+    todo = [r for r in reports if r.does_not_apply is None]
+    ran = {id(r) for r in todo}
+    if jobs == 1 or len(todo) <= 1:
+        for first, report in zip(firsts, reports):
+            tell(first)
+            if id(report) in ran:
+                finish(check.run(report, session))
+        return
+    done = _in_parallel(check, todo, jobs, session, sessions)
+    for first, report in zip(firsts, reports):
+        tell(first)
+        if id(report) in ran:
+            finish(next(done))
+
+
+def _in_parallel(check: _Check, todo: Sequence[PropertyReport], jobs: int, session: Any, sessions: Any) -> Any:
+    """The reports of `todo` checked `jobs` at a time by `parallel.run_pairs` (its worker threads, isolated
+    sessions and ordered results: one mechanism for `eventtime run --jobs` and this), in the order given."""
+    from typing import cast
+
+    from .parallel import Pair, run_pairs
+
+    def runner(report: PropertyReport, _implementation: Any, *, session: Any, **_: Any) -> Any:
+        return check.run(report, session)
+
+    return run_pairs([Pair(cast(Any, r), None) for r in todo], jobs=jobs, session=session, runner=runner,
+                     sessions=sessions)
+
+
+class _SharedRuns:
+    """The runs of stream texts shared by the properties of one check (a property's base stream is often
+    another's, and Hypothesis replays a stream while it shrinks): each text is run once. A thread asking for a
+    text another thread is running waits for that run, bounded by `wait` seconds (each of whose waits on Spark
+    is bounded by the check's timeout); a run that raised is not kept, and the next thread to ask runs it."""
+
+    WAITS = 20  # a stream run is a few dozen waits on Spark at most: a wait for one is bounded by that many
+
+    def __init__(self, timeout: float):
+        self.wait = timeout * self.WAITS
+        self._lock = threading.Lock()
+        self._done: dict[str, RunObservation] = {}
+        self._running: dict[str, threading.Event] = {}
+        self.notes: list[str] = []  # what `eventtime run` notes of the job, each once, in the order first noted
+
+    def add_notes(self, notes: Sequence[str]) -> None:
+        with self._lock:
+            self.notes.extend(n for n in notes if n not in self.notes)
+
+    def get(self, text: str, observe: Callable[[str], RunObservation]) -> RunObservation:
+        while True:
+            with self._lock:
+                if text in self._done:
+                    return self._done[text]
+                running = self._running.get(text)
+                if running is None:
+                    mine = self._running[text] = threading.Event()
+                    break
+            if not running.wait(self.wait):
+                raise _KitError(f"waited {self.wait:g} seconds for the run of a generated stream another property "
+                                "was running, and it did not end")
+        try:
+            obs = observe(text)
+            with self._lock:
+                self._done[text] = obs
+            return obs
+        finally:
+            with self._lock:
+                del self._running[text]
+            mine.set()
+
+
 def _observer(contract: Contract, lookup: Any, pipeline: Any, session: Any, timeout: float,
-              conf: Mapping[str, str] | None, job_notes: list[str]) -> Callable[[str], RunObservation]:
-    """The run of a generated stream's text against `pipeline`, each text run once (Hypothesis replays a stream
-    while it shrinks). The kit's trouble (an invalid scenario it wrote, a dead driver) stops the check: never a
-    verdict on the job."""
+              conf: Mapping[str, str] | None, runs: _SharedRuns | None = None) -> Callable[[str], RunObservation]:
+    """The run of a generated stream's text against `pipeline` on `session`, each text run once over the
+    properties sharing `runs` (Hypothesis replays a stream while it shrinks). The kit's trouble (an invalid
+    scenario it wrote, a dead driver) stops the check: never a verdict on the job."""
     from .problems import ScenarioInvalid
 
-    observed: dict[str, RunObservation] = {}
+    shared = runs if runs is not None else _SharedRuns(timeout)
 
-    def run(text: str) -> RunObservation:
-        if text not in observed:
-            try:
-                obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
-                                  path=f"<generated {contract.name} stream>", conf=conf)
-            except ScenarioInvalid as exc:  # the kit wrote the scenario: its bug, never the user's mistake
-                raise _KitError(f"the kit generated an invalid scenario (a bug of the kit, not of your contract or "
-                                f"job: please report it with this message): {_one_line(str(exc))}") from None
-            if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
-                raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
-            job_notes.extend(n for n in getattr(obs.result, "notes", None) or [] if n not in job_notes)
-            observed[text] = obs
-        return observed[text]
+    def observe(text: str) -> RunObservation:
+        try:
+            obs = observe_run(text, contract, lookup=lookup, pipeline=pipeline, session=session, timeout=timeout,
+                              path=f"<generated {contract.name} stream>", conf=conf)
+        except ScenarioInvalid as exc:  # the kit wrote the scenario: its bug, never the user's mistake
+            raise _KitError(f"the kit generated an invalid scenario (a bug of the kit, not of your contract or "
+                            f"job: please report it with this message): {_one_line(str(exc))}") from None
+        if obs.kit_error is not None:  # the kit's or the machine's trouble: never a verdict on the job
+            raise _KitError(f"the kit could not run a generated stream: {obs.kit_error}")
+        shared.add_notes(getattr(obs.result, "notes", None) or [])
+        return obs
 
-    return run
+    return lambda text: shared.get(text, observe)
 
 
 def wanted_properties(properties: Sequence[str], contract: Contract, invariants: Sequence[str] = ()) -> list[str]:

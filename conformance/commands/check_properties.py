@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import ExitCode
-from .options import conf_pairs, contracts_parent, pipelines_parent, positive_int, spark_parent
+from .options import _jobs, conf_pairs, contracts_parent, pipelines_parent, positive_int, spark_parent
 
 if TYPE_CHECKING:
     from ..contracts import Contract
@@ -52,6 +52,9 @@ def add_parser(sub: Any) -> None:
     c.add_argument("--json", metavar="PATH",
                    help="also write each property's verdict, counts and counterexample as a results file "
                         "(docs/results-format.md), which `eventtime report` merges beside run and certify files")
+    c.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                   help="check N properties at once in one JVM, each on its own session (default 1: one after "
+                        "another); the lines, files and verdicts are the same whatever N is")
     c.add_argument("--out", metavar="DIR", default="counterexamples",
                    help="where a broken property's shrunk stream is written as a scenario file (default "
                         "./counterexamples; never written where CI is set)")
@@ -159,7 +162,7 @@ def _check_targets(args: argparse.Namespace, spark: Any, given: SimpleNamespace,
                 max_examples=args.max_examples, seed=args.seed, derandomize=args.derandomize,
                 database=None if args.no_database else "default", delay=args.delay, max_events=args.max_events,
                 tables=args.table, out_dir=args.out, timeout=given.timeout, conf=given.conf or None,
-                shrink=not args.no_shrink,
+                shrink=not args.no_shrink, jobs=args.jobs,
                 progress=lambda line: print(line, flush=True))
         except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
             print(f"eventtime: error: {exc}", file=sys.stderr)

@@ -153,3 +153,18 @@ def windowed_counts(spark):
               .select("page", F.col("window.start").alias("window_start"), "clicks"))
     return (counts.writeStream.outputMode("append").foreachBatch(append_table)
             .option("checkpointLocation", "/checkpoints/page_counts"))
+
+
+def main():
+    """The appending job as it ships: a `main()` with no parameters that makes its own session, starts its query,
+    waits on it and ends the session (the kit gives it the session it runs on: a worker's, under --jobs)."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("page-counts").getOrCreate()
+    try:
+        appending(spark).start()
+        spark.streams.awaitAnyTermination(timeout=3600)
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        spark.stop()
