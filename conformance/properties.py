@@ -38,9 +38,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
@@ -1159,7 +1160,7 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
     test = hseed(seed)(holds) if seed is not None else holds
     heard: list[object] = []
     try:
-        with with_reporter(heard.append):  # Hypothesis's own lines: said in the report's words, below
+        with with_reporter(heard.append), _own_draws():  # Hypothesis's lines: said in the report's words, below
             test()
     except _Broken:
         pass
@@ -1172,6 +1173,43 @@ def _check_one(report: PropertyReport, streams: Any, hypothesis_settings: Any, s
 
 
 STATELESS = "no stateful operator ran"  # a stream `bounded-state` cannot judge: the job kept no state on it
+
+_DRAWS_LOCK = threading.Lock()
+_DRAWS: dict[str, Any] = {"running": 0, "lookup": None}  # checks running (`--jobs`), Hypothesis's own lookup
+
+
+@contextmanager
+def _own_draws() -> Iterator[None]:
+    """Streams drawn from the check's strategies only: the same contract, seed and settings give the same streams
+    whatever else is imported. Hypothesis (6.131+) draws about one value in twenty from the literals of the
+    modules loaded from the working directory, a set that grows as a test session imports (another test's
+    module, the user's job): the same derandomized check drew other streams in another order of tests. Its lookup
+    of those literals (a private function, so feature-detected: without it, nothing is changed) answers none
+    while any check runs, and its cache of them is cleared on the way in and out."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - a Hypothesis without the module
+        yield
+        return
+    cache: Any = getattr(providers, "CONSTANTS_CACHE", None)
+    if not hasattr(providers, "_get_local_constants") or not hasattr(cache, "cache"):
+        yield
+        return
+    with _DRAWS_LOCK:
+        if _DRAWS["running"] == 0:
+            none = type(providers._get_local_constants())()  # an empty set, of Hypothesis's own type
+            _DRAWS["lookup"], providers._get_local_constants = providers._get_local_constants, lambda: none
+            cache.cache.clear()
+        _DRAWS["running"] += 1
+    try:
+        yield
+    finally:
+        with _DRAWS_LOCK:
+            _DRAWS["running"] -= 1
+            if _DRAWS["running"] == 0:
+                providers._get_local_constants = _DRAWS["lookup"]
+                cache.cache.clear()
+
 
 # Hypothesis stops shrinking after five minutes (its MAX_SHRINKING_SECONDS), which a stream of Spark runs reaches
 SLOW_SHRINK = ("shrinking stopped at Hypothesis's five-minute limit (each stream tried is Spark runs): the "
