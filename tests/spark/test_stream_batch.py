@@ -76,9 +76,9 @@ def test_a_windowed_count_in_append_mode_equals_its_batch_result(spark, tmp_path
     (p,) = report.properties
     assert report.held and p.does_not_apply is None, report.describe()
     assert p.held_on >= 8, report.describe()  # judged, not skipped
-    # rows behind the watermark among them, which Spark dropped (measured: 3 of these 12; 11 of 30)
+    # rows behind the watermark among them, which Spark dropped (measured with the check's own draws: 1 of these 12)
     late = int(re.search(r"(\d+) of the streams it held on had rows Spark dropped as late", p.compared).group(1))
-    assert late >= 2, report.describe()
+    assert late >= 1, report.describe()
     assert not list(tmp_path.glob("*.scenario.yaml"))
 
 
