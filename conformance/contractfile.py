@@ -336,21 +336,30 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
         if columns is None or payload is None:
             continue
         event_time = spec.get("event_time")
-        if event_time is not None:
-            col = next((c for c in columns if c.name == event_time), None)
-            if col is None:
-                r.at(path + ("event_time",), f"event_time {event_time!r} is not a column of source {name!r}"
-                                             f"{did_you_mean(str(event_time), [c.name for c in columns])}")
-                continue
-            if col.type not in ("timestamp", "timestamp_ntz"):
-                r.at(path + ("event_time",), f"event_time column {event_time!r} must be a timestamp, not {col.type}")
-                continue
+        if not _event_time_ok(r, path, event_time, columns, ("column", f"a column of source {name!r}")):
+            continue
         out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers,
                               value=payload[0], value_event_time=payload[1], malformed=payload[2]))
     return tuple(out) if len(out) == len(raw) else None
 
 
 _VALUE_KEYS = ("columns", "event_time", "malformed")
+
+
+def _event_time_ok(r: Any, path: tuple, event_time: Any, columns: Sequence[Any], said: tuple[str, str]) -> bool:
+    """Whether `event_time` (None: not declared) names a timestamp among `columns`, else said at its line;
+    `said`: what a column is called there and where it must be (`field`, "a field of source 'x''s value")."""
+    if event_time is None:
+        return True
+    col = next((c for c in columns if c.name == event_time), None)
+    if col is None:
+        r.at(path + ("event_time",), f"event_time {event_time!r} is not {said[1]}"
+                                     f"{did_you_mean(str(event_time), [c.name for c in columns])}")
+        return False
+    if col.type not in ("timestamp", "timestamp_ntz"):
+        r.at(path + ("event_time",), f"event_time {said[0]} {event_time!r} must be a timestamp, not {col.type}")
+        return False
+    return True
 
 
 def _payload(r: _Reader, spec: dict, path: tuple, name: str, kind: str) -> tuple[tuple[Column, ...], str | None, bool] | None:
@@ -374,15 +383,8 @@ def _payload(r: _Reader, spec: dict, path: tuple, name: str, kind: str) -> tuple
     if fields is None:
         return None
     event_time = raw.get("event_time")
-    if event_time is not None:
-        field = next((c for c in fields if c.name == event_time), None)
-        if field is None:
-            r.at(path + ("event_time",), f"event_time {event_time!r} is not a field of source {name!r}'s value"
-                                         f"{did_you_mean(str(event_time), [c.name for c in fields])}")
-            return None
-        if field.type not in ("timestamp", "timestamp_ntz"):
-            r.at(path + ("event_time",), f"event_time field {event_time!r} must be a timestamp, not {field.type}")
-            return None
+    if not _event_time_ok(r, path, event_time, fields, ("field", f"a field of source {name!r}'s value")):
+        return None
     malformed = raw.get("malformed", True)
     if not isinstance(malformed, bool):
         r.at(path + ("malformed",), f"`malformed` is true (some generated payloads are not JSON, as a producer's "
