@@ -4,6 +4,8 @@ same verdicts, the same counts of streams held on and not judged, the same count
 at once, each on its own isolated session of the one SparkContext."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from eventtime import properties as P
@@ -44,7 +46,9 @@ def test_three_at_a_time_gives_the_report_one_at_a_time_gives_and_finds_the_seed
                                    max_examples=4, jobs=n, progress=lines[n].append, **FEW) for n in (1, 3)}
     one, three = reports[1], reports[3]
     assert _seen(one) == _seen(three), (one.describe(), three.describe())
-    assert lines[1] == lines[3]
+    # how many smaller streams Hypothesis tries while it shrinks depends on time (its shrinker skips slow passes):
+    # the count is left out, the rest of each line must be the same
+    assert [_untimed(line) for line in lines[1]] == [_untimed(line) for line in lines[3]]
     verdicts = {p.prop: p.verdict for p in three.properties}
     assert verdicts == {"no-query-dies": "held", "exactly-once-rerun": "broken", "restart-transparency": "held",
                         "bounded-state": "does_not_apply"}, three.describe()
@@ -53,3 +57,7 @@ def test_three_at_a_time_gives_the_report_one_at_a_time_gives_and_finds_the_seed
     assert all(len(sessions[p]) == 2 for p in ran)  # the caller's session with jobs=1, a worker's with jobs=3
     assert all(id(spark) in sessions[p] for p in ran)  # with jobs=1, each ran on the caller's session ...
     assert all(len(sessions[p]) == 2 for p in ran)  # ... with jobs=3 on a worker's isolated one
+
+
+def _untimed(line: str) -> str:
+    return re.sub(r"shrinking tried \d+ smaller", "shrinking tried N smaller", line)
