@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from eventtime.harness.errors import shown_file
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 __all__ = ["ScenarioBuilder"]
@@ -84,7 +85,7 @@ class ScenarioBuilder:
         self.timeout = timeout
         self.doc: dict[str, Any] = {
             "scenario": name or f"python-{self.contract.name.replace('_', '-')}",
-            "description": f"Written in Python at {_shown(self.origin_file)}:{self.origin_line}.",
+            "description": f"Written in Python at {shown_file(self.origin_file)}:{self.origin_line}.",
             "contract": self.contract.name,
         }
         if params:
@@ -161,7 +162,7 @@ class ScenarioBuilder:
 
         text = self.yaml()
         starts = [load_yaml(text).at(("steps", i)).line for i in range(len(self.steps))]
-        shown = _shown(self._origin.file)
+        shown = shown_file(self._origin.file)
 
         def relocate(line: int, column: int) -> Where:
             i = bisect.bisect_right(starts, line) - 1  # the step whose YAML holds the line, else the header
@@ -223,17 +224,6 @@ def _caller() -> _Origin:
     end = positions.end_lineno if positions is not None and positions.end_lineno else line
     column = positions.col_offset + 1 if positions is not None and positions.col_offset is not None else 1
     return _Origin(frame.f_code.co_filename, line, max(end, line), column)
-
-
-def _shown(path: str) -> str:
-    """A test file's path as a person reads it: relative to the working directory when under it."""
-    import os
-
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def _start_step(kind: str, conf: Mapping[str, Any] | None, new_session: bool) -> Any:

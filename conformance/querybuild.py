@@ -290,11 +290,13 @@ def _user_entry(exc: BaseException) -> tuple[str, str] | None:
     outermost frame of the traceback that is the user's code (`jobs.users_code`)."""
     import traceback
 
+    from eventtime.harness.errors import shown_file
+
     from .jobs import users_code
 
     for frame, _ in traceback.walk_tb(exc.__traceback__):
         code = frame.f_code
         if users_code(code.co_filename):
-            return code.co_qualname, f"{code.co_filename}:{code.co_firstlineno}"
+            return code.co_qualname, f"{shown_file(code.co_filename)}:{code.co_firstlineno}"
     return None
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from eventtime import harness as _harness
-from eventtime.harness.errors import EventtimeError
+from eventtime.harness.errors import EventtimeError, shown_file
 
 from .contracts import Column, Contract
 
@@ -176,22 +176,13 @@ def _kits_or_libraries(filename: str) -> bool:
             or any(part in filename for part in (f"{os.sep}pyspark{os.sep}", f"{os.sep}py4j{os.sep}")))
 
 
-def _shown(filename: str) -> str:
-    """A file as a person finds it: from the current folder when it is below it."""
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
 def _raised_at(exc: BaseException) -> str:
     """`file:line` of the user's code where `exc` was raised while importing: a SyntaxError's own place,
     else the innermost frame that is not the kit's, PySpark's or Python's import machinery."""
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{_shown(exc.filename)}:{exc.lineno or 0}"
+        return f"{shown_file(exc.filename)}:{exc.lineno or 0}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _kits_or_libraries(f.filename)]
-    return f"{_shown(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
+    return f"{shown_file(frames[-1].filename)}:{frames[-1].lineno}" if frames else ""
 
 
 def _import_frames(exc: BaseException, limit: int = 8) -> str:
@@ -339,7 +330,7 @@ def _defined_at(fn: Callable) -> str:
     code = getattr(target, "__code__", None)
     if code is None:
         return ""
-    return f" ({code.co_filename}:{code.co_firstlineno})"
+    return f" ({shown_file(code.co_filename)}:{code.co_firstlineno})"
 
 
 # Every shape the kit calls a pipeline in, for a function that fits none (docs/pipelines.md, docs/jobs.md).

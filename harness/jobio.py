@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from .errors import EventtimeError
+from .errors import EventtimeError, shown_file
 from . import threadpatch
 from .threadpatch import ThreadPatch
 
@@ -40,7 +40,7 @@ class Place:
     function: str = ""
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}" + (f" (in {self.function})" if self.function else "")
+        return f"{shown_file(self.file)}:{self.line}" + (f" (in {self.function})" if self.function else "")
 
 
 class SubstitutionError(EventtimeError):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from eventtime.contractfile import contract_from_mapping
+from eventtime.harness.errors import shown_file
 from eventtime.harness.jobsession import process_settings
 from eventtime.jobs import JobEntry, ScriptJob, SubstitutionError, _enter, job_entry
 from eventtime.loader import ScenarioInvalid, load_scenario_text
@@ -66,7 +67,7 @@ def test_a_signature_that_fits_nothing_lists_every_shape_beside_its_own_and_its_
         pipeline_caller(two_unknown, CONTRACT)
     text = str(info.value)
     line = two_unknown.__code__.co_firstlineno
-    assert f"two_unknown(a, b) ({__file__}:{line})" in text, text
+    assert f"two_unknown(a, b) ({shown_file(__file__)}:{line})" in text, text
     for shape in ("fn(df)", "fn(sources, params)", "build(spark) or main(spark)", "main() with no parameters",
                   "a script run as __main__", "package.module:__main__",
                   "parameters named after what the contract supplies (source clicks, parameter window, parameter output_mode)"):
@@ -136,7 +137,7 @@ def test_another_exit_code_is_the_jobs_error_at_its_line():
     with pytest.raises(SubstitutionError) as info:
         _enter(JobEntry(_exits(4), None), spark=None)
     line = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if "# <- the job's exit" in text)
-    assert str(info.value).startswith(f"{__file__}:{line} (in main): the job ended with sys.exit(4)"), info.value
+    assert str(info.value).startswith(f"{shown_file(__file__)}:{line} (in main): the job ended with sys.exit(4)"), info.value
 
 
 def test_jobs_built_at_once_in_two_threads_take_turns_with_the_process_settings():

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from eventtime.harness.errors import shown_file
 from eventtime.harness.jobio import SubstitutionError
 from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to
 from eventtime.written import nothing_written
@@ -109,7 +110,7 @@ def test_a_batch_write_that_would_leave_is_refused_naming_the_jobs_line(tmp_path
         with pytest.raises(SubstitutionError) as caught:
             DataFrameWriter.parquet(_Writer(), "../escape")  # type: ignore[arg-type]  # <- escape
     line = next(n for n, text in enumerate(open(__file__, encoding="utf-8"), 1) if text.rstrip().endswith("# <- escape"))
-    assert f"{__file__}:{line}" in str(caught.value), caught.value
+    assert f"{shown_file(__file__)}:{line}" in str(caught.value), caught.value
     assert "the path of parquet(...) '../escape' would leave the scenario's run folder" in str(caught.value)
 
 

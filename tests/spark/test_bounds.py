@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import run_scenario
+from eventtime.harness.errors import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark.test_job_ends import CONTRACT as JOB_CONTRACT  # a one-query job's contract
@@ -88,10 +89,11 @@ def _project(root: Path, flag: Path) -> dict[str, str]:
 
 
 def _says_where(text: str, root: Path) -> None:
+    """The job's lines named from the run's working folder (`root`), where the job file is."""
     assert "pipeline looping_job:transform: its function transform (" in text, text
-    assert f"{root / 'looping_job.py'}:5) did not return the query's DataFrame within 10s" in text, text
-    assert f"was stopped at {root / 'looping_job.py'}:6 (in transform)" in text \
-        or f"was stopped at {root / 'looping_job.py'}:7 (in transform)" in text, text  # the loop's lines
+    assert "(looping_job.py:5) did not return the query's DataFrame within 10s" in text, text
+    assert "was stopped at looping_job.py:6 (in transform)" in text \
+        or "was stopped at looping_job.py:7 (in transform)" in text, text  # the loop's lines
 
 
 def test_the_console_script_stops_a_pipeline_looping_while_it_builds_its_dataframe(tmp_path):
@@ -142,7 +144,7 @@ def test_a_foreach_batch_function_that_never_returns_is_named_and_stopped(spark,
     result = run_scenario(contract_beside(JOB_CONTRACT)(ONE), batch_never_returns, session=spark, timeout=40)
     assert result.status == "error", describe_failure(result)
     text = describe_failure(result)
-    where = __file__
+    where = shown_file(__file__)
     defined = batch_waits_forever.__code__.co_firstlineno
     assert "timed out after 40s waiting for trigger for batch 0: the job's foreachBatch function " \
            f"batch_waits_forever ({where}:{defined}) was still running batch 0 at {where}:" in text, text

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import run_scenario
+from eventtime.harness.errors import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_checkpoints as jobs
@@ -86,7 +87,7 @@ def test_a_query_without_a_checkpoint_restarts_anew_as_in_a_plain_spark_script(s
     assert seen == plain
     assert batch_ids == [0, 1, 0]
     note = [n for n in result.notes if "no checkpointLocation" in n]
-    assert note and note[0].startswith(f"{jobs.__file__}:"), result.notes
+    assert note and note[0].startswith(f"{shown_file(jobs.__file__)}:"), result.notes
     assert "new temporary checkpoint at every start" in note[0], note[0]
 
 

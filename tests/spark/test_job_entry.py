@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import run_scenario
+from eventtime.harness.errors import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_as_shipped as shipped
@@ -61,7 +62,7 @@ def _line(module, marker: str) -> str:
     """`file:line` of the line of `module` marked `# <- marker`."""
     text = Path(module.__file__).read_text()
     assert f"# <- {marker}\n" in text, f"no line marked {marker} in {module.__file__}"
-    return f"{module.__file__}:{text[:text.index(f'# <- {marker}' + chr(10))].count(chr(10)) + 1}"
+    return f"{shown_file(module.__file__)}:{text[:text.index(f'# <- {marker}' + chr(10))].count(chr(10)) + 1}"
 
 
 def _text(result) -> str:
@@ -153,7 +154,7 @@ def test_module_level_code_reading_sys_argv_runs_as_main(spark, scenario_of):
                                                'rows: [[home, "00:00:00", 1], [cart, "00:00:00", 1]]')),
                           FLAT, session=spark)
     assert result.status == "passed", describe_failure(result)
-    assert any("spark.stop()" in n and f"{FLAT}:" in n for n in result.notes), result.notes
+    assert any("spark.stop()" in n and f"{shown_file(FLAT)}:" in n for n in result.notes), result.notes
 
 
 def test_a_jobs_stop_of_every_active_query_leaves_other_queries_running(spark, scenario_of):

@@ -15,6 +15,7 @@ import pytest
 
 from eventtime import run_scenario
 from eventtime import written as kit_written
+from eventtime.harness.errors import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_sinks as jobs
@@ -144,7 +145,7 @@ def test_a_file_sink_in_update_mode_is_refused_as_spark_refuses_it(spark, scenar
     result = run_scenario(scenario_of(NONE_EXPECTED), jobs.update_file_sink, session=spark)
     assert result.status == "error", describe_failure(result)
     assert "STREAMING_OUTPUT_MODE.UNSUPPORTED_DATASOURCE" in result.reason, result.reason
-    assert f"{jobs.__file__}:{_marked('update sink')}" in result.reason, result.reason
+    assert f"{shown_file(jobs.__file__)}:{_marked('update sink')}" in result.reason, result.reason
 
 
 def _marked(marker: str) -> int:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import load_scenario, run_scenario
+from eventtime.harness.errors import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_under_test as jobs
@@ -106,7 +107,7 @@ def _line(marker: str, module=jobs) -> str:
     path = Path(module.__file__)
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if line.rstrip().endswith(f"# <- {marker}"):
-            return f"{path}:{number}"
+            return f"{shown_file(str(path))}:{number}"
     raise AssertionError(f"no line marked {marker}")
 
 
