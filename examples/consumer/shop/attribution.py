@@ -1,7 +1,9 @@
 """Ad attribution: each ad impression with the click it led to within 10 minutes.
 
 A full outer join, so the report also shows the impressions nobody clicked and the clicks whose
-impression never arrived (each written once the watermark says no partner can come any more)."""
+impression never arrived (each written once the watermark says no partner can come any more).
+Rows without an ad_id are left out before the join: Spark's stream-stream join pairs a null key with
+another null key, where a batch join (and SQL's `=`) never does."""
 import sys
 
 from pyspark.sql import DataFrame, SparkSession
@@ -10,8 +12,8 @@ from pyspark.sql import functions as F
 
 def transform(impressions: DataFrame, ad_clicks: DataFrame, watermark_delay: str = "5 minutes",
               within: str = "10 minutes") -> DataFrame:
-    shown = impressions.withWatermark("shown_at", watermark_delay).alias("i")
-    clicked = ad_clicks.withWatermark("clicked_at", watermark_delay).alias("c")
+    shown = impressions.where(F.col("ad_id").isNotNull()).withWatermark("shown_at", watermark_delay).alias("i")
+    clicked = ad_clicks.where(F.col("ad_id").isNotNull()).withWatermark("clicked_at", watermark_delay).alias("c")
     matched = shown.join(
         clicked,
         (F.col("i.ad_id") == F.col("c.ad_id"))
