@@ -829,14 +829,22 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     return CheckReport(contract.name, reports, target, delay, runs.notes)
 
 
-def _stateless(report: PropertyReport) -> None:
-    """`bounded-state` of a job that keeps no state does not apply (found on the runs, not in the contract):
-    every stream it ran said no stateful operator ran, and none was judged otherwise."""
-    reasons = set(report.not_judged)
-    if (report.prop == "bounded-state" and report.verdict == "judged_nothing" and reasons == {STATELESS}):
-        n = report.not_judged[STATELESS]
+def _found_not_to_apply(report: PropertyReport) -> None:
+    """A property found on the runs, not in the contract, not to apply: every stream it drew was not judged
+    for a reason of the job's own operators, never one of the stream's. `bounded-state` of a job that keeps no
+    state; `stream-equals-batch` of a job whose stateful operators have no batch equivalent."""
+    from .streambatch import BY_DESIGN
+
+    if report.verdict != "judged_nothing":
+        return
+    reasons, n = set(report.not_judged), sum(report.not_judged.values())
+    if report.prop == "bounded-state" and reasons == {STATELESS}:
         report.does_not_apply = (f"no stateful operator ran on any of the {n} generated stream(s): the job keeps no "
                                  "state to bound")
+    elif report.prop == STREAM_BATCH and reasons and all(r.endswith(BY_DESIGN) for r in reasons):
+        names = sorted({r[len("stateful operator "):-len(BY_DESIGN) - 2] for r in reasons})
+        report.does_not_apply = (f"on every one of the {n} generated stream(s) the job ran stateful operator(s) "
+                                 f"{'; '.join(names)}, whose {BY_DESIGN[4:]}")
 
 
 @dataclass
@@ -884,7 +892,7 @@ class _Check:
         _check_one(report, self.streams, self.hypothesis_settings, self.seed, self.observer(session),
                    observation_steps(self.contract, self.tables), self.contract, self.lookup,
                    key=f"eventtime check-properties {self.contract.name} {prop} {self.target}", extra=judge_with)
-        _stateless(report)
+        _found_not_to_apply(report)
         return report
 
 
@@ -896,12 +904,12 @@ def _run_checks(check: _Check, reports: list[PropertyReport], jobs: int, session
     worker threads get theirs (`parallel.Sessions`; default isolated Spark sessions; tests pass stand-ins)."""
     from .snapshot import in_ci
 
-    def finish(report: PropertyReport) -> None:  # a report that ran (`_stateless` may have found it does not apply)
+    def finish(report: PropertyReport) -> None:  # a report that ran (`_found_not_to_apply` may have found it does not apply)
         if report.counterexample is not None and out_dir is not None and not in_ci():
             report.written = report.counterexample.write(out_dir)
         tell(report.describe())
 
-    firsts = [check.first_line(r) for r in reports]  # said before it ran (`_stateless` may change it after)
+    firsts = [check.first_line(r) for r in reports]  # said before it ran (`_found_not_to_apply` may change it after)
     todo = [r for r in reports if r.does_not_apply is None]
     ran = {id(r) for r in todo}
     if jobs == 1 or len(todo) <= 1:

@@ -221,14 +221,19 @@ def compare(stream: Counter, batch: Counter, stream_closing: Counter, batch_clos
     return expected, stream - expected, expected - stream
 
 
+# why a stream whose stateful operators have no batch equivalent is not judged (`properties` finds the
+# property does not apply to a job when every stream it drew was not judged for this reason)
+BY_DESIGN = ("its streaming result is not a batch result by design (a key kept only within the watermark delay, or "
+             "state a function keeps batch by batch with timeouts)")
+
+
 def unjudged_operators(obs: Any) -> str | None:
     """Why the stream's stateful operators have no batch equivalent to compare with (None: they have)."""
     names = sorted({str(o.get("operatorName")) for sr in obs.result.steps for b in sr.batches for o in b.operators}
                    - BATCH_LIKE)
     if not names:
         return None
-    return (f"stateful operator {', '.join(names)}: its streaming result is not a batch result by design (a key "
-            "kept only within the watermark delay, or state a function keeps batch by batch with timeouts)")
+    return f"stateful operator {', '.join(names)}: {BY_DESIGN}"
 
 
 def kept_rows(sc: m.Scenario, batches: Sequence[Batch], late: Sequence[tuple[int, int]], full: Any

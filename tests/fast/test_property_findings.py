@@ -241,8 +241,27 @@ def test_bounded_state_of_a_job_that_keeps_no_state_does_not_apply(orders, monke
 
 def test_a_stateless_reason_among_others_is_still_judged_nothing():
     report = props.PropertyReport("bounded-state", not_judged=Counter({props.STATELESS: 2, "the run ended in an error": 1}))
-    props._stateless(report)
+    props._found_not_to_apply(report)
     assert report.verdict == "judged_nothing"
+
+
+def test_stream_equals_batch_does_not_apply_when_every_stream_ran_an_operator_with_no_batch_equivalent():
+    from eventtime.streambatch import BY_DESIGN
+
+    reasons = {f"stateful operator applyInPandasWithState: {BY_DESIGN}": 5,
+               f"stateful operator dedupeWithinWatermark: {BY_DESIGN}": 3}
+    report = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter(reasons))
+    props._found_not_to_apply(report)
+    assert report.verdict == "does_not_apply", report.describe()
+    assert report.does_not_apply == (
+        "on every one of the 8 generated stream(s) the job ran stateful operator(s) applyInPandasWithState; "
+        "dedupeWithinWatermark, whose streaming result is not a batch result by design (a key kept only within "
+        "the watermark delay, or state a function keeps batch by batch with timeouts)")
+    # control: one stream not judged for a reason of the stream's own (its late rows) keeps it judged nothing
+    mixed = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter({**reasons, "rows added where no `process` "
+                                                                          "ends their batch": 1}))
+    props._found_not_to_apply(mixed)
+    assert mixed.verdict == "judged_nothing"
 
 
 def test_no_shrink_writes_the_first_stream_it_broke_on(orders, monkeypatch):
