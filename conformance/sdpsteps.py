@@ -123,6 +123,7 @@ class PipelineDriver:
     def __init__(self, run: Any, sources: Mapping[str, Any], progress: Any):
         self.run, self.sources, self.progress = run, sources, progress
         self.graph: Any = None  # the graph the latest update registered
+        self.replaced: set[str] = set()  # the streaming flows whose table the latest update emptied (a full refresh)
         self.history: dict[str, list[BatchObservation]] = {}  # flow -> every batch it committed
 
     def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
@@ -137,25 +138,50 @@ class PipelineDriver:
             self.sources[source].add(part)
 
     def process(self) -> list[BatchObservation]:
-        from eventtime.harness.pipelinerun import flow_batches
-        from eventtime.harness.stream import observation
+        return self._update()
 
-        update = self.run.update()
+    def update(self, step: m.UpdateStep) -> list[BatchObservation]:
+        """`update` with a selection or a full refresh: one update as `spark-pipelines run --refresh` /
+        `--full-refresh` / `--full-refresh-all` runs it; a name the pipeline does not define is an error
+        at the step's line, before the update starts."""
+        from eventtime.harness.pipelinerun import SelectionError
+
+        try:
+            return self._update(refresh=step.refresh, full_refresh=step.full_refresh,
+                                full_refresh_all=step.full_refresh_all)
+        except SelectionError as exc:
+            raise StepError(f"{exc}: `refresh` and `full_refresh` name the pipeline's datasets") from exc
+
+    def _update(self, **options: Any) -> list[BatchObservation]:
+        from eventtime.harness.pipelinerun import flow_batches
+
+        update = self.run.update(**options)
         self.graph = update.graph
+        self.replaced = _replaced(self.graph, options.get("full_refresh", ()), options.get("full_refresh_all", False))
         out: list[BatchObservation] = []
         for flow in streaming_flows(self.graph):
             known = self.history.setdefault(flow, [])
             seen = {(b.checkpoint, b.batch_id) for b in known}
             new = [fb for fb in flow_batches(self.run.spark, self.run.storage, flow)
                    if (fb.checkpoint, fb.batch_id) not in seen]
-            reports = self.progress.reports(flow, [fb.batch_id for fb in new], self.run.timeout)
-            for fb in new:
-                offsets = {"batchWatermarkMs": fb.watermark_before_ms, "batchTimestampMs": fb.timestamp_ms}
-                obs = observation(fb.batch_id, offsets=offsets, commit={"nextBatchWatermarkMs": fb.watermark_after_ms},
-                                  progress=reports[fb.batch_id], rows=[], run=len(self.run.updates) - 1)
-                obs.checkpoint, obs.query = fb.checkpoint, flow
-                known.append(obs)
-                out.append(obs)
+            for query_id in dict.fromkeys(fb.query_id for fb in new):  # a full refresh: a new checkpoint, ids anew
+                batches = [fb for fb in new if fb.query_id == query_id]
+                out += self._observed(flow, batches, query_id)
+            known += [b for b in out if b.query == flow]
+        return out
+
+    def _observed(self, flow: str, batches: list[Any], query_id: str | None) -> list[BatchObservation]:
+        """One checkpoint's new batches of `flow`, with Spark's progress report of each."""
+        from eventtime.harness.stream import observation
+
+        reports = self.progress.reports(flow, [fb.batch_id for fb in batches], self.run.timeout, query_id)
+        out = []
+        for fb in batches:
+            offsets = {"batchWatermarkMs": fb.watermark_before_ms, "batchTimestampMs": fb.timestamp_ms}
+            obs = observation(fb.batch_id, offsets=offsets, commit={"nextBatchWatermarkMs": fb.watermark_after_ms},
+                              progress=reports[fb.batch_id], rows=[], run=len(self.run.updates) - 1)
+            obs.checkpoint, obs.query = fb.checkpoint, flow
+            out.append(obs)
         return out
 
     def advance(self, ms: int) -> list[BatchObservation]:
@@ -167,6 +193,13 @@ class PipelineDriver:
 
     def uncommit_last(self, query: str | None = None) -> None:
         raise StepNotSupported("`restart: {rerun_last_batch: true}` is not supported for pipelines yet")
+
+
+def _replaced(graph: Any, full_refresh: Sequence[str], full_refresh_all: bool) -> set[str]:
+    """The streaming flows whose table a full refresh emptied (recomputed on a new checkpoint)."""
+    tables = {t.rsplit(".", 1)[-1].strip("`").lower() for t in full_refresh}
+    targets = {f.name: f.target for f in graph.flows}
+    return {f for f in streaming_flows(graph) if full_refresh_all or targets[f].lower() in tables}
 
 
 def streaming_flows(graph: Any) -> list[str]:
@@ -237,6 +270,8 @@ class PipelineSteps:
             batches = action()
         except StepNotSupported as exc:
             return self._error(sr, f"{step.where if step else self.scenario.where}: {exc} ({_DOCS})")
+        except StepError as exc:
+            return self._error(sr, f"{step.where if step else self.scenario.where}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an update that failed, a read no source stands in for: its verdict
             return self._error(sr, _said(exc))
         finally:
@@ -245,6 +280,9 @@ class PipelineSteps:
         if isinstance(step, (m.ProcessStep, m.GenerateStep, m.RunStep)):  # the latest update's batches only
             last = max((b.run for b in batches), default=None)
             self.since_check = {flow: [b for b in batches if b.query == flow and b.run == last] for flow in flows}
+        for flow in self.driver.replaced:  # its table was emptied: what it holds now is all new (docs/pipelines.md)
+            self.seen[flow] = []
+        self.driver.replaced = set()
         for b in batches:
             self.pending.setdefault(str(b.query), []).append(b)
         sr.batches.extend(batches)

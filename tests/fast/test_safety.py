@@ -253,6 +253,7 @@ TEXT_SLOTS = {
     "/$defs/source/properties/columns/oneOf/0": "columns as Spark DDL ('name type, ...'), read by eventtime.coltypes",
     "/$defs/source/properties/columns/oneOf/1/additionalProperties": "a Spark DDL type, read by eventtime.coltypes",
     "/$defs/generate/properties/source": "source name, looked up among the scenario's sources",
+    "/$defs/dataset_names/items": "a pipeline's dataset name (pattern), looked up among the datasets it defines",
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark/oneOf/0": "time literal",

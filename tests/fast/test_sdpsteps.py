@@ -101,3 +101,109 @@ def test_a_printed_rerun_binds_a_pipeline_folder_to_its_contract():
     assert parse_binding(words[4], "--pipeline") == ("click_counts", None, "clicks/")
     function = shlex.split(rerun_command(load_scenario(SCENARIO), SCENARIO, "shop.clicks:transform", args))
     assert function[3:] == ["--pipeline", "shop.clicks:transform"]  # a function still binds every contract
+
+
+def test_an_update_step_with_a_selection_or_a_full_refresh():
+    """`update` is `process` without options; with them, what `spark-pipelines run` takes."""
+    from eventtime import spec as m
+
+    plain, empty, selected, full, everything = _steps(
+        "  - update\n  - update: {}\n  - update: {refresh: [click_counts]}\n"
+        "  - update: {full_refresh: [click_counts, other]}\n  - update: {full_refresh: all}\n")[:5]
+    assert all(isinstance(s, m.ProcessStep) and s.kind == "update" for s in (plain, empty, selected, full, everything))
+    assert not plain.selective and not empty.selective
+    assert (selected.refresh, selected.full_refresh, selected.full_refresh_all) == (("click_counts",), (), False)
+    assert (full.refresh, full.full_refresh, full.full_refresh_all) == ((), ("click_counts", "other"), False)
+    assert (everything.full_refresh, everything.full_refresh_all) == ((), True)
+
+
+def _refused(body: str) -> str:
+    import pytest
+
+    from eventtime.errors import ScenarioInvalid
+
+    text = SCENARIO.read_text().split("  - add:")[0] + body + "  - process\n"
+    with pytest.raises(ScenarioInvalid) as info:
+        load_scenario_text(text, str(SCENARIO), file=SCENARIO)
+    line = text.splitlines().index(body.splitlines()[0]) + 1
+    assert f":{line}" in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def test_what_spark_refuses_in_a_selection_is_an_error_at_the_steps_line():
+    assert "Spark refuses that" in _refused("  - update: {refresh: [a, click_counts], full_refresh: [Click_Counts]}\n")
+    assert "CONFLICTING_PIPELINE_REFRESH_OPTIONS" in _refused("  - update: {refresh: [a], full_refresh: all}\n")
+    assert "refreshh" in _refused("  - update: {refreshh: [a]}\n")
+    _refused("  - update: {refresh: []}\n")  # an empty selection would be an update of everything
+    _refused("  - update: {full_refresh: everything}\n")
+    # the control: the same names, not overlapping, load
+    assert _steps("  - update: {refresh: [a], full_refresh: [click_counts]}\n")[0].refresh == ("a",)
+
+
+def test_a_selection_names_the_pipelines_datasets():
+    """Spark filters the graph's tables by the names it is given (a misspelt one selects nothing): the kit
+    refuses a name the pipeline does not define, listing those it does, before the update starts."""
+    import pytest
+
+    from eventtime.harness.pipelinerun import SelectionError, check_selection
+
+    place = Place("f.py", 1)
+    graph = PipelineGraph(Path("spark-pipeline.yml"), "clicks", "s",
+                          {"click_counts": Dataset("click_counts", "streaming_table", place),
+                           "summary": Dataset("summary", "materialized_view", place)}, [])
+    check_selection(graph, ["click_counts", "SUMMARY", "spark_catalog.db.summary"])  # as Spark resolves them
+    with pytest.raises(SelectionError, match=r"defines no dataset 'click_count' \(it defines click_counts, summary\)"):
+        check_selection(graph, ["summary", "click_count"])
+
+
+def test_a_full_refresh_replaces_the_tables_of_its_flows():
+    from eventtime.sdpsteps import _replaced
+
+    place = Place("f.py", 1)
+    graph = PipelineGraph(Path("spark-pipeline.yml"), "p", "s",
+                          {"counts": Dataset("counts", "streaming_table", place),
+                           "other": Dataset("other", "streaming_table", place),
+                           "summary": Dataset("summary", "materialized_view", place)},
+                          [FlowDef("counts", "counts", "flow", place), FlowDef("summary", "summary", "flow", place),
+                           FlowDef("backfill", "counts", "flow", place), FlowDef("other", "other", "flow", place)])
+    assert _replaced(graph, ["Counts"], False) == {"counts", "backfill"}
+    assert _replaced(graph, ["summary"], False) == set()  # a materialized view has no checkpoint
+    assert _replaced(graph, [], True) == {"counts", "backfill", "other"}
+    assert _replaced(graph, [], False) == set()
+
+
+def test_a_new_checkpoints_batches_are_told_from_the_old_ones_by_query_id():
+    """A full refresh starts a new checkpoint: its batch ids start at 0 again, under another query id."""
+    from eventtime.harness.pipelinerun import FlowProgress
+
+    listeners = []
+    spark = SimpleNamespace(streams=SimpleNamespace(addListener=listeners.append, removeListener=listeners.remove))
+    progress = FlowProgress(spark)
+    for query, dropped in (("old", 1), ("new", 0)):
+        report = {"name": "spark_catalog.x.click_counts", "id": query, "batchId": 0,
+                  "stateOperators": [{"numRowsDroppedByWatermark": dropped}]}
+        listeners[0].onQueryProgress(SimpleNamespace(progress=SimpleNamespace(json=json.dumps(report))))
+    dropped_by = {q: progress.reports("click_counts", [0], 0, q)[0]["stateOperators"][0]["numRowsDroppedByWatermark"]
+                  for q in ("old", "new")}
+    assert dropped_by == {"old": 1, "new": 0}
+    progress.close()
+
+
+def test_a_selection_is_refused_for_a_job_or_a_function_at_its_line():
+    from eventtime import spec as m
+    from eventtime.binding import _pipeline_only
+    from eventtime.drive import step_action
+    from eventtime.results import ScenarioResult
+
+    text = SCENARIO.read_text().split("  - add:")[0] + "  - update\n  - update: {full_refresh: all}\n"
+    scenario = load_scenario_text(text, str(SCENARIO), file=SCENARIO)
+    result = ScenarioResult(scenario, "shop.clicks:transform", "passed")
+    assert _pipeline_only(result) and result.status == "error"
+    assert f":{len(text.splitlines())}:5: `update` with a selection" in str(result.reason)
+    plain = load_scenario_text(text.rsplit("  - update: {", 1)[0], str(SCENARIO), file=SCENARIO)
+    assert m.pipeline_only(plain) is None  # the control: a plain `update` is `process`
+    import pytest
+
+    with pytest.raises(TypeError, match="takes no `update`"):
+        step_action(scenario.steps[-1], SimpleNamespace(process=list), {})
+    assert step_action(plain.steps[-1], SimpleNamespace(process=list), {}) is list
