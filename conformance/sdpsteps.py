@@ -23,6 +23,7 @@ source standing in for what a definition reads (its `from:`, as for a job), each
 """
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import replace
@@ -33,7 +34,8 @@ from eventtime.harness.observations import BatchObservation
 from . import spec as m
 from .drive import drive
 from .judge import Observed, judge_expect
-from .results import ERROR, FAILED, SKIPPED, CheckFailure, ScenarioResult, StepResult, conclude
+from .results import ERROR, FAILED, SKIPPED, CheckFailure, FailureInfo, ScenarioResult, StepResult, conclude
+from .upgrade import restart_step, upgrade_verdict
 from .written import Written
 
 __all__ = ["run_declarative"]
@@ -53,8 +55,11 @@ class StepNotSupported(StepError):
 
 
 def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: float,
-                    conf: Mapping[str, str] | None = None) -> None:
-    """Run `result.scenario`'s steps against the pipeline whose spec is `spec`, into `result`."""
+                    conf: Mapping[str, str] | None = None, previous: tuple[str, str] | None = None) -> None:
+    """Run `result.scenario`'s steps against the pipeline whose spec is `spec`, into `result`. `previous`:
+    (its name, its spec) of a run across a change (docs/upgrade.md): the updates before the scenario's first
+    `start`/`restart` run the previous definitions, the later ones the current, on the same storage and
+    database; the outcome is `upgrade.upgrade_verdict`'s."""
     from eventtime.harness.connect import ConnectSource, ConnectStaging
     from eventtime.harness.pipelinerun import FlowProgress, PipelineRun, PipelineSource
 
@@ -71,10 +76,12 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     storage = _uri(f"{staging.root}/pipeline-storage")
     run_conf = {"spark.sql.shuffle.partitions": str(spark.conf.get("spark.sql.shuffle.partitions")),
                 **dict(conf or {}), **scenario.query_conf()}
-    run = PipelineRun(spark, spec, storage, piped, conf=run_conf, timeout=timeout, database=database.name)
+    restart = restart_step(scenario) if previous is not None else None
+    run = PipelineRun(spark, previous[1] if previous else spec, storage, piped, conf=run_conf, timeout=timeout,
+                      database=database.name)
     progress = FlowProgress(spark)
     driver = PipelineDriver(run, sources, progress)
-    steps = PipelineSteps(result, driver)
+    steps = PipelineSteps(result, driver, (restart.index, spec) if restart is not None else None)
     result.notes.append("a pipeline's batches are read from its flows' checkpoints and progress: the rows each "
                         "wrote to its table are not known per batch (shown as 0 out; a flow's `rows` are its "
                         f"table's new rows since the previous expect, {_DOCS})")
@@ -85,6 +92,8 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
         progress.close()
         database.leave()
     conclude(result)
+    if previous is not None and restart is not None:
+        upgrade_verdict(result, previous[0], restart, steps.failure, False)
 
 
 def _uri(path: str) -> str:
@@ -239,8 +248,11 @@ class PipelineSteps:
     verdicts (what a pipeline cannot do yet at the step's line), each expect judged on a dataset read back
     or on one flow's batches."""
 
-    def __init__(self, result: ScenarioResult, driver: PipelineDriver):
+    def __init__(self, result: ScenarioResult, driver: PipelineDriver, switch: tuple[int, str] | None = None):
         self.result, self.driver, self.scenario = result, driver, result.scenario
+        # a run across a change: at this step (the first `start`/`restart`) the current definitions take over
+        self.switch = switch
+        self.failure: FailureInfo | None = None  # the update that failed, for the verdict of a run across a change
         self.written = Written(result.scenario, "", lambda: ())  # a table read back as a job's is
         self.current = StepResult(0, "start", self.scenario.where)
         self.fatal = False  # an update failed or a step could not run: nothing runs or is judged after it
@@ -265,6 +277,8 @@ class PipelineSteps:
         if why is not None:
             assert step is not None
             return self._error(sr, f"{step.where}: {why} ({_DOCS})")
+        if step is not None and self.switch is not None and step.index == self.switch[0]:
+            self.driver.run.path = self.switch[1]  # the next update registers the current definitions
         t0 = time.monotonic()
         try:
             batches = action()
@@ -273,6 +287,7 @@ class PipelineSteps:
         except StepError as exc:
             return self._error(sr, f"{step.where if step else self.scenario.where}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an update that failed, a read no source stands in for: its verdict
+            self.failure = update_failure(exc, sr.index)
             return self._error(sr, _said(exc))
         finally:
             sr.seconds = time.monotonic() - t0
@@ -399,6 +414,25 @@ class _FlowObserved(Observed):
             else:
                 out.append(row)
         return out
+
+
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+
+
+def update_failure(exc: Exception, step: int) -> FailureInfo | None:
+    """A failed update as a query's failure (`results.FailureInfo`): the error classes Spark's messages in
+    it name (the server's and its flows' events: a flow's failure is an event of the update), in order,
+    each message starting a line of `text` so that `upgrade.spark_message` finds it. None for anything but
+    an update that ran and failed (a definition that does not load is no failure of the pipeline's run)."""
+    from eventtime.harness.pipelinerun import UpdateFailed
+
+    if not isinstance(exc, UpdateFailed):
+        return None
+    text = str(exc)
+    classes = list(dict.fromkeys(c for c in _ERROR_CLASS.findall(text) if c != "STREAM_FAILED"))
+    lines = _ERROR_CLASS.sub(lambda found: "\n" + found.group(0), text)
+    first = text.strip().splitlines()[0] if text.strip() else "UpdateFailed"
+    return FailureInfo(first, classes, ["eventtime.harness.pipelinerun.UpdateFailed"], lines, step)
 
 
 def _said(exc: Exception) -> str:

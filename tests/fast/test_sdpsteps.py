@@ -207,3 +207,48 @@ def test_a_selection_is_refused_for_a_job_or_a_function_at_its_line():
     with pytest.raises(TypeError, match="takes no `update`"):
         step_action(scenario.steps[-1], SimpleNamespace(process=list), {})
     assert step_action(plain.steps[-1], SimpleNamespace(process=list), {}) is list
+
+
+def test_a_failed_updates_spark_error_is_its_failure():
+    """A run across a change reports Spark's own error class and message of a failed update (`cannot_restart`):
+    they are in the update's events, mid-line; each message starts a line for `upgrade.spark_message`."""
+    from eventtime.harness.pipelinerun import UpdateFailed
+    from eventtime.sdpsteps import update_failure
+    from eventtime.upgrade import spark_message
+
+    exc = UpdateFailed("the update of pipeline 'clicks' (spark-pipeline.yml) failed: [PIPELINE_RUN_FAILED] flows "
+                       "failed\nits last events:\nFlow 'click_counts' has FAILED. Error: [STREAM_FAILED] Query "
+                       "terminated [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match.")
+    failure = update_failure(exc, 7)
+    assert failure is not None and failure.step == 7
+    assert failure.error_classes == ["PIPELINE_RUN_FAILED", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]
+    assert spark_message(failure.text, "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE") == (
+        "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match.")
+    assert update_failure(ValueError("a definition that does not load"), 7) is None  # no run of the pipeline
+
+
+def _result(text: str):
+    from eventtime.results import ScenarioResult
+
+    return ScenarioResult(load_scenario_text(text, str(SCENARIO), file=SCENARIO), "clicks_v2/", "passed")
+
+
+def test_a_run_across_a_change_of_a_pipeline_needs_a_restart_and_a_pipeline_on_both_sides():
+    from eventtime.upgrade import NewVersion
+
+    compat = SimpleNamespace(features=frozenset(), connect=True, pipelines_not_applicable=lambda: None)
+    no_restart = _result(SCENARIO.read_text().split("  - restart")[0])
+    assert NewVersion(str(SCENARIO.parent / "clicks") + "/").previous_pipeline(no_restart, compat) is None
+    assert no_restart.status == "not_applicable" and "no `start` or `restart` step" in str(no_restart.reason)
+    function = _result(SCENARIO.read_text())
+    assert NewVersion("eventtime.pipelines.reference:tumbling_count").previous_pipeline(function, compat) is None
+    assert function.status == "error" and "is a Spark Declarative Pipeline: both must be of one kind" in str(
+        function.reason)
+    # the control: a pipeline's folder is its previous version, its spec found
+    both = _result(SCENARIO.read_text())
+    spec = NewVersion(str(SCENARIO.parent / "clicks") + "/").previous_pipeline(both, compat)
+    assert spec is not None and spec.endswith("clicks/spark-pipeline.yml") and both.status == "passed"
+    # a pipeline as the previous version of a function
+    current = _result(SCENARIO.read_text())
+    assert NewVersion(str(SCENARIO.parent / "clicks") + "/").refuses(current, False, compat)
+    assert "is a Spark Declarative Pipeline and the current clicks_v2/ is a pipeline function" in str(current.reason)
