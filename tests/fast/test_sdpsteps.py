@@ -252,3 +252,24 @@ def test_a_run_across_a_change_of_a_pipeline_needs_a_restart_and_a_pipeline_on_b
     current = _result(SCENARIO.read_text())
     assert NewVersion(str(SCENARIO.parent / "clicks") + "/").refuses(current, False, compat)
     assert "is a Spark Declarative Pipeline and the current clicks_v2/ is a pipeline function" in str(current.reason)
+
+
+def test_the_model_runs_a_plain_update_as_process_and_does_not_cover_a_selection():
+    import pytest
+
+    from eventtime.semantics import simulate
+    from eventtime.semantics.plans import NotCovered
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "chained" / "window-count-waits-for-both-stages.scenario.yaml"
+    text = path.read_text()
+    assert "\n  - process\n" in text
+    process = simulate(load_scenario_text(text, str(path), file=path))
+    import re
+
+    update = simulate(load_scenario_text(re.sub(r"^  - process\b", "  - update", text, flags=re.M), str(path), file=path))
+    assert [(s.kind, [b.watermark_after_ms for b in s.batches]) for s in update.steps] == [
+        ("update" if s.kind == "process" else s.kind, [b.watermark_after_ms for b in s.batches]) for s in process.steps]
+    assert any(s.kind == "update" and s.batches for s in update.steps)
+    selective = text.replace("\n  - process\n", "\n  - update: {full_refresh: all}\n", 1)
+    with pytest.raises(NotCovered, match="does not model a pipeline update's selection or full refresh"):
+        simulate(load_scenario_text(selective, str(path), file=path))
