@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from . import spec as m
 from .applicability import OVER_CONNECT, applicability, connect_applicability
 from .results import ERROR, NOT_APPLICABLE, ScenarioResult
 from .userpipeline import (DeclarativePipeline, Pipeline, PipelineError, SignatureError, implementation_info, is_job,
@@ -37,6 +38,8 @@ def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
         return None
     if isinstance(fn, DeclarativePipeline):  # its steps run as updates (`sdpsteps`), not as a query's
         return (fn, None, False) if _declarative(result, fn, compat) else None
+    if _pipeline_only(result):
+        return None
     info = implementation_info(fn)
     if is_job(fn, scenario.contract):
         if compat.connect:
@@ -64,6 +67,19 @@ def prepare(result: ScenarioResult, pipeline: Pipeline | str | None, compat: Any
         result.status, result.reason = NOT_APPLICABLE, reason
         return None
     return call, info, False
+
+
+def _pipeline_only(result: ScenarioResult) -> bool:
+    """Whether the scenario has a step only a Spark Declarative Pipeline runs (an error at its line then):
+    the implementation bound is a job or a function."""
+    only = m.pipeline_only(result.scenario)
+    if only is not None:
+        result.status = ERROR
+        result.reason = (f"{only.where}: `update` with a selection or a full refresh runs on a Spark Declarative "
+                         f"Pipeline only (bound by its spec, docs/pipelines.md), and {result.implementation} is not "
+                         "one: a job or a function has no datasets to select (a plain `update` or `process` is one "
+                         "run of all it does)")
+    return only is not None
 
 
 def _declarative(result: ScenarioResult, pipeline: DeclarativePipeline, compat: Any) -> bool:

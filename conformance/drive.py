@@ -114,7 +114,14 @@ def step_action(step: m.Step, driver: Driver, conf: Mapping[str, str]) -> Action
         return _stop_action(step, driver)
     if isinstance(step, m.StaticStep):
         return _static_action(step, driver)
-    if isinstance(step, m.ProcessStep):
+    if isinstance(step, m.UpdateStep) and step.selective:
+        # a pipeline's selection or full refresh: only a pipeline's driver has `update` (a job's run refuses
+        # the scenario first: `spec.pipeline_only`)
+        update = getattr(driver, "update", None)
+        if update is None:
+            raise TypeError(f"this driver takes no `update` with a selection or a full refresh ({step.where})")
+        return lambda: update(step)
+    if isinstance(step, m.ProcessStep):  # `update` without options too
         return driver.process
     if isinstance(step, m.InputStep):
         # watermarks and stream statuses as input: only the dataflow profile's model takes them (the

@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "PipelineRaised": "userpipeline", "PipelineImportError": "userpipeline", "ImplementationError": "userpipeline",
     "SubstitutionError": "harness.jobio", "PathOutside": "harness.jobpaths",
     "PipelineLoadError": "harness.pipelinegraph", "NeedsSession": "harness.pipelinegraph", "UpdateFailed": "harness.pipelinerun",
+    "SelectionError": "harness.pipelinerun",
     # the model
     "NotCovered": "semantics.plans", "ModelError": "semantics.microbatch", "WriteError": "semantics.fill",
     # Spark
@@ -40,7 +41,7 @@ __all__ = ["EventtimeError", "FileInvalid", "ScenarioInvalid", "ContractInvalid"
            "ContractConflict", "TimeFormatError", "TypeSyntaxError", "ValueProblem", "RowProblem", "ResultsFileError",
            "UpgradeError", "PipelineError", "SignatureError", "OutputMismatch", "PipelineRaised", "PipelineImportError",
            "ImplementationError", "SubstitutionError", "PipelineLoadError", "NeedsSession", "UpdateFailed",
-           "PathOutside", "NotCovered", "ModelError", "WriteError", "HarnessError", "HarnessTimeout", "QueryFailed",
+           "SelectionError",            "PathOutside", "NotCovered", "ModelError", "WriteError", "HarnessError", "HarnessTimeout", "QueryFailed",
            "ConnectLimit", "ClockWaitTimeout", "MasterURLError", "ClusterError", "ConnectServerError", "CrossLineError"]
 if sorted(__all__) != sorted(["EventtimeError", *_EXPORTS]):  # pragma: no cover - guards refactors
     raise ImportError(f"eventtime.errors.__all__ and its export table differ: {sorted(set(__all__) ^ set(_EXPORTS))}")
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from eventtime.harness.jobio import SubstitutionError
     from eventtime.harness.jobpaths import PathOutside
     from eventtime.harness.pipelinegraph import NeedsSession, PipelineLoadError
-    from eventtime.harness.pipelinerun import UpdateFailed
+    from eventtime.harness.pipelinerun import SelectionError, UpdateFailed
     from eventtime.harness.stream import HarnessError, HarnessTimeout, QueryFailed
 
     from .coltypes import TypeSyntaxError, ValueProblem

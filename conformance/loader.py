@@ -80,7 +80,7 @@ def _validators() -> tuple[Any, dict[str, Any]]:
     top_validator = cls(top, registry=registry)
     parts = {name: cls({"$ref": f"{root['$id']}#/$defs/{name}"}, registry=registry)
              for name in ("add", "expect", "duration", "conf_change", "generate", "run", "static", "watermark_input",
-                          "inputs")}
+                          "inputs", "update")}
     return top_validator, parts
 
 
@@ -696,7 +696,7 @@ class _Builder:
         return out
 
     # -- steps ------------------------------------------------------------------------------------
-    KINDS = ("add", "process", "advance", "stop", "start", "restart", "run", "expect", "generate", "static") + m.INPUT_STEPS
+    KINDS = ("add", "process", "update", "advance", "stop", "start", "restart", "run", "expect", "generate", "static") + m.INPUT_STEPS
 
     def steps(self, contract: Contract | None, sources: dict[str, m.SourceDef],
               trigger: Duration | None) -> tuple[m.Step, ...]:
@@ -766,6 +766,10 @@ class _Builder:
                 self.c.at(bpath, "`process` takes no value")
             flow.runs_batches = True
             return m.ProcessStep(where)
+        elif kind == "update":
+            flow.runs_batches = True
+            if body is None or self.c.schema_errors(parts["update"], body, bpath):
+                return self.update_step(body or {}, bpath, where)
         elif kind == "advance":
             if self.c.schema_errors(parts["duration"], body, bpath):
                 d = self.duration(body, bpath, positive=True)
@@ -789,6 +793,28 @@ class _Builder:
         elif kind in m.INPUT_STEPS:
             return self.input_step(kind, body, path, bpath, where, sources)
         return None
+
+    def update_step(self, body: dict, bpath: tuple, where: m.Where) -> m.UpdateStep | None:
+        """`update`, schema-checked; Spark's own refusals of a selection said at the step's line (read from
+        pyspark's pipelines cli.py and the server's PipelinesHandler, 4.3.0): `full_refresh: all` with
+        `refresh` (CONFLICTING_PIPELINE_REFRESH_OPTIONS), a dataset both refreshed and fully refreshed
+        ("Datasets specified for refresh and full refresh cannot overlap"). Whether the names are the
+        pipeline's datasets is known once it is bound (an error at this line then, `sdpsteps`)."""
+        refresh = tuple(body.get("refresh") or ())
+        full = body.get("full_refresh") or ()
+        if full == "all" and refresh:
+            self.c.at(bpath, "`full_refresh: all` already recomputes every dataset: Spark refuses a `refresh` "
+                             "selection with it (CONFLICTING_PIPELINE_REFRESH_OPTIONS, --refresh with "
+                             "--full-refresh-all)")
+            return None
+        both = [n for n in refresh if n.lower() in {f.lower() for f in full}] if full != "all" else []
+        if both:
+            self.c.at(bpath, f"{', '.join(both)} both in `refresh` and `full_refresh`: Spark refuses that (\"Datasets "
+                             "specified for refresh and full refresh cannot overlap\"); a full refresh runs the "
+                             "dataset's flows too, so name it in `full_refresh` only")
+            return None
+        return m.UpdateStep(where, refresh=refresh, full_refresh=() if full == "all" else tuple(full),
+                            full_refresh_all=full == "all")
 
     def dataflow_only(self, path: tuple, what: str, key: bool = False, why: str | None = None) -> bool:
         """Whether the scenario states the dataflow profile; else a problem at `path` saying `what` needs it."""

@@ -153,11 +153,17 @@ class GitCheckout:
 
     def load(self, target: str) -> Any:
         """The pipeline `target` names, as the ref has it; raises PipelineError saying why not."""
-        from .userpipeline import PipelineError, resolve_pipeline
+        from .userpipeline import PipelineError, _is_pipeline_ref, resolve_pipeline
 
         if target.endswith(":__main__"):
             raise PipelineError(f"--previous-ref {self.ref}: a script job bound as a module ({target}) is run by "
                                 "its name, which is the current code's; bind it by its path (jobs/job.py)")
+        if _is_pipeline_ref(target):  # a Spark Declarative Pipeline: the same spec (or folder) at the ref
+            then = self._in_tree(Path(os.path.abspath(target)), target)
+            if not then.exists():
+                raise PipelineError(f"--previous-ref {self.ref}: {target} does not exist at {self.ref}")
+            at_ref = str(then) + ("/" if then.is_dir() else "")  # a folder is bound with its `/`
+            return resolve_pipeline(at_ref)
         if target.endswith(".py"):
             then = self._in_tree(Path(os.path.abspath(target)), target)
             if not then.is_file():

@@ -149,15 +149,25 @@ def _run_scenario(run: _Run, pipeline: Pipeline | str | None, started: float) ->
 
 
 def _run_declarative(run: _Run, result: ScenarioResult, pipeline: DeclarativePipeline) -> None:
-    """A Spark Declarative Pipeline's run: its steps as updates (`sdpsteps`); no run across a change yet."""
-    if not isinstance(run.crossing, Straight):
-        result.status, result.reason = ERROR, (f"pipeline {pipeline.ref!r} is a Spark Declarative Pipeline: a run "
-                                               "across a change (--previous, Spark lines) is not supported for "
-                                               "pipelines yet (docs/pipelines.md)")
-        return
-    from .sdpsteps import run_declarative
+    """A Spark Declarative Pipeline's run: its steps as updates (`sdpsteps`); across a change of its
+    definitions (`upgrade.NewVersion`) the previous ones run the updates before the first restart. Not
+    across Spark lines."""
+    from eventtime.harness.compat import compat_for
 
-    run_declarative(result, pipeline.spec, run.spark, timeout=run.timeout, conf=run.conf)
+    from .sdpsteps import run_declarative
+    from .upgrade import NewVersion
+
+    previous: tuple[str, str] | None = None
+    if isinstance(run.crossing, NewVersion):
+        spec = run.crossing.previous_pipeline(result, compat_for(run.spark))
+        if spec is None:
+            return
+        previous = (run.crossing.name, spec)
+    elif type(run.crossing) is not Straight:  # Resume and Keep (crossline) are Straight too
+        result.status, result.reason = ERROR, (f"pipeline {pipeline.ref!r} is a Spark Declarative Pipeline: a run "
+                                               "across Spark lines is not supported for pipelines (docs/pipelines.md)")
+        return
+    run_declarative(result, pipeline.spec, run.spark, timeout=run.timeout, conf=run.conf, previous=previous)
 
 
 def _drive(run: _Run, build: QueryBuild, steps: SparkSteps, query_conf: Mapping[str, str], workdir: str) -> None:

@@ -23,6 +23,7 @@ source standing in for what a definition reads (its `from:`, as for a job), each
 """
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import replace
@@ -33,7 +34,8 @@ from eventtime.harness.observations import BatchObservation
 from . import spec as m
 from .drive import drive
 from .judge import Observed, judge_expect
-from .results import ERROR, FAILED, SKIPPED, CheckFailure, ScenarioResult, StepResult, conclude
+from .results import ERROR, FAILED, SKIPPED, CheckFailure, FailureInfo, ScenarioResult, StepResult, conclude
+from .upgrade import restart_step, upgrade_verdict
 from .written import Written
 
 __all__ = ["run_declarative"]
@@ -53,8 +55,11 @@ class StepNotSupported(StepError):
 
 
 def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: float,
-                    conf: Mapping[str, str] | None = None) -> None:
-    """Run `result.scenario`'s steps against the pipeline whose spec is `spec`, into `result`."""
+                    conf: Mapping[str, str] | None = None, previous: tuple[str, str] | None = None) -> None:
+    """Run `result.scenario`'s steps against the pipeline whose spec is `spec`, into `result`. `previous`:
+    (its name, its spec) of a run across a change (docs/upgrade.md): the updates before the scenario's first
+    `start`/`restart` run the previous definitions, the later ones the current, on the same storage and
+    database; the outcome is `upgrade.upgrade_verdict`'s."""
     from eventtime.harness.connect import ConnectSource, ConnectStaging
     from eventtime.harness.pipelinerun import FlowProgress, PipelineRun, PipelineSource
 
@@ -71,10 +76,12 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     storage = _uri(f"{staging.root}/pipeline-storage")
     run_conf = {"spark.sql.shuffle.partitions": str(spark.conf.get("spark.sql.shuffle.partitions")),
                 **dict(conf or {}), **scenario.query_conf()}
-    run = PipelineRun(spark, spec, storage, piped, conf=run_conf, timeout=timeout, database=database.name)
+    restart = restart_step(scenario) if previous is not None else None
+    run = PipelineRun(spark, previous[1] if previous else spec, storage, piped, conf=run_conf, timeout=timeout,
+                      database=database.name)
     progress = FlowProgress(spark)
     driver = PipelineDriver(run, sources, progress)
-    steps = PipelineSteps(result, driver)
+    steps = PipelineSteps(result, driver, (restart.index, spec) if restart is not None else None)
     result.notes.append("a pipeline's batches are read from its flows' checkpoints and progress: the rows each "
                         "wrote to its table are not known per batch (shown as 0 out; a flow's `rows` are its "
                         f"table's new rows since the previous expect, {_DOCS})")
@@ -85,6 +92,8 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
         progress.close()
         database.leave()
     conclude(result)
+    if previous is not None and restart is not None:
+        upgrade_verdict(result, previous[0], restart, steps.failure, False)
 
 
 def _uri(path: str) -> str:
@@ -123,6 +132,7 @@ class PipelineDriver:
     def __init__(self, run: Any, sources: Mapping[str, Any], progress: Any):
         self.run, self.sources, self.progress = run, sources, progress
         self.graph: Any = None  # the graph the latest update registered
+        self.replaced: set[str] = set()  # the streaming flows whose table the latest update emptied (a full refresh)
         self.history: dict[str, list[BatchObservation]] = {}  # flow -> every batch it committed
 
     def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
@@ -137,25 +147,50 @@ class PipelineDriver:
             self.sources[source].add(part)
 
     def process(self) -> list[BatchObservation]:
-        from eventtime.harness.pipelinerun import flow_batches
-        from eventtime.harness.stream import observation
+        return self._update()
 
-        update = self.run.update()
+    def update(self, step: m.UpdateStep) -> list[BatchObservation]:
+        """`update` with a selection or a full refresh: one update as `spark-pipelines run --refresh` /
+        `--full-refresh` / `--full-refresh-all` runs it; a name the pipeline does not define is an error
+        at the step's line, before the update starts."""
+        from eventtime.harness.pipelinerun import SelectionError
+
+        try:
+            return self._update(refresh=step.refresh, full_refresh=step.full_refresh,
+                                full_refresh_all=step.full_refresh_all)
+        except SelectionError as exc:
+            raise StepError(f"{exc}: `refresh` and `full_refresh` name the pipeline's datasets") from exc
+
+    def _update(self, **options: Any) -> list[BatchObservation]:
+        from eventtime.harness.pipelinerun import flow_batches
+
+        update = self.run.update(**options)
         self.graph = update.graph
+        self.replaced = _replaced(self.graph, options.get("full_refresh", ()), options.get("full_refresh_all", False))
         out: list[BatchObservation] = []
         for flow in streaming_flows(self.graph):
             known = self.history.setdefault(flow, [])
             seen = {(b.checkpoint, b.batch_id) for b in known}
             new = [fb for fb in flow_batches(self.run.spark, self.run.storage, flow)
                    if (fb.checkpoint, fb.batch_id) not in seen]
-            reports = self.progress.reports(flow, [fb.batch_id for fb in new], self.run.timeout)
-            for fb in new:
-                offsets = {"batchWatermarkMs": fb.watermark_before_ms, "batchTimestampMs": fb.timestamp_ms}
-                obs = observation(fb.batch_id, offsets=offsets, commit={"nextBatchWatermarkMs": fb.watermark_after_ms},
-                                  progress=reports[fb.batch_id], rows=[], run=len(self.run.updates) - 1)
-                obs.checkpoint, obs.query = fb.checkpoint, flow
-                known.append(obs)
-                out.append(obs)
+            for query_id in dict.fromkeys(fb.query_id for fb in new):  # a full refresh: a new checkpoint, ids anew
+                batches = [fb for fb in new if fb.query_id == query_id]
+                out += self._observed(flow, batches, query_id)
+            known += [b for b in out if b.query == flow]
+        return out
+
+    def _observed(self, flow: str, batches: list[Any], query_id: str | None) -> list[BatchObservation]:
+        """One checkpoint's new batches of `flow`, with Spark's progress report of each."""
+        from eventtime.harness.stream import observation
+
+        reports = self.progress.reports(flow, [fb.batch_id for fb in batches], self.run.timeout, query_id)
+        out = []
+        for fb in batches:
+            offsets = {"batchWatermarkMs": fb.watermark_before_ms, "batchTimestampMs": fb.timestamp_ms}
+            obs = observation(fb.batch_id, offsets=offsets, commit={"nextBatchWatermarkMs": fb.watermark_after_ms},
+                              progress=reports[fb.batch_id], rows=[], run=len(self.run.updates) - 1)
+            obs.checkpoint, obs.query = fb.checkpoint, flow
+            out.append(obs)
         return out
 
     def advance(self, ms: int) -> list[BatchObservation]:
@@ -167,6 +202,13 @@ class PipelineDriver:
 
     def uncommit_last(self, query: str | None = None) -> None:
         raise StepNotSupported("`restart: {rerun_last_batch: true}` is not supported for pipelines yet")
+
+
+def _replaced(graph: Any, full_refresh: Sequence[str], full_refresh_all: bool) -> set[str]:
+    """The streaming flows whose table a full refresh emptied (recomputed on a new checkpoint)."""
+    tables = {t.rsplit(".", 1)[-1].strip("`").lower() for t in full_refresh}
+    targets = {f.name: f.target for f in graph.flows}
+    return {f for f in streaming_flows(graph) if full_refresh_all or targets[f].lower() in tables}
 
 
 def streaming_flows(graph: Any) -> list[str]:
@@ -206,8 +248,11 @@ class PipelineSteps:
     verdicts (what a pipeline cannot do yet at the step's line), each expect judged on a dataset read back
     or on one flow's batches."""
 
-    def __init__(self, result: ScenarioResult, driver: PipelineDriver):
+    def __init__(self, result: ScenarioResult, driver: PipelineDriver, switch: tuple[int, str] | None = None):
         self.result, self.driver, self.scenario = result, driver, result.scenario
+        # a run across a change: at this step (the first `start`/`restart`) the current definitions take over
+        self.switch = switch
+        self.failure: FailureInfo | None = None  # the update that failed, for the verdict of a run across a change
         self.written = Written(result.scenario, "", lambda: ())  # a table read back as a job's is
         self.current = StepResult(0, "start", self.scenario.where)
         self.fatal = False  # an update failed or a step could not run: nothing runs or is judged after it
@@ -232,12 +277,17 @@ class PipelineSteps:
         if why is not None:
             assert step is not None
             return self._error(sr, f"{step.where}: {why} ({_DOCS})")
+        if step is not None and self.switch is not None and step.index == self.switch[0]:
+            self.driver.run.path = self.switch[1]  # the next update registers the current definitions
         t0 = time.monotonic()
         try:
             batches = action()
         except StepNotSupported as exc:
             return self._error(sr, f"{step.where if step else self.scenario.where}: {exc} ({_DOCS})")
+        except StepError as exc:
+            return self._error(sr, f"{step.where if step else self.scenario.where}: {exc}")
         except Exception as exc:  # noqa: BLE001 - an update that failed, a read no source stands in for: its verdict
+            self.failure = update_failure(exc, sr.index)
             return self._error(sr, _said(exc))
         finally:
             sr.seconds = time.monotonic() - t0
@@ -245,6 +295,9 @@ class PipelineSteps:
         if isinstance(step, (m.ProcessStep, m.GenerateStep, m.RunStep)):  # the latest update's batches only
             last = max((b.run for b in batches), default=None)
             self.since_check = {flow: [b for b in batches if b.query == flow and b.run == last] for flow in flows}
+        for flow in self.driver.replaced:  # its table was emptied: what it holds now is all new (docs/pipelines.md)
+            self.seen[flow] = []
+        self.driver.replaced = set()
         for b in batches:
             self.pending.setdefault(str(b.query), []).append(b)
         sr.batches.extend(batches)
@@ -361,6 +414,25 @@ class _FlowObserved(Observed):
             else:
                 out.append(row)
         return out
+
+
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+
+
+def update_failure(exc: Exception, step: int) -> FailureInfo | None:
+    """A failed update as a query's failure (`results.FailureInfo`): the error classes Spark's messages in
+    it name (the server's and its flows' events: a flow's failure is an event of the update), in order,
+    each message starting a line of `text` so that `upgrade.spark_message` finds it. None for anything but
+    an update that ran and failed (a definition that does not load is no failure of the pipeline's run)."""
+    from eventtime.harness.pipelinerun import UpdateFailed
+
+    if not isinstance(exc, UpdateFailed):
+        return None
+    text = str(exc)
+    classes = list(dict.fromkeys(c for c in _ERROR_CLASS.findall(text) if c != "STREAM_FAILED"))
+    lines = _ERROR_CLASS.sub(lambda found: "\n" + found.group(0), text)
+    first = text.strip().splitlines()[0] if text.strip() else "UpdateFailed"
+    return FailureInfo(first, classes, ["eventtime.harness.pipelinerun.UpdateFailed"], lines, step)
 
 
 def _said(exc: Exception) -> str:

@@ -11,7 +11,7 @@ from .generate import GenerateSpec, generate_batches, round_robin
 from .timeparse import Duration
 
 __all__ = [
-    "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "AdvanceStep", "StopStep",
+    "Where", "Params", "SourceDef", "Step", "AddStep", "GenerateStep", "ProcessStep", "UpdateStep", "pipeline_only", "AdvanceStep", "StopStep",
     "StartStep", "RunStep", "ExpectStep", "InputStep", "INPUT_STEPS", "model_only", "RowsCheck", "BatchCheck", "OperatorCheck", "FailureCheck", "EventTimeCheck", "SchemaCheck",
     "Scenario", "Value",
 ]
@@ -179,6 +179,31 @@ class StaticStep(Step):
 @dataclass(frozen=True)
 class ProcessStep(Step):
     kind = "process"
+
+
+@dataclass(frozen=True)
+class UpdateStep(ProcessStep):
+    """`update`: one update of a Spark Declarative Pipeline, as one `spark-pipelines run` with its options
+    (docs/pipelines.md, *Updates*): `refresh` runs only the named datasets' flows (`--refresh`),
+    `full_refresh` empties the named datasets and recomputes them on new checkpoints (`--full-refresh`),
+    `full_refresh_all` every dataset (`--full-refresh-all`). Without options it is `process`: one update
+    of everything, which is also what `process` means for a job."""
+
+    refresh: tuple[str, ...] = ()
+    full_refresh: tuple[str, ...] = ()
+    full_refresh_all: bool = False
+    kind = "update"
+
+    @property
+    def selective(self) -> bool:
+        """Whether it asks more than `process` does (a selection or a full refresh)."""
+        return bool(self.refresh or self.full_refresh or self.full_refresh_all)
+
+
+def pipeline_only(scenario: "Scenario") -> "UpdateStep | None":
+    """The first step only a Spark Declarative Pipeline can run (an `update` with a selection or a full
+    refresh: a job or a function has one query and nothing to select), None when there is none."""
+    return next((s for s in scenario.steps if isinstance(s, UpdateStep) and s.selective), None)
 
 
 @dataclass(frozen=True)

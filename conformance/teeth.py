@@ -39,7 +39,7 @@ MS = 1000  # microseconds: watermarks and event times are held as epoch microsec
 
 # the step kinds that can run a micro-batch ("advance" only with a processing-time trigger); a watermark or
 # a stream status given to an input (the dataflow profile's model) can fire what is waiting on it
-BATCH_STEPS = ("start", "restart", "process", "run", "generate", *m.INPUT_STEPS)
+BATCH_STEPS = ("start", "restart", "process", "update", "run", "generate", *m.INPUT_STEPS)
 _QUIET_STEPS = "add, static and stop steps"
 
 

@@ -73,8 +73,8 @@ class NewVersion(Straight):
         self.call, info, previous_job = prepared
         if info is None:  # a Spark Declarative Pipeline (`binding.prepare`): it runs as updates, not as a query
             result.status = ERROR
-            result.reason = (f"the previous version {self.name} is a Spark Declarative Pipeline: a run across a "
-                             "change is not supported for pipelines yet (docs/pipelines.md)")
+            result.reason = (f"the previous version {self.name} is a Spark Declarative Pipeline and the current "
+                             f"{current} is {'a job' if job else 'a pipeline function'}: both must be of one kind")
             return True
         if previous_job != job:
             result.status = ERROR
@@ -83,6 +83,31 @@ class NewVersion(Straight):
             return True
         self.unjudged = frozenset(info.unjudged)
         return False
+
+    def previous_pipeline(self, result: ScenarioResult, compat: Any) -> str | None:
+        """For a Spark Declarative Pipeline's run (`sdpsteps`): the previous version's spec, prepared as the
+        current pipeline is; None (the result says why) with no restart step, a previous version that does
+        not prepare, or one that is not a pipeline."""
+        from .binding import prepare
+        from .userpipeline import DeclarativePipeline
+
+        self.restart = restart_step(result.scenario)
+        if self.restart is None:
+            result.status, result.reason = NOT_APPLICABLE, f"a run across a change {NO_RESTART}"
+            return None
+        current = result.implementation
+        result.implementation = self.name
+        prepared = prepare(result, self.previous, compat)
+        result.implementation = current
+        if prepared is None:
+            result.reason = f"the previous version {self.name}: {result.reason}"
+            return None
+        if not isinstance(prepared[0], DeclarativePipeline):
+            result.status = ERROR
+            result.reason = (f"the previous version {self.name} is {'a job' if prepared[2] else 'a pipeline function'} "
+                             f"and the current {current} is a Spark Declarative Pipeline: both must be of one kind")
+            return None
+        return prepared[0].spec
 
     def around(self, driver: Any, steps: Any) -> tuple[Any, Any]:
         """The previous version builds the query until the restart step, where the current one takes over."""

@@ -37,16 +37,34 @@ from typing import Any, Iterator, Mapping, Sequence
 from .bounded import bounded_call
 from .connect import ConnectSource
 from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
-from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec
+from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec, sql_reads
 from .stream import HarnessError, HarnessTimeout
 
-__all__ = ["FlowBatch", "FlowProgress", "PipelineRun", "PipelineSource", "UpdateFailed", "UpdateResult", "flow_batches", "run_update"]
+__all__ = ["FlowBatch", "FlowProgress", "PipelineRun", "PipelineSource", "SelectionError", "UpdateFailed", "UpdateResult", "flow_batches", "run_update"]
 
 _COMPLETED = "Run is COMPLETED."
 
 
 class UpdateFailed(HarnessError):
     """A pipeline update ended other than completed; the message holds the update's last events."""
+
+
+class SelectionError(PipelineLoadError):
+    """An update's `refresh`/`full_refresh` names a dataset the pipeline does not define (found before the
+    update starts; the message lists the datasets it defines)."""
+
+
+def check_selection(graph: PipelineGraph, names: Sequence[str]) -> None:
+    """Each of `names` (a selection to refresh or fully refresh) is a dataset of `graph`, compared as Spark
+    resolves a table name here (bare, case-insensitive): the server filters the graph's tables by the names
+    it is given, so a misspelt one would select nothing and the update would look like one of nothing."""
+    defined = {_bare(n) for n in graph.datasets}
+    for file in graph.sql_files:  # their datasets, from their CREATE statements
+        defined |= sql_reads(file)[0]
+    unknown = [n for n in names if _bare(n) not in defined]
+    if unknown:
+        raise SelectionError(f"pipeline {graph.name!r} defines no dataset {', '.join(map(repr, unknown))} (it defines "
+                             f"{', '.join(sorted(defined)) or 'none'})")
 
 
 @dataclass(frozen=True)
@@ -184,6 +202,7 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
             graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
         _check_graph_reads(graph, graph_reads)
         check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
+    check_selection(graph, [*refresh, *full_refresh])
     result = UpdateResult(graph, graph_id)
 
     session: Any = _Session(spark)
@@ -250,7 +269,8 @@ class FlowBatch:
     """One micro-batch a pipeline's flow committed, read from its checkpoint: which checkpoint of the flow
     (`N` of `<storage>/_checkpoints/<catalog>/<database>/<table>/<flow>/<N>`: a full refresh starts the next),
     the watermark it ran with (its offsets' `batchWatermarkMs`) and left (its commit's `nextBatchWatermarkMs`),
-    and the adds each of the kit's staged sources had reached (its offsets' source lines)."""
+    and the adds each of the kit's staged sources had reached (its offsets' source lines). Batch ids start
+    again at 0 in a new checkpoint, whose query has another id: the pair tells a batch apart."""
 
     table: str
     checkpoint: int
@@ -259,6 +279,7 @@ class FlowBatch:
     watermark_after_ms: int | None
     timestamp_ms: int | None
     adds: Mapping[str, int]
+    query_id: str | None = None  # the checkpoint's query id (its `metadata`): what Spark's progress names
 
 
 def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
@@ -268,7 +289,7 @@ def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
 
     base = f"{storage.rstrip('/')}/_checkpoints/*/*/*/{flow}/*"
     try:
-        rows = (spark.read.text([f"{base}/commits", f"{base}/offsets"])
+        rows = (spark.read.text([f"{base}/commits", f"{base}/offsets", f"{base}/metadata"])
                 .selectExpr("value", "_metadata.file_path AS path").collect())
     except Exception as exc:  # noqa: BLE001 - no checkpoint of the flow yet: it has run no batch
         if "PATH_NOT_FOUND" in str(exc) or "does not exist" in str(exc):
@@ -276,8 +297,12 @@ def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
         raise
     first: dict[tuple[str, int, int, str], dict] = {}
     adds: dict[tuple[str, int, int], dict[str, int]] = {}
+    ids: dict[tuple[str, int], str] = {}  # (table, checkpoint) -> its query's id
     for value, path in rows:
         parts = path.rstrip("/").split("/")
+        if parts[-1] == "metadata" and parts[-2].isdigit() and value.startswith("{"):
+            ids[(parts[-4], int(parts[-2]))] = str(json.loads(value).get("id"))
+            continue
         name, log, n, table = parts[-1], parts[-2], parts[-3], parts[-5]
         if not (name.isdigit() and n.isdigit() and value.startswith("{")):
             continue
@@ -291,7 +316,7 @@ def flow_batches(spark: Any, storage: str, flow: str) -> list[FlowBatch]:
     for table, n, batch in sorted({k[:3] for k in first if k[3] == "commits"}, key=lambda k: (k[1], k[2], k[0])):
         offsets, commit = first.get((table, n, batch, "offsets"), {}), first[(table, n, batch, "commits")]
         out.append(FlowBatch(table, n, batch, offsets.get("batchWatermarkMs"), commit.get("nextBatchWatermarkMs"),
-                             offsets.get("batchTimestampMs"), adds.get((table, n, batch), {})))
+                             offsets.get("batchTimestampMs"), adds.get((table, n, batch), {}), ids.get((table, n))))
     return out
 
 
@@ -309,7 +334,8 @@ class FlowProgress:
         from pyspark.sql.streaming import StreamingQueryListener
 
         self.spark = spark
-        self._seen: dict[tuple[str, int], dict] = {}  # (flow, batch id) -> its progress, the latest reported
+        # (flow, query id, batch id) -> its progress, the latest reported; query id None: of any query
+        self._seen: dict[tuple[str, str | None, int], dict] = {}
         self._arrived = threading.Condition()
         owner = self
 
@@ -333,20 +359,23 @@ class FlowProgress:
         import json
 
         report = json.loads(progress.json)
+        flow, batch = _bare(str(report.get("name") or "")), int(report.get("batchId", -1))
         with self._arrived:
-            self._seen[(_bare(str(report.get("name") or "")), int(report.get("batchId", -1)))] = report
+            self._seen[(flow, str(report.get("id")), batch)] = self._seen[(flow, None, batch)] = report
             self._arrived.notify_all()
 
-    def reports(self, flow: str, batch_ids: Sequence[int], timeout: float) -> dict[int, dict]:
-        """The progress of each of `flow`'s batches `batch_ids`; HarnessTimeout naming the batches whose
-        progress had not arrived within `timeout` seconds."""
+    def reports(self, flow: str, batch_ids: Sequence[int], timeout: float, query_id: str | None = None
+                ) -> dict[int, dict]:
+        """The progress of each of `flow`'s batches `batch_ids` (of the query `query_id`, its checkpoint's: a
+        full refresh starts a new checkpoint whose batch ids start at 0 again); HarnessTimeout naming the
+        batches whose progress had not arrived within `timeout` seconds."""
         import time
 
         deadline = time.monotonic() + timeout
         key = _bare(flow)
         with self._arrived:
             while True:
-                missing = [b for b in batch_ids if (key, b) not in self._seen]
+                missing = [b for b in batch_ids if (key, query_id, b) not in self._seen]
                 left = deadline - time.monotonic()
                 if not missing or left <= 0:
                     break
@@ -354,7 +383,7 @@ class FlowProgress:
             if missing:
                 raise HarnessTimeout(f"the query progress of flow {flow!r}'s batches {missing} did not reach the "
                                      f"session's listener within {timeout:g}s of the update's end")
-            return {b: self._seen[(key, b)] for b in batch_ids}
+            return {b: self._seen[(key, query_id, b)] for b in batch_ids}
 
     def close(self) -> None:
         try:

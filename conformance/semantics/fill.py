@@ -28,7 +28,7 @@ __all__ = ["model_checks", "insert_expectations", "write_expectations", "WriteEr
            "expectations_yaml"]
 
 # Steps after which the differential inserts an `expect`: the ones that can run batches.
-BATCH_STEPS = ("process", "advance", "start", "restart", "run")
+BATCH_STEPS = ("process", "update", "advance", "start", "restart", "run")
 # Contracts whose state size the model does not predict: transformWithState counts its state
 # variables and timers its own way (see eventtime.semantics.stateful).
 _STATE_ROWS_UNPINNED = frozenset({"hold_timer"})

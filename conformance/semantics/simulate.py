@@ -160,6 +160,9 @@ def simulate(scenario: m.Scenario, profile: str | None = None) -> Simulation:
     reruns = [s for s in scenario.steps if isinstance(s, m.StartStep) and s.rerun_last_batch]
     if reruns:
         raise NotCovered(f"{reruns[0].where}: the model does not re-run a batch after a crash (`rerun_last_batch`)")
+    selective = m.pipeline_only(scenario)
+    if selective is not None:
+        raise NotCovered(f"{selective.where}: the model does not model a pipeline update's selection or full refresh")
     if profile == "dataflow":
         return _simulate_dataflow(scenario)
     settings = [f"{src.where}: source {src.name!r} sets {', '.join(src.dataflow_keys)}: dataflow-only source "

@@ -222,7 +222,7 @@ CASES = [
     ("unknown step kind as key", "  - process\n", "  - procss: null\n", 15, 5,
      "unknown step kind 'procss'; did you mean 'process'?"),
     ("unknown step kind without suggestion", "  - process\n", "  - jump\n", 15, 5,
-     "unknown step kind 'jump' (steps: add, process, advance, stop, start, restart, run, expect, generate, static, watermark, idle, active)"),
+     "unknown step kind 'jump' (steps: add, process, update, advance, stop, start, restart, run, expect, generate, static, watermark, idle, active)"),
     ("step with two kinds", "  - process\n", "  - process: null\n    stop: null\n", 15, 5,
      "a step has exactly one kind, found 2 keys (process, stop)"),
     ("step with no kind", "  - process\n", "  - process\n  - {}\n", 16, 5, "a step has exactly one kind, found 0 keys"),

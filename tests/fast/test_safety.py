@@ -130,6 +130,7 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("commands/execute.py", "resolve_pipeline", "target"),  # --pipeline, the ini key eventtime_pipelines,
                                                                 # a contract's implementations
         ("errors.py", "import_module", "f'eventtime.{module}'"),              # the error classes, from _EXPORTS
+        ("previous.py", "resolve_pipeline", "at_ref"),  # --previous-ref: the bound declarative pipeline, at the ref
         ("previous.py", "resolve_pipeline", "str(then)"),  # --previous-ref: the bound script, at the ref
         ("previous.py", "resolve_pipeline", "target"),  # --previous-ref: the bound module, at the ref
         ("properties.py", "import_module", "module"),  # check-properties: a contract's invariant hook, as a
@@ -253,6 +254,7 @@ TEXT_SLOTS = {
     "/$defs/source/properties/columns/oneOf/0": "columns as Spark DDL ('name type, ...'), read by eventtime.coltypes",
     "/$defs/source/properties/columns/oneOf/1/additionalProperties": "a Spark DDL type, read by eventtime.coltypes",
     "/$defs/generate/properties/source": "source name, looked up among the scenario's sources",
+    "/$defs/dataset_names/items": "a pipeline's dataset name (pattern), looked up among the datasets it defines",
     "/$defs/batch/properties/watermark_before": "time literal",
     "/$defs/batch/properties/watermark_after": "time literal",
     "/$defs/expect/properties/watermark/oneOf/0": "time literal",

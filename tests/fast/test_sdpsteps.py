@@ -101,3 +101,175 @@ def test_a_printed_rerun_binds_a_pipeline_folder_to_its_contract():
     assert parse_binding(words[4], "--pipeline") == ("click_counts", None, "clicks/")
     function = shlex.split(rerun_command(load_scenario(SCENARIO), SCENARIO, "shop.clicks:transform", args))
     assert function[3:] == ["--pipeline", "shop.clicks:transform"]  # a function still binds every contract
+
+
+def test_an_update_step_with_a_selection_or_a_full_refresh():
+    """`update` is `process` without options; with them, what `spark-pipelines run` takes."""
+    from eventtime import spec as m
+
+    plain, empty, selected, full, everything = _steps(
+        "  - update\n  - update: {}\n  - update: {refresh: [click_counts]}\n"
+        "  - update: {full_refresh: [click_counts, other]}\n  - update: {full_refresh: all}\n")[:5]
+    assert all(isinstance(s, m.ProcessStep) and s.kind == "update" for s in (plain, empty, selected, full, everything))
+    assert not plain.selective and not empty.selective
+    assert (selected.refresh, selected.full_refresh, selected.full_refresh_all) == (("click_counts",), (), False)
+    assert (full.refresh, full.full_refresh, full.full_refresh_all) == ((), ("click_counts", "other"), False)
+    assert (everything.full_refresh, everything.full_refresh_all) == ((), True)
+
+
+def _refused(body: str) -> str:
+    import pytest
+
+    from eventtime.errors import ScenarioInvalid
+
+    text = SCENARIO.read_text().split("  - add:")[0] + body + "  - process\n"
+    with pytest.raises(ScenarioInvalid) as info:
+        load_scenario_text(text, str(SCENARIO), file=SCENARIO)
+    line = text.splitlines().index(body.splitlines()[0]) + 1
+    assert f":{line}" in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def test_what_spark_refuses_in_a_selection_is_an_error_at_the_steps_line():
+    assert "Spark refuses that" in _refused("  - update: {refresh: [a, click_counts], full_refresh: [Click_Counts]}\n")
+    assert "CONFLICTING_PIPELINE_REFRESH_OPTIONS" in _refused("  - update: {refresh: [a], full_refresh: all}\n")
+    assert "refreshh" in _refused("  - update: {refreshh: [a]}\n")
+    _refused("  - update: {refresh: []}\n")  # an empty selection would be an update of everything
+    _refused("  - update: {full_refresh: everything}\n")
+    # the control: the same names, not overlapping, load
+    assert _steps("  - update: {refresh: [a], full_refresh: [click_counts]}\n")[0].refresh == ("a",)
+
+
+def test_a_selection_names_the_pipelines_datasets():
+    """Spark filters the graph's tables by the names it is given (a misspelt one selects nothing): the kit
+    refuses a name the pipeline does not define, listing those it does, before the update starts."""
+    import pytest
+
+    from eventtime.harness.pipelinerun import SelectionError, check_selection
+
+    place = Place("f.py", 1)
+    graph = PipelineGraph(Path("spark-pipeline.yml"), "clicks", "s",
+                          {"click_counts": Dataset("click_counts", "streaming_table", place),
+                           "summary": Dataset("summary", "materialized_view", place)}, [])
+    check_selection(graph, ["click_counts", "SUMMARY", "spark_catalog.db.summary"])  # as Spark resolves them
+    with pytest.raises(SelectionError, match=r"defines no dataset 'click_count' \(it defines click_counts, summary\)"):
+        check_selection(graph, ["summary", "click_count"])
+
+
+def test_a_full_refresh_replaces_the_tables_of_its_flows():
+    from eventtime.sdpsteps import _replaced
+
+    place = Place("f.py", 1)
+    graph = PipelineGraph(Path("spark-pipeline.yml"), "p", "s",
+                          {"counts": Dataset("counts", "streaming_table", place),
+                           "other": Dataset("other", "streaming_table", place),
+                           "summary": Dataset("summary", "materialized_view", place)},
+                          [FlowDef("counts", "counts", "flow", place), FlowDef("summary", "summary", "flow", place),
+                           FlowDef("backfill", "counts", "flow", place), FlowDef("other", "other", "flow", place)])
+    assert _replaced(graph, ["Counts"], False) == {"counts", "backfill"}
+    assert _replaced(graph, ["summary"], False) == set()  # a materialized view has no checkpoint
+    assert _replaced(graph, [], True) == {"counts", "backfill", "other"}
+    assert _replaced(graph, [], False) == set()
+
+
+def test_a_new_checkpoints_batches_are_told_from_the_old_ones_by_query_id():
+    """A full refresh starts a new checkpoint: its batch ids start at 0 again, under another query id."""
+    from eventtime.harness.pipelinerun import FlowProgress
+
+    listeners = []
+    spark = SimpleNamespace(streams=SimpleNamespace(addListener=listeners.append, removeListener=listeners.remove))
+    progress = FlowProgress(spark)
+    for query, dropped in (("old", 1), ("new", 0)):
+        report = {"name": "spark_catalog.x.click_counts", "id": query, "batchId": 0,
+                  "stateOperators": [{"numRowsDroppedByWatermark": dropped}]}
+        listeners[0].onQueryProgress(SimpleNamespace(progress=SimpleNamespace(json=json.dumps(report))))
+    dropped_by = {q: progress.reports("click_counts", [0], 0, q)[0]["stateOperators"][0]["numRowsDroppedByWatermark"]
+                  for q in ("old", "new")}
+    assert dropped_by == {"old": 1, "new": 0}
+    progress.close()
+
+
+def test_a_selection_is_refused_for_a_job_or_a_function_at_its_line():
+    from eventtime import spec as m
+    from eventtime.binding import _pipeline_only
+    from eventtime.drive import step_action
+    from eventtime.results import ScenarioResult
+
+    text = SCENARIO.read_text().split("  - add:")[0] + "  - update\n  - update: {full_refresh: all}\n"
+    scenario = load_scenario_text(text, str(SCENARIO), file=SCENARIO)
+    result = ScenarioResult(scenario, "shop.clicks:transform", "passed")
+    assert _pipeline_only(result) and result.status == "error"
+    assert f":{len(text.splitlines())}:5: `update` with a selection" in str(result.reason)
+    plain = load_scenario_text(text.rsplit("  - update: {", 1)[0], str(SCENARIO), file=SCENARIO)
+    assert m.pipeline_only(plain) is None  # the control: a plain `update` is `process`
+    import pytest
+
+    with pytest.raises(TypeError, match="takes no `update`"):
+        step_action(scenario.steps[-1], SimpleNamespace(process=list), {})
+    assert step_action(plain.steps[-1], SimpleNamespace(process=list), {}) is list
+
+
+def test_a_failed_updates_spark_error_is_its_failure():
+    """A run across a change reports Spark's own error class and message of a failed update (`cannot_restart`):
+    they are in the update's events, mid-line; each message starts a line for `upgrade.spark_message`."""
+    from eventtime.harness.pipelinerun import UpdateFailed
+    from eventtime.sdpsteps import update_failure
+    from eventtime.upgrade import spark_message
+
+    exc = UpdateFailed("the update of pipeline 'clicks' (spark-pipeline.yml) failed: [PIPELINE_RUN_FAILED] flows "
+                       "failed\nits last events:\nFlow 'click_counts' has FAILED. Error: [STREAM_FAILED] Query "
+                       "terminated [STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match.")
+    failure = update_failure(exc, 7)
+    assert failure is not None and failure.step == 7
+    assert failure.error_classes == ["PIPELINE_RUN_FAILED", "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"]
+    assert spark_message(failure.text, "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE") == (
+        "[STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE] Provided key schema does not match.")
+    assert update_failure(ValueError("a definition that does not load"), 7) is None  # no run of the pipeline
+
+
+def _result(text: str):
+    from eventtime.results import ScenarioResult
+
+    return ScenarioResult(load_scenario_text(text, str(SCENARIO), file=SCENARIO), "clicks_v2/", "passed")
+
+
+def test_a_run_across_a_change_of_a_pipeline_needs_a_restart_and_a_pipeline_on_both_sides():
+    from eventtime.upgrade import NewVersion
+
+    compat = SimpleNamespace(features=frozenset(), connect=True, pipelines_not_applicable=lambda: None)
+    no_restart = _result(SCENARIO.read_text().split("  - restart")[0])
+    assert NewVersion(str(SCENARIO.parent / "clicks") + "/").previous_pipeline(no_restart, compat) is None
+    assert no_restart.status == "not_applicable" and "no `start` or `restart` step" in str(no_restart.reason)
+    function = _result(SCENARIO.read_text())
+    assert NewVersion("eventtime.pipelines.reference:tumbling_count").previous_pipeline(function, compat) is None
+    assert function.status == "error" and "is a Spark Declarative Pipeline: both must be of one kind" in str(
+        function.reason)
+    # the control: a pipeline's folder is its previous version, its spec found
+    both = _result(SCENARIO.read_text())
+    spec = NewVersion(str(SCENARIO.parent / "clicks") + "/").previous_pipeline(both, compat)
+    assert spec is not None and spec.endswith("clicks/spark-pipeline.yml") and both.status == "passed"
+    # a pipeline as the previous version of a function
+    current = _result(SCENARIO.read_text())
+    assert NewVersion(str(SCENARIO.parent / "clicks") + "/").refuses(current, False, compat)
+    assert "is a Spark Declarative Pipeline and the current clicks_v2/ is a pipeline function" in str(current.reason)
+
+
+def test_the_model_runs_a_plain_update_as_process_and_does_not_cover_a_selection():
+    import pytest
+
+    from eventtime.semantics import simulate
+    from eventtime.semantics.plans import NotCovered
+
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "chained" / "window-count-waits-for-both-stages.scenario.yaml"
+    text = path.read_text()
+    assert "\n  - process\n" in text
+    process = simulate(load_scenario_text(text, str(path), file=path))
+    import re
+
+    update = simulate(load_scenario_text(re.sub(r"^  - process\b", "  - update", text, flags=re.M), str(path), file=path))
+    assert [(s.kind, [b.watermark_after_ms for b in s.batches]) for s in update.steps] == [
+        ("update" if s.kind == "process" else s.kind, [b.watermark_after_ms for b in s.batches]) for s in process.steps]
+    assert any(s.kind == "update" and s.batches for s in update.steps)
+    selective = text.replace("\n  - process\n", "\n  - update: {full_refresh: all}\n", 1)
+    with pytest.raises(NotCovered, match="does not model a pipeline update's selection or full refresh"):
+        simulate(load_scenario_text(selective, str(path), file=path))

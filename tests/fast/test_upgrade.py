@@ -221,3 +221,26 @@ def test_a_run_loads_the_refs_versions_before_any_scenario_and_says_a_broken_one
         assert "cannot import module 'upg_pkg.gone'" in result.reason
     finally:
         previous.close()
+
+
+def test_a_declarative_pipeline_at_a_ref_is_its_folder_in_the_refs_checkout(repo):
+    """`--previous-ref` with a pipeline bound by its folder or spec: the same folder as the ref has it (its
+    definitions are read from there when the updates before the restart register them)."""
+    from eventtime.userpipeline import DeclarativePipeline
+
+    (repo / "pipes").mkdir()
+    (repo / "pipes" / "spark-pipeline.yml").write_text("name: p\nstorage: s\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "pipeline")
+    (repo / "fresh").mkdir()
+    (repo / "fresh" / "spark-pipeline.yml").write_text("name: f\nstorage: s\n")  # not at the ref
+    checkout = GitCheckout("HEAD", str(repo))
+    try:
+        for bound in ("pipes/", "pipes/spark-pipeline.yml"):
+            old = checkout.load(bound)
+            assert isinstance(old, DeclarativePipeline)
+            assert old.spec == str(checkout.tree / "pipes" / "spark-pipeline.yml")
+        with pytest.raises(PipelineError, match="fresh/ does not exist at HEAD"):
+            checkout.load("fresh/")
+    finally:
+        checkout.remove()
