@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 __all__ = ["ScenarioBuilder"]

@@ -290,7 +290,7 @@ def _user_entry(exc: BaseException) -> tuple[str, str] | None:
     outermost frame of the traceback that is the user's code (`jobs.users_code`)."""
     import traceback
 
-    from eventtime.harness.errors import shown_file
+    from eventtime.harness.jobio import shown_file
 
     from .jobs import users_code
 

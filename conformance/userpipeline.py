@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from eventtime import harness as _harness
-from eventtime.harness.errors import EventtimeError, shown_file
+from eventtime.harness.errors import EventtimeError
+from eventtime.harness.jobio import shown_file
 
 from .contracts import Column, Contract
 

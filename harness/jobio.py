@@ -23,12 +23,24 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
-from .errors import EventtimeError, shown_file
+from .errors import EventtimeError
 from . import threadpatch
 from .threadpatch import ThreadPatch
 
-__all__ = ["Place", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
+__all__ = ["Place", "shown_file", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
            "active_writers", "active_queries", "connect_reader_substitution", "reads_match", "kafka_reads"]
+
+
+def shown_file(path: str) -> str:
+    """A file as a message names it: from the working directory when it is below it (as a person opened
+    it: `jobs/dedup.py:21`), else as given (another folder or drive, a `<frozen ...>` name)."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
 
 
 @dataclass(frozen=True)

@@ -70,13 +70,3 @@ def test_a_contract_file_with_problems_is_no_invalid_scenario(tmp_path):
         load_scenario(sc)
     assert "broken.contract.yaml" in str(info.value)
 
-
-def test_a_file_below_the_working_directory_is_named_from_it(tmp_path, monkeypatch):
-    from eventtime.harness.errors import shown_file
-
-    (tmp_path / "jobs").mkdir()
-    monkeypatch.chdir(tmp_path / "jobs")
-    assert shown_file(str(tmp_path / "jobs" / "dedup.py")) == "dedup.py"
-    assert shown_file(str(tmp_path / "other.py")) == str(tmp_path / "other.py")  # above it: as given
-    assert shown_file("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>"
-    assert shown_file("jobs/dedup.py") == "jobs/dedup.py"  # already relative: as given

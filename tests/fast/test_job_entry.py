@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from eventtime.contractfile import contract_from_mapping
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.harness.jobsession import process_settings
 from eventtime.jobs import JobEntry, ScriptJob, SubstitutionError, _enter, job_entry
 from eventtime.loader import ScenarioInvalid, load_scenario_text
@@ -159,3 +159,12 @@ def test_jobs_built_at_once_in_two_threads_take_turns_with_the_process_settings(
     other.join(timeout=30)
     assert not other.is_alive() and b_entered.is_set(), "job B never ran"
     assert sys.argv == argv
+
+
+def test_a_file_below_the_working_directory_is_named_from_it(tmp_path, monkeypatch):
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.chdir(tmp_path / "jobs")
+    assert shown_file(str(tmp_path / "jobs" / "dedup.py")) == "dedup.py"
+    assert shown_file(str(tmp_path / "other.py")) == str(tmp_path / "other.py")  # above it: as given
+    assert shown_file("<frozen importlib._bootstrap>") == "<frozen importlib._bootstrap>"
+    assert shown_file("jobs/dedup.py") == "jobs/dedup.py"  # already relative: as given

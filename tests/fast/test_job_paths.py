@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.harness.jobio import SubstitutionError
 from eventtime.harness.jobpaths import PathOutside, kept_path, kept_to
 from eventtime.written import nothing_written

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import run_scenario
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_checkpoints as jobs

@@ -15,7 +15,7 @@ import pytest
 
 from eventtime import run_scenario
 from eventtime import written as kit_written
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_sinks as jobs

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eventtime import load_scenario, run_scenario
-from eventtime.harness.errors import shown_file
+from eventtime.harness.jobio import shown_file
 from eventtime.textreport import describe_failure
 
 from tests.spark import jobs_under_test as jobs
