@@ -3,7 +3,7 @@ JSON lines (`spark.readStream.text` and the job's own `from_json`), joined with 
 reads as a batch (`spark.read.table`: a stream-static join), appended each batch to the folder the contract's
 `out` parameter names. Seeded bugs: a parse of the event time with a pattern for `Z` only
 (`to_timestamp(ts, "yyyy-MM-dd'T'HH:mm:ss[.SSS]'Z'")`), which under ANSI (Spark 4's default) stops the query
-on a `+02:00` offset or a time with no zone; an inner join, which loses the orders of a customer the table
+on a `+02:00` offset, microseconds or a time with no zone (CANNOT_PARSE_TIMESTAMP, measured on 4.3.0); an inner join, which loses the orders of a customer the table
 does not hold. The twins parse the time in the JSON schema and join with `left`."""
 from __future__ import annotations
 
