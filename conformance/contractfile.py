@@ -363,22 +363,22 @@ def _event_time_ok(r: Any, path: tuple, event_time: Any, columns: Sequence[Any],
 
 
 def _payload(r: _Reader, spec: dict, path: tuple, name: str, kind: str) -> tuple[tuple[Column, ...], str | None, bool] | None:
-    """A kafka source's `value: {columns: DDL, event_time: FIELD, malformed: BOOL}`: the JSON payload its
-    job parses (its fields, its event-time field, whether generated payloads are sometimes not JSON); ((),
-    None, True) when not given, None when it has a problem (said at its line)."""
+    """A kafka source's `value: {columns: DDL, event_time: FIELD, malformed: BOOL}`, or a text source's (each
+    line): the JSON payload its job parses (its fields, its event-time field, whether generated payloads are
+    sometimes not JSON); ((), None, True) when not given, None when it has a problem (said at its line)."""
     raw = spec.get("value")
     if raw is None:
         return (), None, True
     path = path + ("value",)
-    if kind != "kafka":
-        r.at(path, f"`value` is for a kafka source (`kind: kafka`): the JSON payload its job parses, not a {kind} "
-                   "source's", key=True)
+    if kind not in ("kafka", "text"):
+        r.at(path, f"`value` is for a kafka or text source (`kind: kafka`, `kind: text`): the JSON payload its job "
+                   f"parses, not a {kind} source's", key=True)
         return None
     if not isinstance(raw, dict) or "columns" not in raw:
-        r.at(path, f"`value` of kafka source {name!r} is the payload the job parses: {{columns: \"id string, ts "
+        r.at(path, f"`value` of {kind} source {name!r} is the payload the job parses: {{columns: \"id string, ts "
                    "timestamp\", event_time: ts}}")
         return None
-    r.unknown_keys(path, raw, _VALUE_KEYS, "a kafka source's `value`")
+    r.unknown_keys(path, raw, _VALUE_KEYS, f"a {kind} source's `value`")
     fields = r.columns(raw["columns"], path + ("columns",), f"the value of source {name!r}")
     if fields is None:
         return None

@@ -51,7 +51,7 @@ class SourceSpec:
     kind: str = "rows"  # rows | kafka | text (`sourcekinds`): kafka and text have fixed columns
     topic: str | None = None  # a kafka source's topic (default: the source's name)
     headers: bool = False  # a kafka source with the `headers` column (Spark's includeHeaders=true)
-    # `value: {columns, event_time, malformed}` of a kafka source: the JSON payload the job parses, from
+    # `value: {columns, event_time, malformed}` of a kafka source (or a text source: each line): the JSON payload the job parses, from
     # which streams are generated (`strategies`); its event-time field, and whether some generated
     # payloads are not JSON at all (a producer's mistake)
     value: tuple[Column, ...] = ()

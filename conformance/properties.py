@@ -257,11 +257,13 @@ class Observations:
     name (its rows as an idempotent sink keeps them: every batch's in append and update mode, the latest
     table in complete mode), each `kind: path` parameter's name (what the job wrote there, read back),
     `table:NAME` for each table checked. `batches`: per query (`output` for the only one), every micro-batch
-    as the harness saw it (`BatchObservation`: rows, dropped, state_rows, operators, watermarks)."""
+    as the harness saw it (`BatchObservation`: rows, dropped, state_rows, operators, watermarks). `statics`:
+    each static input's rows when the query first started (the scenario's `static:`), dicts by column name."""
 
     inputs: dict[str, list[dict]]
     outputs: dict[str, list[dict]]
     batches: dict[str, list[Any]]
+    statics: dict[str, list[dict]] = field(default_factory=dict)
 
     def rows(self, sink: str) -> list[dict]:
         if sink not in self.outputs:
@@ -310,7 +312,9 @@ def observations_of(obs: RunObservation, contract: Contract) -> Observations:
     for sr in obs.result.steps:
         for b in sr.batches:
             batches.setdefault(named.get(b.query, str(b.query)), []).append(b)
-    return Observations(inputs, outputs, batches)
+    statics = {s.name: [dict(zip([c.name for c in s.columns], r)) for r in sc.statics.get(s.name, ())]
+               for s in contract.statics}
+    return Observations(inputs, outputs, batches, statics)
 
 
 def _show(values: Sequence[Any], types: Sequence[str]) -> str:
@@ -518,9 +522,9 @@ def closing_steps(contract: Contract, pools: Mapping[str, Any] | None = None) ->
 
     row: dict[str, list] = {}
     for src in contract.sources:
-        if src.kind == "kafka" and src.value_event_time is not None:  # a record whose payload has the closing time
-            row[src.name] = [{"value": {c.name: _closing_value(src.name, c.name, c.type, src.value_event_time, pools)
-                                        for c in src.value}}]
+        if src.kind in ("kafka", "text") and src.value_event_time is not None:  # its payload has the closing time
+            payload = {c.name: _closing_value(src.name, c.name, c.type, src.value_event_time, pools) for c in src.value}
+            row[src.name] = [{"value": payload} if src.kind == "kafka" else payload]  # a record, a JSON line
         elif src.kind == "rows" and src.event_time is not None:
             row[src.name] = [[_closing_value(src.name, c.name, c.type, src.event_time, pools) for c in src.columns]]
     add = "- add: " + json.dumps(row, ensure_ascii=False)
@@ -1122,10 +1126,10 @@ def _does_not_apply(prop: str, contract: Contract) -> str | None:
             return "no source declares an `event_time` column, so no closing event moves a watermark"
         if contract.output_modes == ("complete",):
             return "complete mode only: Spark keeps every group of an aggregation in state, whatever the watermark"
-    payload_timed = [s.name for s in contract.sources if s.kind == "kafka" and s.value_event_time]
+    payload_timed = [s for s in contract.sources if s.kind in ("kafka", "text") and s.value_event_time]
     if prop in (BOUNDARIES, STREAM_BATCH) and payload_timed:
-        return (f"kafka source {payload_timed[0]!r} has its event time inside the payload, which the kit does not "
-                "parse to tell which records Spark dropped as late")
+        return (f"{payload_timed[0].kind} source {payload_timed[0].name!r} has its event time inside the payload, "
+                "which the kit does not parse to tell which records Spark dropped as late")
     if prop == BOUNDARIES and contract.output_modes == ("update",):
         names: list[str | None] = [q.name for q in contract.queries] or [None]
         unkeyed = [q for q in names if not _key_of(contract, q)]

@@ -170,6 +170,20 @@ def projection(schema: list[tuple[str, str, bool]], contract: Contract) -> Calla
     return project
 
 
+def static_inputs(spark: Any, scenario: m.Scenario, workdir: str) -> dict[str, tuple[Any, Any]]:
+    """The contract's static inputs, each with the rows the scenario gives it at the first start: a table in the
+    scenario's own database, a folder at its path as the job names it, kept in the run folder `workdir`."""
+    from eventtime.harness.statics import StaticInput
+
+    out: dict[str, tuple[Any, Any]] = {}
+    for spec in scenario.contract.statics:
+        static = StaticInput(spark, spec.name, [(c.name, c.ctype.ddl) for c in spec.columns], table=spec.table,
+                             path=kept_path(spec.path, workdir) if spec.path is not None else None,
+                             format=spec.format, options=dict(spec.options))
+        out[spec.name] = (static, scenario.statics.get(spec.name, ()))
+    return out
+
+
 class _RunPlace:
     """What both builds keep to the run in the same way (`RunPlace`)."""
 
@@ -195,17 +209,7 @@ class _RunPlace:
             self.database.leave(drop=drop)
 
     def statics(self, spark: Any) -> dict[str, tuple[Any, Any]]:
-        """A table in the scenario's own database, a folder at its path as the job names it, kept in the run
-        folder."""
-        from eventtime.harness.statics import StaticInput
-
-        out: dict[str, tuple[Any, Any]] = {}
-        for spec in self.scenario.contract.statics:
-            static = StaticInput(spark, spec.name, [(c.name, c.ctype.ddl) for c in spec.columns], table=spec.table,
-                                 path=kept_path(spec.path, self.workdir) if spec.path is not None else None,
-                                 format=spec.format, options=dict(spec.options))
-            out[spec.name] = (static, self.scenario.statics.get(spec.name, ()))
-        return out
+        return static_inputs(spark, self.scenario, self.workdir)
 
     def restore_sessions(self) -> None:
         if self.session_before:

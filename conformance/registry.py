@@ -208,9 +208,9 @@ def contracts_markdown() -> str:
            "Your own contracts are files like these in your repository (docs/scenario-format.md, *Contracts*). "
            "A source there may also be `kind: kafka` (the columns of Spark's Kafka source, `topic`, `headers`) "
            "or `kind: text` (one `value string` column) for a job that parses its payload "
-           "(docs/scenario-format.md, *Kafka and text sources*); a kafka source's `value: {columns: ..., "
+           "(docs/scenario-format.md, *Kafka and text sources*); a kafka or text source's `value: {columns: ..., "
            "event_time: ...}` declares the JSON payload its job parses, from which `eventtime check-properties` "
-           "generates records (docs/properties.md, *The generated streams*).",
+           "generates records and lines (docs/properties.md, *The generated streams*).",
            ""]
     for c in sorted(CONTRACTS.values(), key=lambda c: c.name):
         out += [f"## `{c.name}`", "", c.title + ".", "", c.description, ""]

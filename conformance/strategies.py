@@ -25,7 +25,9 @@ For any contract (a user's own, a job's): `scenarios(contract, typed=True, delay
 draws every column from its declared type (`typed_values`: nulls, empty and unicode text, text
 that looks like a time with an offset, integer bounds, whole-second and sub-millisecond
 timestamps, far-past rows), and event times late by less than, exactly, and more than the
-watermark delay (`delay`). The property checks (`eventtime.properties`) run these.
+watermark delay (`delay`); kafka records and JSON lines from a source's declared payload (`kafka_records`,
+`text_lines`, one renderer: `payloads`); the static inputs' rows, keys overlapping the stream's
+(`static_rows`). The property checks (`eventtime.properties`) run these.
 
 Needs the `hypothesis` package (the `test` extra).
 """
@@ -46,7 +48,7 @@ from .timeparse import format_time, parse_duration, parse_time
 if TYPE_CHECKING:
     from .builder import ScenarioBuilder
 
-__all__ = ["Event", "event_times", "events", "kafka_records", "json_time", "contract_params", "scenarios", "typed_values", "not_generated",
+__all__ = ["Event", "event_times", "events", "kafka_records", "payloads", "text_lines", "static_rows", "json_time", "contract_params", "scenarios", "typed_values", "not_generated",
            "GENERATED_CONTRACTS",
            "T0", "TEXT_EDGES"]
 
@@ -260,10 +262,11 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
     for name in targets:
         spec = c.source(name)
         assert spec is not None  # targets come from the contract's sources
-        if spec.kind == "kafka":
-            record = draw(kafka_records(spec, pools=pools, event_time=next(times[name])))
+        if spec.kind in ("kafka", "text"):
+            drawn = kafka_records if spec.kind == "kafka" else text_lines
+            record = draw(drawn(spec, pools=pools, event_time=next(times[name])))
             out.append(Event(name, record))
-            if draw(st.integers(0, 9)) == 0:  # the producer retried: the same record again
+            if draw(st.integers(0, 9)) == 0:  # the producer retried, the writer wrote a line twice: again
                 out.append(Event(name, dict(record)))
             continue
         ts_col = (spec.event_time or "ts") if typed else "ts"
@@ -335,24 +338,19 @@ def _json_value(ctype: Any, value: Any, style: str) -> Any:
 
 
 @st.composite
-def kafka_records(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None,
-                  event_time: int | None = None, malformed: bool | None = None) -> dict[str, Any]:
-    """A record of kafka source `spec` (a `SourceSpec` with `value:` fields) as a producer sends it: the
-    value a JSON object of the declared fields drawn by `typed_values` (pools as `events`: `{"amount": [...]}`
-    or `{"orders.amount": [...]}`), each field missing one draw in six, timestamps written as producers write
-    them (`json_time`: `+02:00`, no milliseconds, ...); the event-time field at `event_time` (epoch µs) so
-    lateness and disorder are drawn as for rows. Sometimes the value is not JSON at all (`_NOT_JSON`) unless
-    `malformed` (None: the contract's `value: {malformed: ...}`) is false. A key (or none) and a partition
-    0..2. Returns the scenario-file record `{value, key, partition}` and the instant under `ts`."""
+def payloads(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None, event_time: int | None = None,
+             malformed: bool | None = None, not_json: Sequence[Any] = _NOT_JSON) -> Any:
+    """The JSON payload a producer writes for a source that declares it (`value:` of a kafka or text source):
+    an object of the declared fields drawn by `typed_values` (pools as `events`: `{"amount": [...]}` or
+    `{"orders.amount": [...]}`), each field missing one draw in six, timestamps written as producers write
+    them (`json_time`: `+02:00`, no milliseconds, ...), the event-time field at `event_time` (epoch µs) so
+    lateness and disorder are drawn as for rows. One draw in fifteen it is not a JSON object at all (one of
+    `not_json`) unless `malformed` (None: the contract's `value: {malformed: ...}`) is false. Returned in the
+    scenario file's form: a mapping (written as compact JSON), or the text or bytes sent instead."""
     chosen = pools or {}
     bad = spec.malformed if malformed is None else malformed
-    record: dict[str, Any] = {"ts": event_time, "partition": draw(st.integers(0, PARTITIONS - 1))}
-    key = draw(st.one_of(st.none(), st.sampled_from(KEYS)))
-    if key is not None:
-        record["key"] = key
     if bad and draw(st.integers(0, 14)) == 0:
-        record["value"] = draw(st.sampled_from(_NOT_JSON))
-        return record
+        return draw(st.sampled_from(tuple(not_json)))
     style = draw(st.sampled_from(_TIME_STYLES))
     payload: dict[str, Any] = {}
     for col in spec.value:
@@ -365,8 +363,36 @@ def kafka_records(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = Non
             value = draw(typed_values(t, pool=chosen.get(f"{spec.name}.{col.name}", chosen.get(col.name))))
         payload[col.name] = _json_value(t, value, style)
     # a value whose only key is `base64` would be read as bytes: written as its JSON text instead
-    record["value"] = payload if list(payload) != ["base64"] else json.dumps(payload, separators=(",", ":"))
+    return payload if list(payload) != ["base64"] else json.dumps(payload, separators=(",", ":"))
+
+
+@st.composite
+def kafka_records(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None,
+                  event_time: int | None = None, malformed: bool | None = None) -> dict[str, Any]:
+    """A record of kafka source `spec` (a `SourceSpec` with `value:` fields) as a producer sends it: the value
+    drawn by `payloads` (sometimes not JSON, bytes that are not UTF-8 among them), a key (or none) and a
+    partition 0..2. Returns the scenario-file record `{value, key, partition}` and the instant under `ts`."""
+    record: dict[str, Any] = {"ts": event_time, "partition": draw(st.integers(0, PARTITIONS - 1))}
+    key = draw(st.one_of(st.none(), st.sampled_from(KEYS)))
+    if key is not None:
+        record["key"] = key
+    record["value"] = draw(payloads(spec, pools=pools, event_time=event_time, malformed=malformed))
     return record
+
+
+# Lines a writer of JSON lines leaves by mistake: text, an empty line, JSON cut short, JSON that is not an
+# object (a line is text: no bytes here, and no line is null).
+_NOT_JSON_LINES = tuple(v for v in _NOT_JSON if isinstance(v, str))
+
+
+@st.composite
+def text_lines(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None, event_time: int | None = None,
+               malformed: bool | None = None) -> dict[str, Any]:
+    """A line of text source `spec` (a `SourceSpec` with `value:` fields: JSON lines its job reads with
+    `readStream.text` and parses): the payload `payloads` draws, a mapping written as one compact JSON line,
+    or one of `_NOT_JSON_LINES`. Returns `{value: LINE, ts: INSTANT}`."""
+    line = draw(payloads(spec, pools=pools, event_time=event_time, malformed=malformed, not_json=_NOT_JSON_LINES))
+    return {"ts": event_time, "value": line}
 
 
 _DELAYS = ("0s", "2s", "5s", "10s")
@@ -410,6 +436,8 @@ def _row(event: Event, contract: Contract) -> Any:
     assert spec is not None
     if spec.kind == "kafka":  # a record as a scenario file writes it (`sourcekinds`)
         return {k: v for k, v in event.values.items() if k in ("value", "key", "partition")}
+    if spec.kind == "text":  # a line: text, or a mapping written as one JSON line
+        return event.values["value"]
     out = []
     for c in spec.columns:
         v = event.values[c.name]
@@ -420,21 +448,86 @@ def _row(event: Event, contract: Contract) -> Any:
 
 
 def not_generated(contract: Contract) -> str | None:
-    """Why streams cannot be generated for `contract` yet (None: they can): rows sources, and kafka
-    sources that declare their payload (`value:`), of a contract Spark runs (not a `model_only` one)."""
+    """Why streams cannot be generated for `contract` yet (None: they can): rows sources, kafka and text
+    sources that declare their payload (`value:`) and static inputs, of a contract Spark runs (not a
+    `model_only` one)."""
     if contract.model_only:
         return f"contract {contract.name} is model only: {contract.model_only}"
-    kafka = [s.name for s in contract.sources if s.kind == "kafka" and not s.value]
-    if kafka:
-        return (f"contract {contract.name}: kafka source {kafka[0]!r} declares no payload: give it "
+    bare = [s for s in contract.sources if s.kind in ("kafka", "text") and not s.value]
+    if bare:
+        what = "its records" if bare[0].kind == "kafka" else "its lines (JSON lines; other text is not generated yet)"
+        return (f"contract {contract.name}: {bare[0].kind} source {bare[0].name!r} declares no payload: give it "
                 "`value: {columns: \"id string, ts timestamp\", event_time: ts}` (the fields of the JSON its job "
-                "parses) to generate its records")
-    unsupported = [f"source {s.name!r} (kind {s.kind})" for s in contract.sources if s.kind not in ("rows", "kafka")]
-    unsupported += [f"static input {s.name!r}" for s in contract.statics]
-    if unsupported:
-        return (f"contract {contract.name}: no generated streams for its {', '.join(unsupported)} yet "
-                "(rows and kafka sources only)")
+                f"parses) to generate {what}")
     return None
+
+
+# Column types a static input's row shares with the stream's rows by value (a join key): text, whole
+# numbers, booleans, dates, written alike in a scenario's rows and in a JSON payload.
+_SHARED_KINDS = ("string", "byte", "short", "int", "long", "boolean", "date")
+
+
+def _stream_values(stream: Sequence[Event]) -> dict[str, list[Any]]:
+    """The non-null values the stream holds per column name (a rows source's columns, a payload's fields)."""
+    out: dict[str, list[Any]] = {}
+    for e in stream:
+        fields = e.values.get("value") if "value" in e.values and isinstance(e.values.get("value"), dict) \
+            else e.values
+        if not isinstance(fields, Mapping):
+            continue
+        for name, v in fields.items():
+            if v is not None and not isinstance(v, (dict, list)) and v not in out.setdefault(name, []):
+                out[name].append(v)
+    return out
+
+
+@st.composite
+def static_rows(draw: Any, static: Any, stream: Sequence[Event] = (), *, pools: Mapping[str, Any] | None = None,
+                max_rows: int = 4, keys: Sequence[str] | None = None) -> list[list[Any]]:
+    """The rows of static input `static` (a `StaticSpec`: a table or folder the job reads as a batch) when the
+    query first starts, in its columns, drawn by `typed_values` (nulls and edge values; pools as `events`, by
+    `{"pages.section": ...}` or the column's name). A column it shares by name with the stream (a join key: text,
+    whole numbers, booleans, dates) takes, row by row, a value the stream holds or a value of its own, so a
+    join has matches and misses; there is at least one row where the stream has such values. The columns
+    `keys` names (default: those the stream has values of; `scenarios` gives those the sources declare) that
+    are of those types are unique across its rows (a dimension table's key), so a stream row meets at most one. A `text`-format folder's line is never null."""
+    chosen = pools or {}
+    seen = _stream_values(stream)
+    meets = {c.name: [v for v in seen.get(c.name, ()) if _fits(c.ctype, v)] for c in static.columns}
+    nullable = static.format != "text"
+
+    def column(c: Any) -> st.SearchStrategy[Any]:
+        own = typed_values(c.ctype, nullable=nullable, pool=chosen.get(f"{static.name}.{c.name}", chosen.get(c.name)))
+        if not meets[c.name]:
+            return own
+        met = st.sampled_from(meets[c.name])
+        # a value of the stream two draws in three (one_of would flatten `own`'s branches and draw it far less)
+        return st.integers(0, 2).flatmap(lambda i: own if i == 2 else met)
+
+    row = st.tuples(*[column(c) for c in static.columns]).map(list)
+    named = set(seen if keys is None else keys)
+    index = [i for i, c in enumerate(static.columns) if c.name in named and c.ctype.kind in _SHARED_KINDS]
+    key = (lambda r: repr([r[i] for i in index])) if index else None
+    # at least one row where the stream has values to meet (an empty table would only miss)
+    least = 1 if any(meets.values()) else 0
+    return draw(st.lists(row, min_size=least, max_size=max_rows, unique_by=key))
+
+
+def _fits(ctype: Any, value: Any) -> bool:
+    """Whether a stream's value is one of column type `ctype`'s, as a scenario row writes it (`_SHARED_KINDS`)."""
+    from .coltypes import INTEGRAL_RANGES
+
+    k = ctype.kind
+    if k not in _SHARED_KINDS:
+        return False
+    if k in INTEGRAL_RANGES:
+        bits = INTEGRAL_RANGES[k]
+        return isinstance(value, int) and not isinstance(value, bool) and -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+    if k == "boolean":
+        return isinstance(value, bool)
+    if k == "date":
+        return isinstance(value, str) and len(value) == 10 and value[4:5] == "-"
+    return isinstance(value, str)
 
 
 def _scenario_params(draw: Any, c: Contract, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -505,9 +598,9 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
 
     `contract` may be a Contract (a user's, a job's: `contracts` is the ContractLookup its file was
     found by); its parameters are then `params` (else their defaults), with the output mode drawn
-    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`. Rows sources, and
-    kafka sources with a declared payload (`kafka_records`): a text source, a kafka source without
-    `value:`, or a static input, is refused with its name (not generated yet)."""
+    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`. Rows sources, kafka and
+    text sources with a declared payload (`kafka_records`, `text_lines`: a kafka or text source without
+    `value:` is refused with its name), and the static inputs' first rows (`static_rows`, in `static:`)."""
     from .builder import ScenarioBuilder
 
     c = contract if isinstance(contract, Contract) else CONTRACTS[contract or draw(st.sampled_from(GENERATED_CONTRACTS))]
@@ -527,6 +620,9 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
     b = ScenarioBuilder(c, params=p or None, conf=conf or None, clock=clock, name=f"generated-{name.replace('_', '-')}",
                         contracts=contracts)
     b.doc["description"] = "Generated by eventtime.strategies.scenarios."
+    if c.statics:  # drawn once per stream: what the static inputs hold when the query first starts
+        keys = [col.name for src in c.sources for col in (src.value or src.columns)]
+        b.doc["static"] = {s.name: draw(static_rows(s, stream, pools=pools, keys=keys)) for s in c.statics}
     _deliver(draw, b, stream, c, trigger, restarts)
     b.process()  # drain: everything added is read, and the no-data batch it calls for runs
     from .loader import load_scenario_text

@@ -139,7 +139,10 @@ class BatchRunner:
 
         fn = function_of(self.pipeline)
         before = apply_conf(self.session, {**dict(self.conf), **implementation_info(fn).conf, **sc.query_conf()})
+        place = _StaticPlace(self.session, sc) if sc.contract.statics else None
         try:
+            if place is not None:
+                place.enter()
             frames = {name: self._frame(src, rows.get(name, ())) for name, src in sc.sources.items()}
             try:
                 value = pipeline_caller(fn, self.contract)(frames, sc.params)
@@ -156,6 +159,8 @@ class BatchRunner:
             except Exception as exc:  # noqa: BLE001 - Spark refused the batch plan the stream ran: said, not judged
                 return f"the transform's result could not be read as a batch: {_first_line(exc)}"
         finally:
+            if place is not None:
+                place.leave()
             restore_conf(self.session, before)
 
     def _frame(self, src: Any, rows: Sequence[tuple]) -> Any:
@@ -166,6 +171,34 @@ class BatchRunner:
         fields = schema.fields
         return self.session.createDataFrame(
             [tuple(to_spark_python(v, f.dataType) for v, f in zip(r, fields)) for r in rows], schema)
+
+
+class _StaticPlace:
+    """The static inputs of a batch run: written with the rows the stream's run gave them when its query first
+    started (the scenario's `static:`; the generated streams change them at no step), in a database and a
+    folder of the batch run's own, as the stream's run writes them (`querybuild.static_inputs`)."""
+
+    def __init__(self, session: Any, sc: m.Scenario):
+        self.session, self.sc = session, sc
+        self.folder: Any = None
+        self.database: Any = None
+
+    def enter(self) -> None:
+        import tempfile
+
+        from .querybuild import JobDatabase, static_inputs
+
+        self.folder = tempfile.TemporaryDirectory(prefix="eventtime-batch-")
+        self.database = JobDatabase(self.session, self.folder.name)
+        self.database.enter()
+        for static, rows in static_inputs(self.session, self.sc, self.folder.name).values():
+            static.replace(rows)
+
+    def leave(self) -> None:
+        if self.database is not None:
+            self.database.leave()
+        if self.folder is not None:
+            self.folder.cleanup()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -138,10 +138,11 @@ def test_a_wrong_value_is_an_error_at_its_line(tmp_path, value, said):
     assert "orders.contract.yaml:6:" in str(info.value), str(info.value)
 
 
-def test_value_is_for_a_kafka_source_only(tmp_path):
-    text = ORDERS.replace("kind: kafka", "kind: text")
-    with pytest.raises(ContractInvalid, match=r"orders.contract.yaml:6:\d+: `value` is for a kafka source"):
+def test_value_is_for_a_kafka_or_text_source_only(tmp_path):
+    text = ORDERS.replace("kind: kafka", "columns: \"order_id string\"")
+    with pytest.raises(ContractInvalid, match=r"orders.contract.yaml:6:\d+: `value` is for a kafka or text source"):
         _contract(tmp_path, text)
+    assert _contract(tmp_path, ORDERS.replace("kind: kafka", "kind: text")).source("orders").value
 
 
 def test_bounded_state_closes_with_a_record_and_boundaries_say_they_do_not_apply(tmp_path):
