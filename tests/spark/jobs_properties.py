@@ -168,3 +168,27 @@ def main():
         for query in spark.streams.active:
             query.stop()
         spark.stop()
+
+
+# Impressions joined with the clicks on the same ad (a transform of the contract's two sources, as the kit calls
+# it). Spark evicts a stream-stream join's state rows only by a watermark the join condition can turn into a
+# bound on each side's event time: both sides need a watermark and the condition a time range between them.
+def join_without_time_bound(impressions, ad_clicks):
+    """Seeded bug: watermarks on both sides but no time range in the condition: no watermark can rule out a
+    later partner, so every impression and every click stays in the join's state for ever."""
+    shown = impressions.where(F.col("ad_id").isNotNull()).withWatermark("shown_at", "10 seconds").alias("i")
+    clicked = ad_clicks.where(F.col("ad_id").isNotNull()).withWatermark("clicked_at", "10 seconds").alias("c")
+    return (shown.join(clicked, F.col("i.ad_id") == F.col("c.ad_id"))
+            .select(F.col("i.ad_id").alias("ad_id"), "i.shown_at", "c.clicked_at"))
+
+
+def join_within_bound(impressions, ad_clicks):
+    """Correct: watermarks on both sides and a click counted only up to 30 seconds after its impression, so a row
+    leaves the state once the watermark passes the last time a partner could have. Rows without an ad_id are left
+    out (a streaming join pairs a null key with another null key, a batch join never does)."""
+    shown = impressions.where(F.col("ad_id").isNotNull()).withWatermark("shown_at", "10 seconds").alias("i")
+    clicked = ad_clicks.where(F.col("ad_id").isNotNull()).withWatermark("clicked_at", "10 seconds").alias("c")
+    return (shown.join(clicked, (F.col("i.ad_id") == F.col("c.ad_id"))
+                       & (F.col("c.clicked_at") >= F.col("i.shown_at"))
+                       & (F.col("c.clicked_at") <= F.col("i.shown_at") + F.expr("INTERVAL 30 seconds")))
+            .select(F.col("i.ad_id").alias("ad_id"), "i.shown_at", "c.clicked_at"))
