@@ -95,10 +95,11 @@ SEEDED = [
 ]
 CORRECT = [
     Case("overwriting", "a foreachBatch that overwrites", "page_windows", jobs.overwriting, conf=ANSI),
-    Case("dedup_id_ts", "a dedup with event time", "events_dedup", jobs.dedup_with_event_time, conf=ANSI),
-    Case("tolerant_parse", "a tolerant parse (Kafka payload)", "kafka_orders", kafka_jobs.tolerant_parse, conf=ANSI),
-    Case("total_rule", "a total quality rule", "orders_split", jobs.split_total, conf=ANSI),
-    Case("windowed_job", "a windowed count (foreachBatch, append)", "page_windows_append", jobs.windowed_counts,
+    Case("dedup_id_ts", "a dedup with event time", "events_dedup", jobs.dedup_with_event_time_once, conf=ANSI),
+    Case("tolerant_parse", "a tolerant parse (Kafka payload)", "kafka_orders", kafka_jobs.tolerant_parse_once,
+         conf=ANSI),
+    Case("total_rule", "a total quality rule", "orders_split", jobs.split_total_once, conf=ANSI),
+    Case("windowed_job", "a windowed count (foreachBatch, append)", "page_windows_append", jobs.windowed_counts_once,
          conf=ANSI, pools=PAGES),
     Case("bounded_join", "a join with a time range", "ad_joins", jobs.join_within_bound, conf=ANSI,
          pools=invariants.ADS),

@@ -7,6 +7,8 @@ appends everything again) and a quality rule that casts text (a value that is no
 query under ANSI casts)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from pyspark.sql import functions as F
 
 OUT = "props.test.out"  # the Spark setting the contract's `kind: path` parameter sets
@@ -28,6 +30,19 @@ def overwrite_table(batch, batch_id):
 def append_table(batch, batch_id):
     """Not idempotent: each batch's table is added to the folder, so a batch run again is there twice."""
     batch.write.mode("append").parquet(batch.sparkSession.conf.get(OUT))
+
+
+def append_once(batch, batch_id, out=None):
+    """Idempotent by batch id, as Spark's guide asks of a foreachBatch sink (Delta's txnVersion, done by hand): the
+    batch's rows are appended and then a marker `_batches/<id>` is left in the folder (Spark's readers skip a path
+    that starts with `_`); a batch run again after a crash finds its marker and writes nothing."""
+    out = out or batch.sparkSession.conf.get(OUT)
+    marker = Path(out) / "_batches" / str(batch_id)
+    if marker.exists():
+        return
+    batch.write.mode("append").parquet(out)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 def overwriting(spark):
@@ -95,9 +110,22 @@ def split_overlapping(spark):
 
 
 def split_total(spark):
-    """Correct: the quarantine takes every row the rule does not pass, a null amount included."""
+    """Correct in its rule: the quarantine takes every row the rule does not pass, a null amount included."""
     rule = F.col("amount") > 0
     return _split_job(spark, rule, ~F.coalesce(rule, F.lit(False)))
+
+
+def split_total_once(spark):
+    """Correct in every way: the total rule, each folder appended once per batch id (`append_once`)."""
+    rule = F.col("amount") > 0
+    passes, fails = rule, ~F.coalesce(rule, F.lit(False))
+
+    def write(batch, batch_id):
+        conf = batch.sparkSession.conf
+        append_once(batch.where(passes), batch_id, conf.get(CLEAN))
+        append_once(batch.where(fails), batch_id, conf.get(QUARANTINE))
+    return (_orders(spark).writeStream.outputMode("append").foreachBatch(write)
+            .option("checkpointLocation", "/checkpoints/orders_split"))
 
 
 # Events deduplicated on their id, written to the contract's `out` folder. Spark evicts a dropDuplicates
@@ -107,8 +135,8 @@ def _events(spark):
     return events.withWatermark("ts", "10 seconds")
 
 
-def _deduped(rows):
-    return (rows.writeStream.outputMode("append").foreachBatch(append_table)
+def _deduped(rows, write=append_table):
+    return (rows.writeStream.outputMode("append").foreachBatch(write)
             .option("checkpointLocation", "/checkpoints/events_dedup"))
 
 
@@ -118,8 +146,14 @@ def dedup_without_event_time(spark):
 
 
 def dedup_with_event_time(spark):
-    """Correct: the event time in the key, so a key leaves the state once the watermark passes it."""
+    """Correct in its state: the event time in the key, so a key leaves the state once the watermark passes it
+    (appended with `append_table`: twice for a batch run again)."""
     return _deduped(_events(spark).dropDuplicates(["id", "ts"]))
+
+
+def dedup_with_event_time_once(spark):
+    """Correct in every way: the event time in the key, and the folder appended once per batch id."""
+    return _deduped(_events(spark).dropDuplicates(["id", "ts"]), append_once)
 
 
 def dedup_within_watermark(spark):
@@ -145,14 +179,23 @@ def counts_per_batch(spark):
             .option("checkpointLocation", "/checkpoints/page_counts"))
 
 
-def windowed_counts(spark):
-    """Correct: clicks per page and 10-second window, in append mode (each window written once, when the
-    watermark passes its end), appended to the folder."""
+def _windowed(spark, write):
     counts = (_clicks(spark).groupBy("page", F.window("ts", "10 seconds").alias("window"))
               .agg(F.count("*").alias("clicks"))
               .select("page", F.col("window.start").alias("window_start"), "clicks"))
-    return (counts.writeStream.outputMode("append").foreachBatch(append_table)
+    return (counts.writeStream.outputMode("append").foreachBatch(write)
             .option("checkpointLocation", "/checkpoints/page_counts"))
+
+
+def windowed_counts(spark):
+    """Correct in its counts: clicks per page and 10-second window, in append mode (each window written once, when
+    the watermark passes its end), appended to the folder (`append_table`: twice for a batch run again)."""
+    return _windowed(spark, append_table)
+
+
+def windowed_counts_once(spark):
+    """Correct in every way: the windowed counts, appended once per batch id."""
+    return _windowed(spark, append_once)
 
 
 def main():
