@@ -4,7 +4,8 @@ contract's `out` parameter names. One twin overwrites the folder (a batch run ag
 leaves the same table); the other appends (the seeded bug: a batch run again adds its table twice).
 Two more seeded bugs: the appending job without a checkpoint location (a restart starts it anew, and it
 appends everything again) and a quality rule that casts text (a value that is not a number stops the
-query under ANSI casts)."""
+query under ANSI casts). The twins correct in every way (`*_once`, for benchmarks/property_seeded.py) append
+once per batch id (`append_once`), so a batch run again after a crash writes nothing twice."""
 from __future__ import annotations
 
 from pathlib import Path
