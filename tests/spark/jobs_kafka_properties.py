@@ -21,9 +21,16 @@ def append_orders(batch, batch_id):
     batch.write.mode("append").parquet(batch.sparkSession.conf.get(OUT))
 
 
-def _written(orders):
+def append_orders_once(batch, batch_id):
+    """Idempotent by batch id (`jobs_properties.append_once`): a batch run again writes nothing."""
+    from tests.spark.jobs_properties import append_once
+
+    append_once(batch, batch_id, batch.sparkSession.conf.get(OUT))
+
+
+def _written(orders, write=append_orders):
     return (orders.select("order_id", "amount", "ts").writeStream.outputMode("append")
-            .foreachBatch(append_orders).option("checkpointLocation", "/checkpoints/orders"))
+            .foreachBatch(write).option("checkpointLocation", "/checkpoints/orders"))
 
 
 def fragile_parse(spark):
@@ -33,3 +40,8 @@ def fragile_parse(spark):
 
 def tolerant_parse(spark):
     return _written(_orders(spark, "order_id string, amount double, ts timestamp"))
+
+
+def tolerant_parse_once(spark):
+    """Correct in every way: the tolerant parse, appended once per batch id."""
+    return _written(_orders(spark, "order_id string, amount double, ts timestamp"), append_orders_once)

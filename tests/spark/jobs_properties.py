@@ -4,8 +4,11 @@ contract's `out` parameter names. One twin overwrites the folder (a batch run ag
 leaves the same table); the other appends (the seeded bug: a batch run again adds its table twice).
 Two more seeded bugs: the appending job without a checkpoint location (a restart starts it anew, and it
 appends everything again) and a quality rule that casts text (a value that is not a number stops the
-query under ANSI casts)."""
+query under ANSI casts). The twins correct in every way (`*_once`, for benchmarks/property_seeded.py) append
+once per batch id (`append_once`), so a batch run again after a crash writes nothing twice."""
 from __future__ import annotations
+
+from pathlib import Path
 
 from pyspark.sql import functions as F
 
@@ -28,6 +31,19 @@ def overwrite_table(batch, batch_id):
 def append_table(batch, batch_id):
     """Not idempotent: each batch's table is added to the folder, so a batch run again is there twice."""
     batch.write.mode("append").parquet(batch.sparkSession.conf.get(OUT))
+
+
+def append_once(batch, batch_id, out=None):
+    """Idempotent by batch id, as Spark's guide asks of a foreachBatch sink (Delta's txnVersion, done by hand): the
+    batch's rows are appended and then a marker `_batches/<id>` is left in the folder (Spark's readers skip a path
+    that starts with `_`); a batch run again after a crash finds its marker and writes nothing."""
+    out = out or batch.sparkSession.conf.get(OUT)
+    marker = Path(out) / "_batches" / str(batch_id)
+    if marker.exists():
+        return
+    batch.write.mode("append").parquet(out)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
 
 
 def overwriting(spark):
@@ -95,9 +111,22 @@ def split_overlapping(spark):
 
 
 def split_total(spark):
-    """Correct: the quarantine takes every row the rule does not pass, a null amount included."""
+    """Correct in its rule: the quarantine takes every row the rule does not pass, a null amount included."""
     rule = F.col("amount") > 0
     return _split_job(spark, rule, ~F.coalesce(rule, F.lit(False)))
+
+
+def split_total_once(spark):
+    """Correct in every way: the total rule, each folder appended once per batch id (`append_once`)."""
+    rule = F.col("amount") > 0
+    passes, fails = rule, ~F.coalesce(rule, F.lit(False))
+
+    def write(batch, batch_id):
+        conf = batch.sparkSession.conf
+        append_once(batch.where(passes), batch_id, conf.get(CLEAN))
+        append_once(batch.where(fails), batch_id, conf.get(QUARANTINE))
+    return (_orders(spark).writeStream.outputMode("append").foreachBatch(write)
+            .option("checkpointLocation", "/checkpoints/orders_split"))
 
 
 # Events deduplicated on their id, written to the contract's `out` folder. Spark evicts a dropDuplicates
@@ -107,8 +136,8 @@ def _events(spark):
     return events.withWatermark("ts", "10 seconds")
 
 
-def _deduped(rows):
-    return (rows.writeStream.outputMode("append").foreachBatch(append_table)
+def _deduped(rows, write=append_table):
+    return (rows.writeStream.outputMode("append").foreachBatch(write)
             .option("checkpointLocation", "/checkpoints/events_dedup"))
 
 
@@ -118,8 +147,14 @@ def dedup_without_event_time(spark):
 
 
 def dedup_with_event_time(spark):
-    """Correct: the event time in the key, so a key leaves the state once the watermark passes it."""
+    """Correct in its state: the event time in the key, so a key leaves the state once the watermark passes it
+    (appended with `append_table`: twice for a batch run again)."""
     return _deduped(_events(spark).dropDuplicates(["id", "ts"]))
+
+
+def dedup_with_event_time_once(spark):
+    """Correct in every way: the event time in the key, and the folder appended once per batch id."""
+    return _deduped(_events(spark).dropDuplicates(["id", "ts"]), append_once)
 
 
 def dedup_within_watermark(spark):
@@ -145,14 +180,23 @@ def counts_per_batch(spark):
             .option("checkpointLocation", "/checkpoints/page_counts"))
 
 
-def windowed_counts(spark):
-    """Correct: clicks per page and 10-second window, in append mode (each window written once, when the
-    watermark passes its end), appended to the folder."""
+def _windowed(spark, write):
     counts = (_clicks(spark).groupBy("page", F.window("ts", "10 seconds").alias("window"))
               .agg(F.count("*").alias("clicks"))
               .select("page", F.col("window.start").alias("window_start"), "clicks"))
-    return (counts.writeStream.outputMode("append").foreachBatch(append_table)
+    return (counts.writeStream.outputMode("append").foreachBatch(write)
             .option("checkpointLocation", "/checkpoints/page_counts"))
+
+
+def windowed_counts(spark):
+    """Correct in its counts: clicks per page and 10-second window, in append mode (each window written once, when
+    the watermark passes its end), appended to the folder (`append_table`: twice for a batch run again)."""
+    return _windowed(spark, append_table)
+
+
+def windowed_counts_once(spark):
+    """Correct in every way: the windowed counts, appended once per batch id."""
+    return _windowed(spark, append_once)
 
 
 def main():
@@ -168,3 +212,27 @@ def main():
         for query in spark.streams.active:
             query.stop()
         spark.stop()
+
+
+# Impressions joined with the clicks on the same ad (a transform of the contract's two sources, as the kit calls
+# it). Spark evicts a stream-stream join's state rows only by a watermark the join condition can turn into a
+# bound on each side's event time: both sides need a watermark and the condition a time range between them.
+def join_without_time_bound(impressions, ad_clicks):
+    """Seeded bug: watermarks on both sides but no time range in the condition: no watermark can rule out a
+    later partner, so every impression and every click stays in the join's state for ever."""
+    shown = impressions.where(F.col("ad_id").isNotNull()).withWatermark("shown_at", "10 seconds").alias("i")
+    clicked = ad_clicks.where(F.col("ad_id").isNotNull()).withWatermark("clicked_at", "10 seconds").alias("c")
+    return (shown.join(clicked, F.col("i.ad_id") == F.col("c.ad_id"))
+            .select(F.col("i.ad_id").alias("ad_id"), "i.shown_at", "c.clicked_at"))
+
+
+def join_within_bound(impressions, ad_clicks):
+    """Correct: watermarks on both sides and a click counted only up to 30 seconds after its impression, so a row
+    leaves the state once the watermark passes the last time a partner could have. Rows without an ad_id are left
+    out (a streaming join pairs a null key with another null key, a batch join never does)."""
+    shown = impressions.where(F.col("ad_id").isNotNull()).withWatermark("shown_at", "10 seconds").alias("i")
+    clicked = ad_clicks.where(F.col("ad_id").isNotNull()).withWatermark("clicked_at", "10 seconds").alias("c")
+    return (shown.join(clicked, (F.col("i.ad_id") == F.col("c.ad_id"))
+                       & (F.col("c.clicked_at") >= F.col("i.shown_at"))
+                       & (F.col("c.clicked_at") <= F.col("i.shown_at") + F.expr("INTERVAL 30 seconds")))
+            .select(F.col("i.ad_id").alias("ad_id"), "i.shown_at", "c.clicked_at"))

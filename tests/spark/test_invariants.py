@@ -3,7 +3,8 @@ docs/properties.md): seeded bugs in jobs of our own (`jobs_properties.py`), each
 and written as a scenario file that fails as an ordinary scenario for the same reason, while the correct twin
 passes that file and the property. A quality rule blind to nulls (a null amount lands in neither folder:
 conservation), one whose sides overlap (a zero lands in both: a key in two outputs, and a hook of our own), a
-dropDuplicates on the id alone (its state never shrinks: bounded-state). Few examples, derandomized, no database.
+dropDuplicates on the id alone and a stream-stream join with no time range in its condition (their state never
+shrinks: bounded-state). Few examples, derandomized, no database.
 """
 from __future__ import annotations
 
@@ -60,6 +61,22 @@ DEDUP = textwrap.dedent("""\
       columns: "id string, ts timestamp"
       modes: [append]
     """)
+# Impressions joined with clicks on the same ad (a transform of both sources: `jobs.join_*`).
+JOIN = textwrap.dedent("""\
+    contract: ad_joins
+    description: impressions and clicks, each with a 10-second watermark -> the clicks joined with their impression.
+    sources:
+      impressions:
+        columns: "ad_id string, shown_at timestamp"
+        event_time: shown_at
+      ad_clicks:
+        columns: "ad_id string, clicked_at timestamp"
+        event_time: clicked_at
+    output:
+      columns: "ad_id string, shown_at timestamp, clicked_at timestamp"
+      modes: [append]
+    """)
+ADS = {"ad_id": ["a", "b", None]}
 FEW = {"derandomize": True, "database": None, "max_events": 6}
 
 
@@ -116,6 +133,21 @@ def test_a_dedup_within_the_watermark_holds_bounded_state(spark, tmp_path):
     report = check_properties(contract, jobs.dedup_within_watermark, session=spark, properties=["bounded-state"],
                               max_examples=4, out_dir=tmp_path, **FEW)
     assert report.held and report.properties[0].held_on >= 2, report.describe()
+
+
+def test_a_join_without_a_time_bound_keeps_its_state_and_its_shrunk_file_fails_at_state_rows(spark, tmp_path):
+    contract = _load(tmp_path, JOIN, "ad_joins")
+    report = check_properties(contract, jobs.join_without_time_bound, session=spark, properties=["bounded-state"],
+                              max_examples=10, out_dir=tmp_path, pools=ADS, **FEW)
+    sc, text = _written(report, "bounded-state", tmp_path)
+    assert _events(sc) <= 10, text  # the shrunk stream and the closing events (one per source, twice)
+    _fails_where(sc, jobs.join_without_time_bound, spark, "state_rows")
+    # control: with a time range in the condition, the same file passes, and the property holds
+    twin = run_scenario(sc, jobs.join_within_bound, session=spark)
+    assert twin.status == "passed", describe_failure(twin)
+    report = check_properties(contract, jobs.join_within_bound, session=spark, properties=["bounded-state"],
+                              max_examples=6, pools=ADS, **FEW)
+    assert report.held and report.properties[0].held_on >= 3, report.describe()
 
 
 @LINE_FREE
