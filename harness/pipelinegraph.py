@@ -80,7 +80,7 @@ class PipelineGraph:
     storage: str
     datasets: dict[str, Dataset] = field(default_factory=dict)
     flows: list[FlowDef] = field(default_factory=list)
-    sql_files: list[Path] = field(default_factory=list)  # parsed by the server; their datasets unknown here
+    sql_files: list[Path] = field(default_factory=list)  # parsed by the server; datasets and flows read from their CREATEs
 
 
 def _place(location: Any) -> Place:
@@ -129,6 +129,10 @@ def RecordingRegistry(graph: PipelineGraph, inner: Any = None) -> Any:  # noqa: 
 
         def register_sql(self, sql_text: str, file_path: Path) -> None:
             graph.sql_files.append(Path(file_path))
+            datasets, flows = sql_definitions(Path(file_path).resolve(), sql_text)  # cwd: the spec's folder
+            for dataset in datasets:  # one defined twice: the server's error, at the update
+                graph.datasets.setdefault(dataset.name, dataset)
+            graph.flows.extend(flows)
             if inner is not None:
                 inner.register_sql(sql_text, file_path)
 
@@ -234,6 +238,13 @@ _SQL_IDENT = r"(?:`[^`]+`|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][\w$]*)
 _SQL_DEFINES = re.compile(r"\bCREATE\s+(?:OR\s+(?:REFRESH|REPLACE)\s+)?(?:(?:STREAMING|TEMPORARY|TEMP)\s+)?"
                           r"(?:MATERIALIZED\s+)?(?:TABLE|VIEW|FLOW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
                           rf"(?P<name>{_SQL_IDENT})", re.I)
+# what a SQL file defines, statement by statement (a statement ends at `;`, comments and literals blanked)
+_SQL_DEFINITION = re.compile(r"\bCREATE\s+(?:OR\s+(?:REFRESH|REPLACE)\s+)?(?P<kind>STREAMING\s+TABLE|MATERIALIZED\s+VIEW|"
+                             r"(?:(?:TEMPORARY|TEMP)\s+)?VIEW|FLOW)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                             rf"(?P<name>{_SQL_IDENT})(?P<rest>[^;]*)", re.I)
+_SQL_QUERY = re.compile(r"\bAS\s*\(?\s*(?:SELECT|WITH|FROM|TABLE|VALUES)\b", re.I)  # CREATE ... AS query
+_SQL_INTO = re.compile(rf"\bINSERT\s+INTO\s+(?:TABLE\s+)?(?P<target>{_SQL_IDENT})", re.I)
+_SQL_KINDS = {"STREAMING TABLE": "streaming_table", "MATERIALIZED VIEW": "materialized_view"}
 _SQL_CTE = re.compile(rf"(?:\bWITH|,)\s*(?:RECURSIVE\s+)?(?P<name>{_SQL_IDENT})\s+AS\s*\(", re.I)
 # a read: FROM/JOIN a name, STREAM(name) or STREAM name, or a table-valued function call
 _SQL_READ = re.compile(rf"\b(?P<kw>(?:FROM|JOIN)(?:\s+STREAM\b)?|STREAM)\b\s*(?P<paren>\(\s*)?(?P<name>{_SQL_IDENT})\s*(?P<call>\()?",
@@ -315,6 +326,30 @@ def sql_reads(file: Path, shown: str | None = None) -> tuple[set[str], list[SqlR
         if bare not in ctes:
             reads.append(SqlRead(place(m.start("name")), snippet, name=name))
     return defined, reads
+
+
+def sql_definitions(file: Path, text: str | None = None) -> tuple[list[Dataset], list[FlowDef]]:
+    """The datasets and flows a SQL definition file defines, at their lines, as the server registers them: a
+    `CREATE STREAMING TABLE t AS query` (or a materialized view, a view) is dataset `t` and its flow `t`; a
+    streaming table without a query has no flow; `CREATE FLOW f AS INSERT INTO t ...` is flow `f` writing `t`.
+    Names as written, without quotes or qualifier (the server's flows and checkpoints are named so)."""
+    code = _sql_code(text if text is not None else file.read_text(encoding="utf-8"))
+    datasets: list[Dataset] = []
+    flows: list[FlowDef] = []
+    for m in _SQL_DEFINITION.finditer(code):
+        name = re.sub(r"\s", "", m.group("name")).rsplit(".", 1)[-1].strip("`")
+        place = Place(str(file), code.count("\n", 0, m.start()) + 1)
+        kind = " ".join(m.group("kind").upper().split())
+        if kind == "FLOW":
+            into = _SQL_INTO.search(m.group("rest"))
+            if into is not None:
+                target = re.sub(r"\s", "", into.group("target")).rsplit(".", 1)[-1].strip("`")
+                flows.append(FlowDef(name, target, "flow", place))
+            continue
+        datasets.append(Dataset(name, _SQL_KINDS.get(kind, "temporary_view"), place))
+        if _SQL_QUERY.search(m.group("rest")):
+            flows.append(FlowDef(name, name, "flow", place))
+    return datasets, flows
 
 
 def check_sql_sources(graph: PipelineGraph, files: list[Path] | None = None, *, tables: bool = True) -> None:

@@ -118,11 +118,9 @@ def _check_graph_reads(graph: PipelineGraph, reads: Sequence[ReaderCall]) -> Non
     defined = {_bare(n) for n in graph.datasets}
     for call in reads:
         assert call.table is not None
-        if _bare(call.table) not in defined:
-            sql = (f" (its SQL files {', '.join(str(p) for p in graph.sql_files)} define datasets the kit does not "
-                   "know before the update)") if graph.sql_files else ""
-            raise SubstitutionError(call.place, f"{call.describe()} reads table {call.table!r}, which no Python "
-                                                f"definition of pipeline {graph.name!r} defines{sql}, and which "
+        if _bare(call.table) not in defined:  # the SQL files' datasets included (read from their CREATEs)
+            raise SubstitutionError(call.place, f"{call.describe()} reads table {call.table!r}, which no "
+                                                f"definition of pipeline {graph.name!r} defines, and which "
                                                 "matches no source given: a table outside the pipeline cannot be "
                                                 "stood in for yet")
 

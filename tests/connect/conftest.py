@@ -28,3 +28,13 @@ def remote_spark(connect_server):
     # Close the session while the server is up: a client left open retries a stopped server for
     # minutes at exit (measured: about 10 min of RETRIES_EXCEEDED before pytest returned).
     spark.stop()
+
+
+@pytest.fixture(scope="session")
+def consumer(tmp_path_factory):
+    """examples/consumer and the kit's wheel installed into a fresh environment, as tests/consumer builds them;
+    one for the stage: test_consumer_over_connect runs the shop in it, test_pipeline_example the pipeline
+    project (which installs nothing of its own), so the stage pays pip once."""
+    from tests.consumer.test_consumer_example import build_consumer
+
+    return build_consumer(tmp_path_factory.mktemp("consumer"))

@@ -4,7 +4,8 @@ PATH, no JAVA_HOME): the same scenarios pass and a wrong expectation fails, nami
 It lives in the connect stage, not beside the consumer's other tests: a Python worker the server starts
 (the staged source's runner, the foreachBatch writer) must connect back within Spark's constant 10 s
 (docs/reliability.md, python_worker_late), and CI's connect stage runs after the Spark stages, when the
-two cores are least shared. The consumer project is built here as tests/consumer builds it.
+two cores are least shared. The consumer project is built as tests/consumer builds it (the stage's `consumer`
+fixture, tests/connect/conftest.py).
 """
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ import shutil
 import pytest
 
 from tests.consumer.test_consumer_example import (JOB_SCENARIOS, RUN_TIMEOUT, SHOP_SCENARIOS, _connect_here, _run,
-                                                  _wrong_expectation, consumer)
-
-__all__ = ["consumer"]  # the fixture, imported so that pytest finds it here
+                                                  _wrong_expectation)
 
 pytestmark = pytest.mark.skipif(not _connect_here(), reason="the installed pyspark ships no Spark Connect server "
                                 "(Spark 4.x does)")

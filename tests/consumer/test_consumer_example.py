@@ -48,11 +48,12 @@ def _run(cmd, cwd, timeout, env=None):
     return proc.returncode, proc.stdout + proc.stderr
 
 
-@pytest.fixture(scope="module")
-def consumer(tmp_path_factory):
+def build_consumer(tmp: Path):
+    """examples/consumer and the kit's wheel, built from the tracked files, installed into a fresh virtual
+    environment under `tmp`: (its python, the project's copy, the environment for its commands, the wheel).
+    tests/connect/conftest.py builds one for its stage (its example projects share it)."""
     import pyspark
 
-    tmp = tmp_path_factory.mktemp("consumer")
     # The wheel is built from a copy of the tracked files: setuptools builds in the source tree's
     # build/, which two xdist workers (or a developer's own build) would otherwise share.
     source = tmp / "source"
@@ -75,6 +76,11 @@ def consumer(tmp_path_factory):
     assert rc == 0, out
     env = {k: v for k, v in child_environment().items() if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "VIRTUAL_ENV")}
     return py, project, env, wheel
+
+
+@pytest.fixture(scope="module")
+def consumer(tmp_path_factory):
+    return build_consumer(tmp_path_factory.mktemp("consumer"))
 
 
 SHOP_SCENARIOS = {  # the scenario files and the Python fixture test

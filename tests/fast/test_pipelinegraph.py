@@ -63,6 +63,7 @@ def test_datasets_and_flows_by_name_kind_and_line(tmp_path):
     root = _project(tmp_path / "shop")
     graph = pg.load_graph(root)                                   # the folder resolves to its one spec
     layers = str((root / "transformations" / "layers.py").resolve())
+    gold = str((root / "transformations" / "gold.sql").resolve())
     assert graph.name == "shop" and graph.storage == "storage"
     assert graph.spec_path == (root / "spark-pipeline.yml").resolve()
     assert {n: (d.kind, d.place.file, d.place.line) for n, d in graph.datasets.items()} == {
@@ -70,12 +71,32 @@ def test_datasets_and_flows_by_name_kind_and_line(tmp_path):
         "daily": ("materialized_view", layers, 11),
         "parsed": ("temporary_view", layers, 16),
         "silver": ("streaming_table", layers, 21),
+        "gold": ("materialized_view", gold, 1),   # read from the SQL file's CREATE (the server parses it)
     }
-    assert [(f.name, f.target, f.kind, f.place.line) for f in graph.flows] == [
-        ("bronze", "bronze", "flow", 5), ("daily", "daily", "flow", 11), ("parsed", "parsed", "flow", 16),
-        ("silver_from_bronze", "silver", "flow", 24)]
-    # SQL is parsed by the server: without one, the file is known, its datasets are not.
+    assert sorted((f.name, f.target, f.kind, f.place.line) for f in graph.flows) == [
+        ("bronze", "bronze", "flow", 5), ("daily", "daily", "flow", 11), ("gold", "gold", "flow", 1),
+        ("parsed", "parsed", "flow", 16), ("silver_from_bronze", "silver", "flow", 24)]
     assert graph.sql_files == [Path("transformations/gold.sql")]
+
+
+def test_a_sql_files_datasets_and_flows_by_kind_and_line():
+    """As the server registers them: a streaming table without a query has no flow of its own, a `CREATE FLOW`
+    writes its INSERT's table; quotes and qualifiers go, comments and string literals define nothing."""
+    text = textwrap.dedent("""\
+        -- CREATE STREAMING TABLE commented AS SELECT 1;
+        CREATE OR REFRESH STREAMING TABLE `sales`.`Platinum`;
+        CREATE FLOW copy AS INSERT INTO Platinum BY NAME
+          SELECT * FROM STREAM gold;
+        CREATE TEMPORARY VIEW numbers AS SELECT * FROM range(10);
+        CREATE MATERIALIZED VIEW totals AS SELECT 'CREATE FLOW x AS INSERT INTO y' AS s;
+        CREATE STREAMING TABLE windows AS SELECT * FROM STREAM(silver) WATERMARK ts DELAY OF INTERVAL 1 MINUTE;
+        """)
+    datasets, flows = pg.sql_definitions(Path("defs.sql"), text)
+    assert [(d.name, d.kind, d.place.line) for d in datasets] == [
+        ("Platinum", "streaming_table", 2), ("numbers", "temporary_view", 5), ("totals", "materialized_view", 6),
+        ("windows", "streaming_table", 7)]
+    assert [(f.name, f.target, f.place.line) for f in flows] == [
+        ("copy", "Platinum", 3), ("numbers", "numbers", 5), ("totals", "totals", 6), ("windows", "windows", 7)]
 
 
 def test_the_definition_files_are_unchanged_and_the_working_folder_restored(tmp_path, monkeypatch):
