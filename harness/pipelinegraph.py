@@ -128,8 +128,9 @@ def RecordingRegistry(graph: PipelineGraph, inner: Any = None) -> Any:  # noqa: 
                 inner.register_auto_cdc_flow(flow)
 
         def register_sql(self, sql_text: str, file_path: Path) -> None:
-            graph.sql_files.append(Path(file_path))
-            datasets, flows = sql_definitions(Path(file_path).resolve(), sql_text)  # cwd: the spec's folder
+            file = Path(file_path).resolve()  # named from the spec's folder, the working folder while registering
+            graph.sql_files.append(file)
+            datasets, flows = sql_definitions(file, sql_text)
             for dataset in datasets:  # one defined twice: the server's error, at the update
                 graph.datasets.setdefault(dataset.name, dataset)
             graph.flows.extend(flows)

@@ -140,7 +140,7 @@ def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upg
         assert record["spark_version"] == "4.3.0"
     record = ran["open-window-survives-a-restart"]
     assert [s["batches"][0]["batch_id"] for s in record["steps"] if s["index"] == 2] == [0]  # run by 3.5.3
-    assert ("### Restarted on Spark 4.3.0 from checkpoints of 3.5.3\n\n11 runs across the two: 7 not applicable, "
+    assert ("### Restarted on Spark 4.3.0 from checkpoints of 3.5.3\n\n12 runs across the two: 8 not applicable, "
             "4 restarts." in upgrade and "| open-window-survives-a-restart | clicks:transform | " in upgrade
             and "| table-survives-restarts | page_windows:main | " in upgrade), upgrade
     assert "| bad-payload-is-dropped | clicks:transform | " in upgrade and "| not applicable |" in upgrade, upgrade

@@ -76,7 +76,7 @@ def test_datasets_and_flows_by_name_kind_and_line(tmp_path):
     assert sorted((f.name, f.target, f.kind, f.place.line) for f in graph.flows) == [
         ("bronze", "bronze", "flow", 5), ("daily", "daily", "flow", 11), ("gold", "gold", "flow", 1),
         ("parsed", "parsed", "flow", 16), ("silver_from_bronze", "silver", "flow", 24)]
-    assert graph.sql_files == [Path("transformations/gold.sql")]
+    assert graph.sql_files == [Path(gold)]  # resolved while the working folder is the spec's: read again from anywhere
 
 
 def test_a_sql_files_datasets_and_flows_by_kind_and_line():
