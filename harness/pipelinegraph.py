@@ -207,9 +207,47 @@ def load_graph(path: str | Path, spark: Any = None, inner: Any = None, graph_id:
     spec_path, spec = load_spec(path)
     graph = PipelineGraph(spec_path, spec.name, spec.storage)
     session: Any = spark if spark is not None else _NoSession()
-    with _pyspark_errors(spec_path):
+    with _definition_errors(spec_path, spec.name):
         cli.register_definitions(spec_path, RecordingRegistry(graph, inner), spec, session, graph_id)
     return graph
+
+
+@contextlib.contextmanager
+def _definition_errors(spec_path: Path, name: str) -> Iterator[None]:
+    """An error raised while the definitions register (a module's top level, a flow function called for
+    its plan, Spark refusing what it read) as a `PipelineLoadError` at the definition's own `file:line`:
+    the innermost frame in the pipeline's folder; the kit's own errors (a read no source stands in for)
+    already name theirs. Spark's message is cut before the server's stack trace."""
+    try:
+        yield
+    except EventtimeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's definition code: any error is its verdict
+        raise PipelineLoadError(f"{_definition_place(exc, spec_path)}: a definition of pipeline "
+                                f"{name!r} raised {type(exc).__name__}: {_first_lines(exc)}") from exc
+
+
+def _definition_place(exc: BaseException, spec_path: Path) -> str:
+    """`file:line` of the innermost frame of `exc` in a file under the spec's folder (a SyntaxError: its
+    own place); the spec itself when none is."""
+    import traceback
+
+    from .jobio import shown_file
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{shown_file(exc.filename)}:{exc.lineno or 0}"
+    root = str(spec_path.parent) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.abspath(f.filename).startswith(root)]
+    return f"{shown_file(frames[-1].filename)}:{frames[-1].lineno}" if frames else shown_file(str(spec_path))
+
+
+def _first_lines(exc: BaseException) -> str:
+    """An exception's message without the JVM's stack trace a Spark error carries after it."""
+    lines: list[str] = []
+    for line in str(exc).split("\n"):
+        if line.startswith(("JVM stacktrace:", "org.apache.", "\tat ", "java.")):
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
 
 
 # -- SQL definition files ----------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Where it differs from the command, on purpose:
   the pipeline's production storage; updates given the same root carry their flows' offsets, state
   and watermark over, as successive `spark-pipelines run`s on one storage do;
 - the session is the kit's (the command builds its own with the spec's `configuration` as builder
-  settings); the configuration still reaches every flow as the graph's SQL settings;
+  settings): the configuration is set on it while the definitions register (`spark.conf.get` in a
+  definition reads the spec's value) and put back after; it reaches every flow as the graph's SQL settings;
 - the wait is bounded: the update not ended after `timeout` seconds is a `HarnessTimeout` saying so
   (the session's operations are interrupted).
 Sources (`sources=`, docs/pipelines.md step 1): each `PipelineSource` is a kit source (`ConnectSource`)
@@ -164,6 +165,45 @@ class _Session:
         self.client = _TolerantClient(spark.client) if _TolerantClient.usable(spark.client) else spark.client
 
 
+@contextlib.contextmanager
+def _session_configuration(spark: Any, conf: Mapping[str, str]) -> Iterator[None]:
+    """The spec's `configuration` (with the kit's settings) on the session while the definitions register,
+    as `spark-pipelines run` builds its session with them: a definition reading `spark.conf.get(key)` sees
+    the spec's value. A setting Spark refuses on a live session is skipped, as PySpark's Connect builder
+    skips it (`_set_all(silent=True)`). The session's own values are put back after: the kit's session
+    outlives the update, and the flows carry the configuration as the graph's SQL settings."""
+    before: dict[str, str | None] = {}
+    try:
+        for key, value in conf.items():
+            previous = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except Exception:  # noqa: BLE001 - a static or core setting: Spark's builder skips it too
+                continue
+            before[key] = previous
+        yield
+    finally:
+        for key, previous in before.items():
+            if previous is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, previous)
+
+
+def _register(spark: Any, spec_path: Path, inner: Any, graph_id: str,
+              sources: Sequence[PipelineSource] | None) -> PipelineGraph:
+    """Register the pipeline's definitions in graph `graph_id`; with `sources`, their reads substituted and
+    checked (the module's docstring)."""
+    if sources is None:
+        return load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
+    graph_reads: list[ReaderCall] = []
+    with _substituted(sources, graph_reads):
+        graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
+    _check_graph_reads(graph, graph_reads)
+    check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
+    return graph
+
+
 @dataclass
 class UpdateResult:
     graph: PipelineGraph
@@ -192,14 +232,8 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
     graph_id = create_dataflow_graph(spark, default_catalog=spec.catalog, default_database=database or spec.database,
                                      sql_conf=sql_conf)
     inner = SparkConnectGraphElementRegistry(spark, graph_id)
-    if sources is None:
-        graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
-    else:
-        graph_reads: list[ReaderCall] = []
-        with _substituted(sources, graph_reads):
-            graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
-        _check_graph_reads(graph, graph_reads)
-        check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
+    with _session_configuration(spark, sql_conf):
+        graph = _register(spark, spec_path, inner, graph_id, sources)
     check_selection(graph, [*refresh, *full_refresh])
     result = UpdateResult(graph, graph_id)
 

@@ -206,3 +206,20 @@ def test_with_a_python_file_needing_a_session_only_sql_source_functions_are_judg
     (root / "transformations" / "gold.sql").write_text("CREATE STREAMING TABLE g AS SELECT * FROM STREAM read_kafka(x => 1);\n")
     with pytest.raises(pg.PipelineLoadError, match=r"gold\.sql:1: .*read_kafka"):
         pg.check_definitions(root)
+
+
+@pytest.mark.parametrize("body, said", [
+    ('from pyspark import pipelines as dp\nLANDING = {}["landing"]\n', "transformations/orders.py:2: a definition of "
+     "pipeline 'orders' raised KeyError: 'landing'"),
+    ('from pyspark import pipelines as dp\nX = (\n', "transformations/orders.py:2: a definition of pipeline 'orders' "
+     "raised SyntaxError"),
+])
+def test_a_definition_that_raises_is_an_error_at_its_own_line(tmp_path, monkeypatch, body, said):
+    (tmp_path / "transformations").mkdir()
+    (tmp_path / "spark-pipeline.yml").write_text("name: orders\nstorage: st\nlibraries:\n"
+                                                 "  - glob: {include: transformations/**}\n")
+    (tmp_path / "transformations" / "orders.py").write_text(body)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(pg.PipelineLoadError) as caught:
+        pg.load_graph(tmp_path)
+    assert str(caught.value).startswith(said)

@@ -273,3 +273,46 @@ def test_the_model_runs_a_plain_update_as_process_and_does_not_cover_a_selection
     selective = text.replace("\n  - process\n", "\n  - update: {full_refresh: all}\n", 1)
     with pytest.raises(NotCovered, match="does not model a pipeline update's selection or full refresh"):
         simulate(load_scenario_text(selective, str(path), file=path))
+
+
+class _Conf:
+    """A session's settings as `spark.conf` holds them; `static` ones refuse a set, as Spark's do on a live
+    session."""
+
+    def __init__(self, values: dict, static: set):
+        self.values, self.static = dict(values), static
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+    def set(self, key, value):
+        if key in self.static:
+            raise RuntimeError(f"CANNOT_MODIFY_CONFIG {key}")
+        self.values[key] = value
+
+    def unset(self, key):
+        self.values.pop(key, None)
+
+
+def test_the_specs_configuration_is_on_the_session_while_definitions_register_and_put_back_after():
+    from eventtime.harness.pipelinerun import _session_configuration
+    conf = _Conf({"spark.sql.shuffle.partitions": "200", "spark.executor.memory": "1g"}, {"spark.executor.memory"})
+    spark = SimpleNamespace(conf=conf)
+    spec = {"orders.landing_path": "/landing/orders", "spark.sql.shuffle.partitions": "2",
+            "spark.executor.memory": "8g"}
+    with _session_configuration(spark, spec):
+        seen = dict(conf.values)
+    assert seen == {"orders.landing_path": "/landing/orders", "spark.sql.shuffle.partitions": "2",
+                    "spark.executor.memory": "1g"}   # a static setting is skipped, as PySpark's builder skips it
+    assert conf.values == {"spark.sql.shuffle.partitions": "200", "spark.executor.memory": "1g"}
+
+
+def test_the_session_is_put_back_when_a_definition_fails_while_registering():
+    from eventtime.harness.pipelinerun import _session_configuration
+    conf = _Conf({}, set())
+    try:
+        with _session_configuration(SimpleNamespace(conf=conf), {"orders.landing_path": "/landing"}):
+            raise ValueError("a definition's own error")
+    except ValueError:
+        pass
+    assert conf.values == {}
