@@ -216,7 +216,7 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     if step.dropped is not None:
         actual = sum(b.dropped for b in observed.since_expect)
         if actual != step.dropped:
-            out.append(CheckFailure("dropped", step.where,
+            out.append(CheckFailure("dropped", step.at("dropped"),
                                     f"{actual} row(s) dropped as late since the previous expect, expected {step.dropped}",
                                     expected=step.dropped, actual=actual, explanation=explain_late(
                                         _late_inputs(observed, scenario), observed.history,
@@ -224,11 +224,11 @@ def _judge(step: ExpectStep, observed: Observed, scenario: Scenario) -> list[Che
     if step.state_rows is not None:
         actual = observed.history[-1].state_rows if observed.history else 0
         if actual != step.state_rows:
-            out.append(CheckFailure("state_rows", step.where,
+            out.append(CheckFailure("state_rows", step.at("state_rows"),
                                     f"{actual} row(s) in state, expected {step.state_rows}",
                                     expected=step.state_rows, actual=actual))
     if step.batch_count is not None and len(observed.since_expect) != step.batch_count:
-        out.append(CheckFailure("batches", step.where,
+        out.append(CheckFailure("batches", step.at("batches"),
                                 f"{len(observed.since_expect)} micro-batch(es) ran since the previous expect, "
                                 f"expected {step.batch_count}", expected=step.batch_count, actual=len(observed.since_expect)))
     if step.batches is not None:
@@ -322,7 +322,7 @@ def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -
     if step.updated is not None:
         actual = sum(rows_updated(b) for b in observed.since_expect)
         if actual != step.updated:
-            out.append(CheckFailure("updated", step.where, f"{actual} row(s) updated in state since the previous "
+            out.append(CheckFailure("updated", step.at("updated"), f"{actual} row(s) updated in state since the previous "
                                     f"expect, expected {step.updated}", expected=step.updated, actual=actual))
     for key, expected, count, what in (
             ("updated_since_check", step.updated_since_check, rows_updated, "row(s) updated in state"),
@@ -331,7 +331,7 @@ def _judge_operators(step: ExpectStep, observed: Observed, scenario: Scenario) -
             continue
         summed = sum(count(b) for b in observed.since_check)
         if summed != expected:
-            out.append(CheckFailure(key, step.where, f"{summed} {what} {_span_words(observed)}, expected {expected}",
+            out.append(CheckFailure(key, step.at(key), f"{summed} {what} {_span_words(observed)}, expected {expected}",
                                     expected=expected, actual=summed))
     if step.batch_watermark_us is not None:
         where = step.batch_watermark_where or step.where
@@ -504,7 +504,7 @@ def _judge_batches(step: ExpectStep, observed: Observed, scenario: Scenario, nam
     assert step.batches is not None
     out: list[CheckFailure] = []
     if len(step.batches) != len(observed.since_expect):
-        out.append(CheckFailure("batches", step.where,
+        out.append(CheckFailure("batches", step.at("batches"),
                                 f"{len(observed.since_expect)} micro-batch(es) ran since the previous expect, "
                                 f"expected {len(step.batches)}", expected=len(step.batches), actual=len(observed.since_expect)))
         return out

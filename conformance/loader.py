@@ -1152,7 +1152,7 @@ class _Builder:
     def inside_checks(self, step: m.ExpectStep, body: dict, path: tuple) -> m.ExpectStep:
         """The checks of what the query's operators did: `updated`, `batch_watermark`, `operators`,
         `event_time: none`."""
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] = {"key_places": tuple((k, self.c.where(path + (k,))) for k in body if isinstance(k, str))}
         for key in ("updated", "updated_since_check", "dropped_since_check"):
             if isinstance(body.get(key), int):
                 changes[key] = body[key]

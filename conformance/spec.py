@@ -418,7 +418,14 @@ class ExpectStep(Step):
     # expect, in order (dataflow profile only; seed 000 "Stream Status")
     statuses: tuple[str, ...] | None = None
     statuses_where: Where | None = None
+    # where each of the step's own keys is written (`dropped`, `state_rows`, ...): a check's failure names
+    # the line of its key, not only of the step
+    key_places: tuple[tuple[str, Where], ...] = field(default=(), compare=False)
     kind = "expect"
+
+    def at(self, key: str) -> Where:
+        """Where the step's own `key:` is written; the step's place when it is not (a check built otherwise)."""
+        return next((where for name, where in self.key_places if name == key), self.where)
 
 
 @dataclass(frozen=True)

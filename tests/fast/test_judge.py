@@ -516,3 +516,14 @@ def test_event_time_none_and_the_watermark_the_statistics_carry(scenario):
     [f] = judge(expect(event_time=EventTimeCheck(ROW_W, watermark_us=ts(2))), observed(with_stats), scenario)
     assert f.message == ("the event-time statistics of batch 0 carry watermark initial (1970-01-01T00:00:00Z), "
                          "expected 00:00:02")
+
+
+def test_a_count_check_fails_at_its_own_keys_line(scenario):
+    """`dropped`, `state_rows` and `batches` name the line their key is written on (the loader's `key_places`),
+    as `watermark` does; the step's own place when the key's is not known."""
+    places = tuple((key, Where("s.yaml", 30 + n, 7)) for n, key in enumerate(("dropped", "state_rows", "batches")))
+    obs = observed([FakeBatch(0, dropped=1, state_rows=2)], history=[FakeBatch(0, dropped=1, state_rows=2)])
+    failures = judge(expect(dropped=0, state_rows=0, batch_count=2, key_places=places), obs, scenario)
+    assert sorted((f.check, f.where.line) for f in failures) == [("batches", 32), ("dropped", 30), ("state_rows", 31)]
+    [f] = judge(expect(dropped=0), obs, scenario)
+    assert f.where == W

@@ -665,3 +665,11 @@ def test_checks_of_what_the_operators_did(base_scenario):
         (0, "stateStoreSave", 1, 2, 0, 23), (1, None, None, None, 1, 24)]
     assert second.event_time.watermark_us == 0 and not second.event_time.none
     assert second.batches[0].updated == 0
+
+
+def test_each_key_of_an_expect_is_placed_at_its_line(base_scenario):
+    text = base_scenario.rstrip("\n") + "\n      dropped: 0\n      state_rows: 1\n"
+    expect = load_scenario_text(text, "s.yaml").steps[-1]
+    assert isinstance(expect, m.ExpectStep)
+    assert (expect.at("dropped").line, expect.at("state_rows").line) == (19, 20)
+    assert expect.at("batches") == expect.where  # not written: the step's own place
