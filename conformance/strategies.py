@@ -74,6 +74,13 @@ class Event:
         return self.values["ts"]
 
 
+
+def _rarely(draw: Any, one_in: int) -> bool:
+    """True about once in `one_in` draws: for a rare event (a row delivered again, a record that is not
+    JSON). It is the largest value of the range, so Hypothesis, which shrinks integers towards 0, shrinks a
+    counterexample away from the rare event unless the failure needs it."""
+    return bool(draw(st.integers(0, one_in - 1)) == one_in - 1)
+
 def _ms(duration: str | int | None) -> int | None:
     if duration is None or isinstance(duration, int):
         return duration
@@ -108,7 +115,7 @@ def event_times(draw: Any, *, min_size: int = 1, max_size: int = 12, out_of_orde
     out: list[int] = []
     for _ in range(n):
         clock += draw(st.integers(0, step_units)) * unit * MS
-        if duplicates and out and draw(st.integers(0, 4)) == 0:
+        if duplicates and out and _rarely(draw, 5):
             candidates = [t for t in out if bound is None or seen is None or t >= seen - bound * MS]
             if candidates:
                 out.append(draw(st.sampled_from(candidates)))
@@ -266,7 +273,7 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
             drawn = kafka_records if spec.kind == "kafka" else text_lines
             record = draw(drawn(spec, pools=pools, event_time=next(times[name])))
             out.append(Event(name, record))
-            if draw(st.integers(0, 9)) == 0:  # the producer retried, the writer wrote a line twice: again
+            if _rarely(draw, 10):  # the producer retried, the writer wrote a line twice: again
                 out.append(Event(name, dict(record)))
             continue
         ts_col = (spec.event_time or "ts") if typed else "ts"
@@ -279,7 +286,7 @@ def events(draw: Any, contract: str | Contract = "tumbling_count", *, max_events
             values = {col.name: draw(_value(col.name, col.type)) for col in spec.columns if col.name != "ts"}
         values[ts_col] = next(times[name])
         out.append(Event(name, values))
-        if draw(st.integers(0, 9)) == 0:  # the same row delivered again
+        if _rarely(draw, 10):  # the same row delivered again
             out.append(Event(name, dict(values)))
     return out
 
@@ -347,21 +354,22 @@ def payloads(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = None, ev
     lateness and disorder are drawn as for rows. One draw in fifteen it is not a JSON object at all (one of
     `not_json`) unless `malformed` (None: the contract's `value: {malformed: ...}`) is false. Returned in the
     scenario file's form: a mapping (written as compact JSON), or the text or bytes sent instead."""
+    # Each rare choice is drawn after what it replaces, so its branch is never the shorter one: Hypothesis
+    # prefers fewer draws when it shrinks, and would otherwise shrink every payload to one that is not JSON
     chosen = pools or {}
     bad = spec.malformed if malformed is None else malformed
-    if bad and draw(st.integers(0, 14)) == 0:
-        return draw(st.sampled_from(tuple(not_json)))
     style = draw(st.sampled_from(_TIME_STYLES))
     payload: dict[str, Any] = {}
     for col in spec.value:
-        if draw(st.integers(0, 5)) == 0:  # an optional field the producer left out
-            continue
         t = col.ctype
         if col.name == spec.value_event_time and event_time is not None:
             value: Any = format_time(event_time) if t.kind == "timestamp" else format_time(event_time).rstrip("Z")
         else:
             value = draw(typed_values(t, pool=chosen.get(f"{spec.name}.{col.name}", chosen.get(col.name))))
-        payload[col.name] = _json_value(t, value, style)
+        if not _rarely(draw, 6):  # else an optional field the producer left out
+            payload[col.name] = _json_value(t, value, style)
+    if bad and _rarely(draw, 15):
+        return draw(st.sampled_from(tuple(not_json)))
     # a value whose only key is `base64` would be read as bytes: written as its JSON text instead
     return payload if list(payload) != ["base64"] else json.dumps(payload, separators=(",", ":"))
 

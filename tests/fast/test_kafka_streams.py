@@ -159,3 +159,17 @@ def test_bounded_state_closes_with_a_record_and_boundaries_say_they_do_not_apply
     # control: a kafka source without an event-time field moves no watermark: bounded-state does not apply
     plain = _contract(tmp_path, ORDERS.replace(", event_time: ts}", "}"))
     assert _does_not_apply("bounded-state", plain) is not None and closing_steps(plain)[0] == "- add: {}"
+
+
+def test_a_shrunk_payload_keeps_a_rare_draw_only_when_the_failure_needs_it(tmp_path):
+    """Hypothesis shrinks integers towards 0, so the rare draws (a payload that is not JSON, a field left out,
+    a record sent again) are the top of their range: the smallest payload of any kind is a JSON object with
+    every declared field, and a failure that needs a record that is not JSON still finds one (the control)."""
+    from hypothesis import find
+
+    from eventtime.strategies import payloads
+
+    spec = _contract(tmp_path).sources[0]
+    smallest = find(payloads(spec), lambda p: True)
+    assert isinstance(smallest, dict) and set(smallest) == {"order_id", "amount", "ts"}, smallest
+    assert not isinstance(find(payloads(spec), lambda p: not isinstance(p, dict)), dict)
