@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from eventtime.harness.jobio import starts_at_latest
+
 from . import spec as m
 from .contracts import Contract
 from .querybuild import JobQuery, StreamRunMaker, _RunPlace, projection
@@ -133,9 +135,7 @@ class JobBuild(_RunPlace):
             return False
         for name, source in self.sources.items():
             call = query.reads.get(name)
-            latest = call is not None and call.format == "kafka" and \
-                (call.option("startingOffsets") or "latest").strip().lower() == "latest"
-            if latest:
+            if call is not None and starts_at_latest(call):
                 source.restart_empty(index)
             else:
                 source.replay(index)

@@ -18,8 +18,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, MutableMapping, Sequence
 
-from eventtime.harness.jobio import (Place, ReaderCall, SubstitutionError, WriterCall, active_writers, caller_place,
-                                     kafka_reads, substitution, writer_call)
+from eventtime.harness.jobio import (READER_BATCH_SIZE, READER_REFUSED, Place, ReaderCall, SubstitutionError, WriterCall,
+                                     active_writers, caller_place, check_reader_options, kafka_reads, substitution,
+                                     writer_call)
 from eventtime.harness.jobio import reads_match as _matches
 from eventtime.harness.jobpaths import PathOutside, WrittenWith, kept_path, kept_to, keeping, record_written
 
@@ -30,23 +31,6 @@ from .topics import Topics
 __all__ = ["JobOutput", "JobTopics", "BatchFunction", "build_job", "run_job", "ScriptJob", "query_names",
            "SubstitutionError", "READER_REFUSED", "READER_BATCH_SIZE", "SINK_FORMATS"]
 
-# Reader options that size a production batch: under the kit the scenario decides what each batch
-# reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
-# a scenario never seems to test them.
-READER_BATCH_SIZE = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "maxfilespertrigger",
-                     "maxbytespertrigger")
-# Reader options that would change which rows are read at all: the kit's source has exactly what the
-# scenario added, so these cannot be honoured. `startingOffsets` is honoured when it is `earliest` or
-# `latest` (the kit's sources are empty when a query first starts, so both mean "from the start").
-READER_REFUSED = {
-    "latestfirst": "reads the newest files first",
-    "maxfileage": "skips files older than an age",
-    "startingoffsetsbytimestamp": "starts at offsets found by time",
-    "startingtimestamp": "starts at offsets found by time",
-    "endingoffsets": "is for batch queries",
-    "readchangefeed": "reads a table's change feed",
-    "startingversion": "starts at a table version",
-}
 # Sinks the kit can observe: the job's own batch function, a table the kit appends each batch to,
 # Spark's own file sink handed each batch, or an output topic (`topics`) it publishes each batch's
 # records to, after the kit observed the batch.
@@ -85,23 +69,6 @@ def reads_of(source: SourceSpec) -> tuple[tuple[str, str], ...]:
     if source.reads or source.kind != "kafka":
         return source.reads
     return kafka_reads(source.topic or source.name)
-
-
-def _check_options(call: ReaderCall, notes: list[str]) -> None:
-    for key, value in call.options.items():
-        lowered = key.lower()
-        place = call.option_places.get(key) or call.place
-        if lowered in READER_BATCH_SIZE:
-            notes.append(f"{place}: option {key}={value!r} sizes production batches; under test each batch "
-                         "reads what the scenario added before it, so it is not exercised")
-        if lowered in READER_REFUSED:
-            raise SubstitutionError(place, f"option {key}={value!r} of {call.describe()} {READER_REFUSED[lowered]}; "
-                                           "the kit's source has exactly the rows the scenario adds, so it cannot "
-                                           "honour it (docs/jobs.md, *Options*)")
-        if lowered == "startingoffsets" and value.strip().lower() not in ("earliest", "latest"):
-            raise SubstitutionError(place, f"option startingOffsets={value!r} of {call.describe()} names offsets "
-                                           "of a real topic; the kit's source starts empty, so only 'earliest' and "
-                                           "'latest' (both: from the start) are honoured")
 
 
 def _check_schema(call: ReaderCall, df: Any, source: str) -> None:
@@ -176,7 +143,7 @@ def _resolver(frames: Mapping[str, Any], contract: Contract, notes: list[str], o
             raise SubstitutionError(call.place, f"{call.describe()} matches sources "
                                                 f"{' and '.join(s.name for s in fitting)} of contract "
                                                 f"{contract.name!r}: make their `from:` tell them apart")
-        _check_options(call, notes)
+        check_reader_options(call, notes)
         source = fitting[0].name
         if source in used:
             raise SubstitutionError(call.place, f"source {source!r} is read a second time (first at "

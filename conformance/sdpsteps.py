@@ -91,6 +91,7 @@ def run_declarative(result: ScenarioResult, spec: str, spark: Any, *, timeout: f
     finally:
         progress.close()
         database.leave()
+    result.notes.extend(driver.notes)
     conclude(result)
     if previous is not None and restart is not None:
         upgrade_verdict(result, previous[0], restart, steps.failure, False)
@@ -134,6 +135,7 @@ class PipelineDriver:
         self.graph: Any = None  # the graph the latest update registered
         self.replaced: set[str] = set()  # the streaming flows whose table the latest update emptied (a full refresh)
         self.history: dict[str, list[BatchObservation]] = {}  # flow -> every batch it committed
+        self.notes: dict[str, None] = {}  # what of the definitions' reads the kit did not exercise, in order
 
     def start(self, conf: Mapping[str, str], *, new_session: bool = False, query: str | None = None
               ) -> list[BatchObservation]:
@@ -166,6 +168,7 @@ class PipelineDriver:
 
         update = self.run.update(**options)
         self.graph = update.graph
+        self.notes.update(dict.fromkeys(update.notes))  # each update registers the definitions again
         self.replaced = _replaced(self.graph, options.get("full_refresh", ()), options.get("full_refresh_all", False))
         out: list[BatchObservation] = []
         for flow in streaming_flows(self.graph):

@@ -135,14 +135,17 @@ class ConnectSource:
         self._fields = parse_schema(self.columns).fields
         self._schema = ", ".join(f"`{n.replace('`', '``')}` {t}" for n, t in self.columns)  # (name, Spark DDL type)
 
-    def dataframe(self, *, available_now: bool = False) -> Any:
+    def dataframe(self, *, available_now: bool = False, start_latest: bool = False) -> Any:
         """A new streaming DataFrame reading this source, for the current query start; `available_now` for a
-        query run by Trigger.AvailableNow (a pipeline's flows: `connect_source.data_source`)."""
+        query run by Trigger.AvailableNow (a pipeline's flows: `connect_source.data_source`); `start_latest`:
+        a query that starts on a new checkpoint begins after what was released when it started (Kafka's
+        `startingOffsets` `latest`), not at the first add."""
         self.staging.reading.add(self.name)
         return (self.staging.spark.readStream.format("eventtime_staged")
                 .option("root", self.staging.root).option("source", self.name)
                 .option("token", self.staging.token).option("schema", self._schema)
-                .option("available_now", str(available_now).lower()).load())
+                .option("available_now", str(available_now).lower())
+                .option("start", "latest" if start_latest else "earliest").load())
 
     def add(self, given: Sequence[Sequence[Any]]) -> None:
         """Stage rows (the kit's values: timestamps as epoch microseconds) as this source's next offset."""

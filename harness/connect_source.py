@@ -111,11 +111,18 @@ class StagedStreamReader(DataSourceStreamReader):
         self.pins = os.path.join(tempfile.gettempdir(), "eventtime-pins", options["token"])
         self.calls = 0
         self.target: int | None = None  # the generation an AvailableNow query reads up to
+        self.start_latest = options.get("start", "earliest") == "latest"
         self._adds: dict[int, list[tuple[int, list[tuple]]]] = {}  # gen -> [(seq, rows)] of this source
 
     # -- offsets -------------------------------------------------------------------------------------
     def initialOffset(self) -> dict:
-        return self._offset(0)
+        """Where a query on a new checkpoint starts (asked only then): the first add, or with option
+        start=latest (a Kafka reader's `startingOffsets` `latest`) after every add released when the query
+        started: its target under AvailableNow, else the newest complete generation."""
+        if not self.start_latest:
+            return self._offset(0)
+        gen = self.target if self.target is not None else self._pinned("available-now")
+        return self._offset(sum(len(self._source_adds(g)) for g in range(1, gen + 1)))
 
     def _offset(self, adds: int) -> dict:
         return {"adds": adds, "source": self.source}
@@ -207,7 +214,8 @@ class _AvailableNowReader(StagedStreamReader):
 
 class StagedDataSource(DataSource):
     """`spark.readStream.format("eventtime_staged")` with options root, source, token (one per query
-    start), the schema as a DDL string, and available_now (`true` for a query run by Trigger.AvailableNow)."""
+    start), the schema as a DDL string, available_now (`true` for a query run by Trigger.AvailableNow) and
+    start (`latest`: a new checkpoint begins after what was released, `earliest` by default)."""
 
     @classmethod
     def name(cls) -> str:

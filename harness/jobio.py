@@ -28,7 +28,8 @@ from . import threadpatch
 from .threadpatch import ThreadPatch
 
 __all__ = ["Place", "shown_file", "ReaderCall", "WriterCall", "StandInQuery", "SubstitutionError", "substitution", "caller_place",
-           "active_writers", "active_queries", "connect_reader_substitution", "reads_match", "kafka_reads"]
+           "active_writers", "active_queries", "connect_reader_substitution", "reads_match", "kafka_reads",
+           "READER_BATCH_SIZE", "READER_REFUSED", "check_reader_options", "starts_at_latest"]
 
 
 def shown_file(path: str) -> str:
@@ -475,6 +476,52 @@ _PATCH: ThreadPatch[_Active] = ThreadPatch("a substitution", _patches)
 def _original(obj: Any, name: str) -> Any:
     """pyspark's own method `name` of a reader, whichever patch (classic or Connect) replaced it."""
     return (_CONNECT if type(obj).__module__.startswith("pyspark.sql.connect") else _PATCH).original(obj, name)
+
+
+# Reader options that size a production batch: under the kit the scenario decides what each batch
+# reads (each `add` before a `process`), so they have nothing to do; the result notes each one, so that
+# a scenario never seems to test them.
+READER_BATCH_SIZE = ("maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "maxfilespertrigger",
+                     "maxbytespertrigger")
+# Reader options that would change which rows are read at all: the kit's source has exactly what the
+# scenario added, so these cannot be honoured. `startingOffsets` is honoured when it is `earliest` or
+# `latest` (`starts_at_latest`); specific offsets are refused. Both faces (a job's readers, a pipeline's
+# definitions) judge a reader's options here.
+READER_REFUSED = {
+    "latestfirst": "reads the newest files first",
+    "maxfileage": "skips files older than an age",
+    "startingoffsetsbytimestamp": "starts at offsets found by time",
+    "startingtimestamp": "starts at offsets found by time",
+    "endingoffsets": "is for batch queries",
+    "readchangefeed": "reads a table's change feed",
+    "startingversion": "starts at a table version",
+}
+
+
+def check_reader_options(call: ReaderCall, notes: list[str]) -> None:
+    """A reader's options the kit's source cannot honour are refused at the option's line; those that size
+    production batches are noted (appended to `notes`)."""
+    for key, value in call.options.items():
+        lowered = key.lower()
+        place = call.option_places.get(key) or call.place
+        if lowered in READER_BATCH_SIZE:
+            notes.append(f"{place}: option {key}={value!r} sizes production batches; under test each batch "
+                         "reads what the scenario added before it, so it is not exercised")
+        if lowered in READER_REFUSED:
+            raise SubstitutionError(place, f"option {key}={value!r} of {call.describe()} {READER_REFUSED[lowered]}; "
+                                           "the kit's source has exactly the rows the scenario adds, so it cannot "
+                                           "honour it (docs/jobs.md, *Options*)")
+        if lowered == "startingoffsets" and value.strip().lower() not in ("earliest", "latest"):
+            raise SubstitutionError(place, f"option startingOffsets={value!r} of {call.describe()} names offsets "
+                                           "of a real topic; the kit's source holds only what the scenario adds, so "
+                                           "only 'earliest' and 'latest' are honoured")
+
+
+def starts_at_latest(call: ReaderCall) -> bool:
+    """Whether a reader's query, started on a new checkpoint, skips what its source already holds: a Kafka
+    reader with `startingOffsets` `latest`, Spark's default for a streaming read (a file source, a table
+    and Kafka from `earliest` read everything)."""
+    return call.format == "kafka" and (call.option("startingOffsets") or "latest").strip().lower() == "latest"
 
 
 def reads_match(call: ReaderCall, reads: tuple[tuple[str, str], ...]) -> bool:

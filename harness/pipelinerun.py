@@ -37,7 +37,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from .bounded import bounded_call
 from .connect import ConnectSource
-from .jobio import ReaderCall, SubstitutionError, connect_reader_substitution, reads_match
+from .jobio import (ReaderCall, SubstitutionError, check_reader_options, connect_reader_substitution, reads_match,
+                    starts_at_latest)
 from .pipelinegraph import PipelineGraph, PipelineLoadError, check_sql_sources, load_graph, load_spec, sql_reads
 from .stream import HarnessError, HarnessTimeout
 
@@ -83,11 +84,14 @@ def _bare(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall]) -> Iterator[None]:
+def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall], notes: list[str]) -> Iterator[None]:
     """The definitions' readers replaced by `sources` inside the block; reads of tables left to the server
-    are put in `graph_reads` (the caller checks them against the graph once it is registered)."""
-    # built before the patch is on: a source's own DataFrame is a reader too
-    frames = {s.name: s.source.dataframe(available_now=True) for s in sources}  # flows run Trigger.AvailableNow
+    are put in `graph_reads` (the caller checks them against the graph once it is registered). A reader's
+    options are judged as a job's are (`check_reader_options`: refused at their line, or put in `notes`)."""
+    # built before the patch is on: a source's own DataFrame is a reader too. Flows run Trigger.AvailableNow;
+    # a flow that starts on a new checkpoint with a Kafka reader at `latest` skips what the source holds
+    frames = {(s.name, latest): s.source.dataframe(available_now=True, start_latest=latest)
+              for s in sources for latest in (False, True)}
 
     def described() -> str:
         return "; ".join(f"{s.name} (from: {{{', '.join(f'{k}: {v}' for k, v in s.reads)}}})" for s in sources)
@@ -99,7 +103,8 @@ def _substituted(sources: Sequence[PipelineSource], graph_reads: list[ReaderCall
                                                 f"{' and '.join(s.name for s in fitting)}: make their `from:` tell "
                                                 "them apart")
         if fitting:
-            return frames[fitting[0].name]
+            check_reader_options(call, notes)
+            return frames[fitting[0].name, starts_at_latest(call)]
         return batch(call)
 
     def batch(call: ReaderCall) -> Any:
@@ -191,13 +196,13 @@ def _session_configuration(spark: Any, conf: Mapping[str, str]) -> Iterator[None
 
 
 def _register(spark: Any, spec_path: Path, inner: Any, graph_id: str,
-              sources: Sequence[PipelineSource] | None) -> PipelineGraph:
+              sources: Sequence[PipelineSource] | None, notes: list[str]) -> PipelineGraph:
     """Register the pipeline's definitions in graph `graph_id`; with `sources`, their reads substituted and
     checked (the module's docstring)."""
     if sources is None:
         return load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
     graph_reads: list[ReaderCall] = []
-    with _substituted(sources, graph_reads):
+    with _substituted(sources, graph_reads, notes):
         graph = load_graph(spec_path, spark=spark, inner=inner, graph_id=graph_id)
     _check_graph_reads(graph, graph_reads)
     check_sql_sources(graph)  # a SQL file's reads are the server's: only the pipeline's own datasets
@@ -209,6 +214,7 @@ class UpdateResult:
     graph: PipelineGraph
     graph_id: str
     events: list[str] = field(default_factory=list)  # the update's event messages, in order
+    notes: list[str] = field(default_factory=list)  # what of the definitions' reads the kit did not exercise
 
 
 def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[str] = (),
@@ -232,10 +238,11 @@ def run_update(spark: Any, path: str | Path, storage: str, *, refresh: Sequence[
     graph_id = create_dataflow_graph(spark, default_catalog=spec.catalog, default_database=database or spec.database,
                                      sql_conf=sql_conf)
     inner = SparkConnectGraphElementRegistry(spark, graph_id)
+    notes: list[str] = []
     with _session_configuration(spark, sql_conf):
-        graph = _register(spark, spec_path, inner, graph_id, sources)
+        graph = _register(spark, spec_path, inner, graph_id, sources, notes)
     check_selection(graph, [*refresh, *full_refresh])
-    result = UpdateResult(graph, graph_id)
+    result = UpdateResult(graph, graph_id, notes=notes)
 
     session: Any = _Session(spark)
 
