@@ -125,3 +125,4 @@ def test_a_kafka_source_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match=r"kafka source 'orders' declares no payload: give it `value: "):
         draw()
 
+
