@@ -67,6 +67,9 @@ Bindings = dict[tuple[str, str | None], tuple[Any, str]]
 
 
 WARM_KEY = "eventtime_warm"
+# said after a wait on Spark ran out, by every face: where the bound is set
+TIMEOUT_SETTING = ("the bound on each wait for Spark is --timeout SECONDS (eventtime run), --eventtime-timeout or "
+                   "the ini key eventtime_timeout (pytest); a loaded machine may need more")
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
 

@@ -442,7 +442,12 @@ def _said(exc: Exception) -> str:
     """A step's exception as its message: the kit's own errors say it all (an update's failure with its
     last events, a read no source stands in for at the definition's line); anything else by its type."""
     from eventtime.harness.errors import EventtimeError
+    from eventtime.harness.stream import HarnessTimeout
 
+    from .projectconfig import TIMEOUT_SETTING
+
+    if isinstance(exc, HarnessTimeout):
+        return f"{exc} ({TIMEOUT_SETTING})"
     if isinstance(exc, EventtimeError):
         return str(exc)
     return f"{type(exc).__name__}: {str(exc).split(chr(10) + chr(10) + 'JVM stacktrace:')[0].strip()}"

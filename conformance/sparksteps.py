@@ -306,7 +306,9 @@ class SparkSteps:
 
     def _timed_out(self, sr: StepResult, exc: Any) -> None:
         stopped = self._stop_batch_functions()
-        sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "")
+        from .projectconfig import TIMEOUT_SETTING
+
+        sr.status, sr.message = ERROR, str(exc) + (f": {'; '.join(stopped)}" if stopped else "") + f" ({TIMEOUT_SETTING})"
         self.fatal = True
 
     def _harness_error(self, sr: StepResult, exc: Any) -> None:

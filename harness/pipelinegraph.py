@@ -223,8 +223,26 @@ def _definition_errors(spec_path: Path, name: str) -> Iterator[None]:
     except EventtimeError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's definition code: any error is its verdict
+        said = _first_lines(exc)
         raise PipelineLoadError(f"{_definition_place(exc, spec_path)}: a definition of pipeline "
-                                f"{name!r} raised {type(exc).__name__}: {_first_lines(exc)}") from exc
+                                f"{name!r} raised {type(exc).__name__}: {said}{_not_found_hint(said)}") from exc
+
+
+# Spark's Connect server analyses `withWatermark` and `dropDuplicates...` where a flow function calls them,
+# before the graph's tables exist: a Python flow reading a dataset of its own pipeline with a watermark fails
+# on a first run, in `spark-pipelines run` and `dry-run` as under the kit (measured, pyspark 4.3.0)
+_NOT_FOUND = re.compile(r"TABLE_OR_VIEW_NOT_FOUND\] The table or view `([^`]+)`")
+
+
+def _not_found_hint(message: str) -> str:
+    found = _NOT_FOUND.search(message)
+    if found is None:
+        return ""
+    return (f"\n(if `{found.group(1)}` is a dataset of this pipeline: Spark's Connect server analyses `withWatermark` "
+            "and `dropDuplicates...` when a flow is defined, before the pipeline's tables exist, so "
+            "`spark-pipelines run` and `dry-run` fail the same way on a first run; read the source itself in this "
+            "flow, or put the watermark in SQL: `FROM STREAM(name) WATERMARK col DELAY OF INTERVAL ...`, "
+            "docs/pipelines.md, *The example project*)")
 
 
 def _definition_place(exc: BaseException, spec_path: Path) -> str:

@@ -223,3 +223,11 @@ def test_a_definition_that_raises_is_an_error_at_its_own_line(tmp_path, monkeypa
     with pytest.raises(pg.PipelineLoadError) as caught:
         pg.load_graph(tmp_path)
     assert str(caught.value).startswith(said)
+
+
+def test_a_table_not_found_says_what_spark_does_with_a_watermark_on_a_dataset_of_the_pipeline():
+    said = ("[TABLE_OR_VIEW_NOT_FOUND] The table or view `bronze_orders` cannot be found. Verify the spelling "
+            "and correctness of the schema and catalog.")
+    hint = pg._not_found_hint(said)
+    assert "`bronze_orders` is a dataset of this pipeline" in hint and "WATERMARK col DELAY OF INTERVAL" in hint
+    assert pg._not_found_hint("[SQL_CONF_NOT_FOUND] The SQL config \"x\" cannot be found.") == ""

@@ -46,7 +46,8 @@ def test_batch_that_never_finishes_hits_the_bound(spark):
     assert result.status == "error"
     # the slow UDF runs in the first batch that emits a window: the no-data batch 1 on an idle
     # machine; on a loaded one batch 0 can outlive the bound first
-    assert re.match(r"step 2 \(process\): timed out after 20s waiting for trigger for batch [01]$", result.reason)
+    assert re.match(r"step 2 \(process\): timed out after 20s waiting for trigger for batch [01] \(the bound on each "
+                    r"wait for Spark is --timeout SECONDS \(eventtime run\), --eventtime-timeout", result.reason), result.reason
     _clean_and_usable(spark)
 
 
