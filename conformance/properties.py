@@ -837,7 +837,7 @@ def _found_not_to_apply(report: PropertyReport) -> None:
     """A property found on the runs, not in the contract, not to apply: every stream it drew was not judged
     for a reason of the job's own operators, never one of the stream's. `bounded-state` of a job that keeps no
     state; `stream-equals-batch` of a job whose stateful operators have no batch equivalent."""
-    from .streambatch import BY_DESIGN
+    from .streambatch import BY_DESIGN, IMPURE
 
     if report.verdict != "judged_nothing":
         return
@@ -845,6 +845,10 @@ def _found_not_to_apply(report: PropertyReport) -> None:
     if report.prop == "bounded-state" and reasons == {STATELESS}:
         report.does_not_apply = (f"no stateful operator ran on any of the {n} generated stream(s): the job keeps no "
                                  "state to bound")
+    elif report.prop == STREAM_BATCH and any(r.endswith(IMPURE) for r in reasons):
+        # the transform's own code, the same on every stream: where one stream found it, every stream has it
+        said = next(r for r in reasons if r.endswith(IMPURE))
+        report.does_not_apply = f"{said} (found on the generated streams; the job's code is the same on each)"
     elif report.prop == STREAM_BATCH and reasons and all(r.endswith(BY_DESIGN) for r in reasons):
         names = sorted({r[len("stateful operator "):-len(BY_DESIGN) - 2] for r in reasons})
         report.does_not_apply = (f"on every one of the {n} generated stream(s) the job ran stateful operator(s) "

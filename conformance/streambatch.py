@@ -32,7 +32,7 @@ from . import spec as m
 from .contracts import Contract
 
 __all__ = ["STREAM_BATCH", "not_a_transform", "BatchRunner", "batch_runner", "Batch", "late_rows", "compare",
-           "impure_functions", "unjudged_operators", "kept_rows", "function_of"]
+           "impure_functions", "unjudged_operators", "kept_rows", "function_of", "BY_DESIGN", "IMPURE"]
 
 STREAM_BATCH = "stream-equals-batch"
 # The stateful operators (Spark's progress names) whose result after the final watermark is the batch result
@@ -152,8 +152,7 @@ class BatchRunner:
             try:
                 impure = impure_functions(df)
                 if impure:
-                    return (f"the transform uses {', '.join(sorted(impure))}: its value depends on when or where a "
-                            "row is processed, so a stream and a batch rightly differ")
+                    return f"the transform uses {', '.join(sorted(impure))}: {IMPURE}"
                 schema = [(f.name, f.dataType.simpleString(), f.nullable) for f in df.schema.fields]
                 return Counter(read_rows(projection(schema, self.contract)(df)))
             except Exception as exc:  # noqa: BLE001 - Spark refused the batch plan the stream ran: said, not judged
@@ -256,6 +255,7 @@ def compare(stream: Counter, batch: Counter, stream_closing: Counter, batch_clos
 
 # why a stream whose stateful operators have no batch equivalent is not judged (`properties` finds the
 # property does not apply to a job when every stream it drew was not judged for this reason)
+IMPURE = "its value depends on when or where a row is processed, so a stream and a batch rightly differ"
 BY_DESIGN = ("its streaming result is not a batch result by design (a key kept only within the watermark delay, or "
              "state a function keeps batch by batch with timeouts)")
 

@@ -264,6 +264,22 @@ def test_stream_equals_batch_does_not_apply_when_every_stream_ran_an_operator_wi
     assert mixed.verdict == "judged_nothing"
 
 
+def test_stream_equals_batch_does_not_apply_to_a_transform_of_processing_time():
+    """processing_time_stamp (current_timestamp): the streams in update mode with no `key:` were never tried,
+    the others found the transform impure; it is the job's code, so the property does not apply. Control: the
+    update-mode reason alone stays judged nothing."""
+    from eventtime.streambatch import IMPURE
+
+    impure = f"the transform uses current_timestamp: {IMPURE}"
+    no_key = "update mode with no declared `key:`: the last row per key is not defined"
+    report = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter({impure: 4, no_key: 4}))
+    props._found_not_to_apply(report)
+    assert report.verdict == "does_not_apply" and report.does_not_apply.startswith(impure), report.describe()
+    alone = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter({no_key: 8}))
+    props._found_not_to_apply(alone)
+    assert alone.verdict == "judged_nothing"
+
+
 def test_no_shrink_writes_the_first_stream_it_broke_on(orders, monkeypatch):
     monkeypatch.setattr(props, "observe_run", _dies_on_two_rows)
     report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["no-query-dies"],
