@@ -10,6 +10,7 @@ A contract file (the bundled ones are in the suite folder, `scenarios/*.contract
         columns: "page string, country string, ts timestamp, revenue decimal(12,2)"   # or a mapping
         event_time: ts                        # the source's event-time column, if it has one
         from: {format: kafka, subscribe: clicks}   # optional: the job's reader it replaces (docs/jobs.md)
+        generate: {country: [DE, FR], revenue: {min: 0, max: 5000}}   # optional: check-properties' values
       orders: {kind: kafka, topic: orders, headers: true}   # Spark's Kafka columns (`sourcekinds`)
     params:
       window: {kind: duration, doc: window length}
@@ -338,12 +339,77 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
         event_time = spec.get("event_time")
         if not _event_time_ok(r, path, event_time, columns, ("column", f"a column of source {name!r}")):
             continue
+        generated = payload[0] if kind in ("kafka", "text") else columns
+        narrowed = _generate(r, spec.get("generate"), path + ("generate",), generated,
+                             event_time if kind == "rows" else payload[1], f"source {name!r}"
+                             + ("'s value" if kind != "rows" else ""))
+        if narrowed is None:
+            continue
         out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers,
-                              value=payload[0], value_event_time=payload[1], malformed=payload[2]))
+                              value=payload[0], value_event_time=payload[1], malformed=payload[2],
+                              generate=narrowed))
     return tuple(out) if len(out) == len(raw) else None
 
 
 _VALUE_KEYS = ("columns", "event_time", "malformed")
+_NUMBERS = ("byte", "short", "int", "long", "float", "double", "decimal")
+_GENERATE_FORMS = "a list of values (a pool) or {min: LOW, max: HIGH} (for a number column)"
+
+
+def _generate(r: _Reader, raw: Any, path: tuple, columns: Sequence[Column], event_time: str | None,
+              what: str) -> tuple[tuple[str, Any], ...] | None:
+    """`generate: {COLUMN: [v, ...] | {min: LOW, max: HIGH}}`: the values `check-properties` draws for a
+    column in place of its type's (nulls still drawn where the column may be null), each value checked
+    against the column's type; () when not given, None when it has a problem (said at its line)."""
+    from .coltypes import ValueProblem
+    from .contracts import ValueRange
+    from .timeparse import parse_date, parse_time
+
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        r.at(path, f"`generate` of {what} maps a column to the values generated for it: {_GENERATE_FORMS}")
+        return None
+    by_name = {c.name: c for c in columns}
+    out: list[tuple[str, Any]] = []
+    ok = True
+    for name, form in raw.items():
+        col = by_name.get(str(name))
+        where = path + (name,)
+        if col is None:
+            r.at(where, f"{name!r} is not a column of {what}{did_you_mean(str(name), list(by_name))}", key=True)
+            ok = False
+            continue
+        if col.name == event_time:
+            r.at(where, f"{name!r} is the event time: its values are drawn around the watermark delay (`--delay`), "
+                        "late and out of order, and are not narrowed here", key=True)
+            ok = False
+            continue
+        ctype = col.ctype
+        try:
+            if isinstance(form, list) and form:
+                for i, value in enumerate(form):
+                    ctype.read(value, parse_time=parse_time, parse_date=parse_date, path=(i,))
+                out.append((col.name, tuple(form)))
+            elif isinstance(form, dict) and set(form) == {"min", "max"} and ctype.kind in _NUMBERS:
+                low, high = (ctype.read(form[k], parse_time=parse_time, parse_date=parse_date, path=(k,))
+                             for k in ("min", "max"))
+                if low > high:
+                    r.at(where, f"`min` {form['min']} is above `max` {form['max']}")
+                    ok = False
+                    continue
+                out.append((col.name, ValueRange(form["min"], form["max"])))
+            elif isinstance(form, list):
+                r.at(where, f"`generate: {{{name}: []}}` is an empty pool: give at least one value")
+                ok = False
+            else:
+                number = f"a {ctype.kind} column" if ctype.kind in _NUMBERS else f"a {col.type} column (not a number)"
+                r.at(where, f"`generate: {{{name}: ...}}` is {_GENERATE_FORMS}; {name!r} is {number}")
+                ok = False
+        except ValueProblem as exc:
+            r.at(where + tuple(exc.path), f"a generated value of {col.name!r} ({col.type}): {exc.message}")
+            ok = False
+    return tuple(out) if ok else None
 
 
 def _event_time_ok(r: Any, path: tuple, event_time: Any, columns: Sequence[Any], said: tuple[str, str]) -> bool:
@@ -394,7 +460,7 @@ def _payload(r: _Reader, spec: dict, path: tuple, name: str, kind: str) -> tuple
 
 
 STATIC_FORMATS = ("parquet", "json", "csv", "orc", "text")
-_STATIC_KEYS = ("columns", "table", "path", "format", "options")
+_STATIC_KEYS = ("columns", "table", "path", "format", "options", "generate")
 
 
 def _statics(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...]) -> tuple[StaticSpec, ...]:
@@ -445,10 +511,13 @@ def _statics(r: _Reader, raw: Any, sources: tuple[SourceSpec, ...]) -> tuple[Sta
             except PathOutside as exc:
                 r.at(path + ("path",), f"static input {name!r}'s path would leave the scenario's run folder: {exc}")
                 continue
+        narrowed = _generate(r, spec.get("generate"), path + ("generate",), columns, None, f"static input {name!r}")
+        if narrowed is None:
+            continue
         text = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items()}
         out.append(StaticSpec(str(name), columns, table=str(table) if table is not None else None,
                               path=str(where_to) if where_to is not None else None, format=str(fmt),
-                              options=tuple(text.items()), where=r.c.where(r.prefix + path)))
+                              options=tuple(text.items()), where=r.c.where(r.prefix + path), generate=narrowed))
     return tuple(out)
 
 
@@ -473,7 +542,7 @@ def _reads(r: _Reader, raw: Any, path: tuple, name: str) -> tuple[tuple[str, str
     return tuple(out)
 
 
-_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from", "value")
+_SOURCE_KEYS = ("columns", "event_time", "kind", "topic", "headers", "from", "value", "generate")
 
 
 def source_shape(name: str, spec: Mapping[str, Any], path: tuple, at: Any) -> tuple[str, str | None, bool] | None:

@@ -11,7 +11,8 @@ from typing import Any
 from .coltypes import ColumnType, parse_type
 from .problems import Where
 
-__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "StaticSpec", "InvariantSpec"]
+__all__ = ["Column", "ParamSpec", "SourceSpec", "Contract", "QuerySpec", "StaticSpec", "InvariantSpec", "ValueRange",
+           "declared_pools"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,16 @@ class Column:
     def ctype(self) -> "ColumnType":
         """The parsed type (`coltypes.ColumnType`): DDL, value reading, comparison, printing."""
         return parse_type(self.type)
+
+
+@dataclass(frozen=True)
+class ValueRange:
+    """`generate: {COLUMN: {min: LOW, max: HIGH}}`: a number column's generated values drawn between LOW and
+    HIGH (both drawn as edges, as a type's bounds are) in place of its type's whole range. A decimal's
+    bounds are text, as a scenario file writes a decimal."""
+
+    low: Any
+    high: Any
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,9 @@ class SourceSpec:
     value: tuple[Column, ...] = ()
     value_event_time: str | None = None
     malformed: bool = True
+    # `generate:`: generated values narrowed per column (a kafka or text source's: per payload field), as
+    # (name, pool) pairs: a pool is a tuple of values as a scenario writes them, or a `ValueRange`
+    generate: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -162,3 +176,15 @@ class StaticSpec:
     format: str = "parquet"
     options: tuple[tuple[str, str], ...] = ()
     where: Where | None = field(default=None, compare=False)
+    generate: tuple[tuple[str, Any], ...] = ()  # `generate:` as a source's
+
+
+def declared_pools(contract: Contract, given: Any = None) -> dict[str, Any]:
+    """The contract's `generate:` declarations as the strategies' pools (`{"SOURCE.COLUMN": pool}`, for its
+    sources, a payload field named as a column, and its static inputs), with the `given` ones (code's
+    `pools=`) over them: a given pool named by the column alone (`{"amount": ...}`) replaces every source's
+    declared one of that column."""
+    given = dict(given or {})
+    specs: list[SourceSpec | StaticSpec] = [*contract.sources, *contract.statics]
+    declared = {f"{spec.name}.{col}": pool for spec in specs for col, pool in spec.generate if col not in given}
+    return {**declared, **given}

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from eventtime.harness.waits import DEFAULT_TIMEOUT
 
 from . import spec as m
-from .contracts import Contract
+from .contracts import Contract, ValueRange, declared_pools
 from .results import ERROR, NOT_APPLICABLE, PROPERTY_FAILING, PROPERTY_VERDICTS, ScenarioResult, judged_ways
 
 __all__ = ["PROPERTIES", "RunObservation", "Counterexample", "PropertyReport", "CheckReport",
@@ -539,6 +539,8 @@ def _closing_value(source: str, column: str, ctype: str, event_time: str, pools:
     if column == event_time:
         return CLOSING_TIME if ctype == "timestamp" else CLOSING_TIME.rstrip("Z")
     pool = (pools or {}).get(f"{source}.{column}", (pools or {}).get(column))
+    if isinstance(pool, ValueRange):
+        return _closing_value(source, column, ctype, event_time, None) if pool.low <= 0 <= pool.high else pool.low
     if pool:
         first = list(pool)[0]
         return first if isinstance(first, (str, int, float, bool)) or first is None else str(first)
@@ -814,6 +816,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     wanted = wanted_properties(properties, contract, list(invariants or ()))
     specs, hooks = _invariant_hooks(contract, invariants)
     lookup = lookup or ContractLookup((), extra=[contract])
+    pools = declared_pools(contract, pools)
     delay, origin = (delay, "given") if delay else _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
                         idle=True, pools=pools, params=params, contracts=lookup,

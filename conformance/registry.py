@@ -19,7 +19,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from eventtime.harness.errors import EventtimeError
 
 from .contractfile import CONTRACT_SUFFIXES, ContractInvalid, load_contract_file
-from .contracts import Contract
+from .contracts import Contract, ValueRange
 from .problems import Problem
 
 __all__ = ["CONTRACTS", "get_contract", "register_contract", "registered_contracts", "ContractLookup",
@@ -210,7 +210,8 @@ def contracts_markdown() -> str:
            "or `kind: text` (one `value string` column) for a job that parses its payload "
            "(docs/scenario-format.md, *Kafka and text sources*); a kafka or text source's `value: {columns: ..., "
            "event_time: ...}` declares the JSON payload its job parses, from which `eventtime check-properties` "
-           "generates records and lines (docs/properties.md, *The generated streams*).",
+           "generates records and lines (docs/properties.md, *The generated streams*); `generate:` narrows the values "
+           "it draws for a column.",
            ""]
     for c in sorted(CONTRACTS.values(), key=lambda c: c.name):
         out += [f"## `{c.name}`", "", c.title + ".", "", c.description, ""]
@@ -222,6 +223,10 @@ def contracts_markdown() -> str:
                 cols = f"kind {s.kind}" + (f", topic `{s.topic}`" if s.topic else "") + f": {cols}"
             tail = f"; event time `{s.event_time}`" if s.event_time else " (no event-time column needed)"
             out.append(f"| source `{s.name}` | {cols}{tail} |")
+            for col, pool in s.generate:
+                values = (f"from {pool.low} to {pool.high}" if isinstance(pool, ValueRange)
+                          else "one of " + ", ".join(f"`{v}`" for v in pool))
+                out.append(f"| generated `{s.name}.{col}` | {values} (`eventtime check-properties`) |")
         for p in c.params:
             kind = ("one of " + ", ".join(f"`{v}`" for v in p.choices)) if p.kind == "choice" else p.kind
             default = "required" if p.required else f"default `{p.default}`"

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from hypothesis import strategies as st
 
-from .contracts import Contract
+from .contracts import Contract, ValueRange, declared_pools
 from .registry import CONTRACTS
 from .spec import Scenario
 from .timeparse import format_time, parse_duration, parse_time
@@ -167,6 +167,8 @@ def typed_values(ctype: Any, *, nullable: bool = True, pool: Any = None) -> st.S
     from .coltypes import parse_type
 
     t = parse_type(ctype) if isinstance(ctype, str) else ctype
+    if isinstance(pool, ValueRange):
+        return _typed(t, nullable, pool)
     values = None if pool is None else tuple(pool)
     try:
         hash(values)
@@ -186,7 +188,9 @@ def _typed(t: Any, nullable: bool, pool: tuple | None) -> st.SearchStrategy[Any]
 
     k = t.kind
     base: st.SearchStrategy[Any]
-    if pool is not None:
+    if isinstance(pool, ValueRange):
+        base = _ranged(t, pool)
+    elif pool is not None:
         base = st.sampled_from(tuple(pool))
     elif k == "string":
         base = st.one_of(st.sampled_from(KEYS), st.sampled_from(TEXT_EDGES), st.text(max_size=4))
@@ -232,6 +236,27 @@ def _typed(t: Any, nullable: bool, pool: tuple | None) -> st.SearchStrategy[Any]
         raise ValueError(f"no generated values for the type {t.ddl} (column type {k!r})")
     # null one draw in five (it shrinks to null: a null that breaks a job is the simplest value)
     return st.one_of(st.none(), base, base, base, base) if nullable else base
+
+
+def _ranged(t: Any, bounds: ValueRange) -> st.SearchStrategy[Any]:
+    """A number column's values between a `generate:` range's bounds, the bounds themselves (and 0 when
+    inside) drawn as edges, as a type's own bounds are."""
+    import decimal
+
+    if t.kind == "decimal":
+        dlow, dhigh = decimal.Decimal(str(bounds.low)), decimal.Decimal(str(bounds.high))
+        inside = st.decimals(dlow, dhigh, places=t.scale, allow_nan=False, allow_infinity=False)
+        return st.one_of(inside, st.sampled_from(_edges(dlow, dhigh))).map(str)
+    if t.kind in ("float", "double"):
+        flow, fhigh = float(bounds.low), float(bounds.high)
+        return st.one_of(st.floats(flow, fhigh, allow_nan=False, width=32 if t.kind == "float" else 64),
+                         st.sampled_from(_edges(flow, fhigh)))
+    low, high = int(bounds.low), int(bounds.high)
+    return st.one_of(st.integers(low, high), st.sampled_from(_edges(low, high)))
+
+
+def _edges(low: Any, high: Any) -> tuple[Any, ...]:
+    return (low, high, 0 * low) if low <= 0 <= high else (low, high)
 
 
 @st.composite
@@ -606,7 +631,8 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
 
     `contract` may be a Contract (a user's, a job's: `contracts` is the ContractLookup its file was
     found by); its parameters are then `params` (else their defaults), with the output mode drawn
-    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`. Rows sources, kafka and
+    from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`, the contract's
+    `generate:` pools under `pools`. Rows sources, kafka and
     text sources with a declared payload (`kafka_records`, `text_lines`: a kafka or text source without
     `value:` is refused with its name), and the static inputs' first rows (`static_rows`, in `static:`)."""
     from .builder import ScenarioBuilder
@@ -617,6 +643,7 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
     if refused is not None:
         raise ValueError(refused)
     p = _scenario_params(draw, c, params)
+    pools = declared_pools(c, pools)  # the contract's `generate:` under the given pools
     stream = draw(events(c, max_events=max_events, out_of_orderness=out_of_orderness, resolution=resolution,
                          idle=idle, typed=typed, delay=delay, max_step=max_step, pools=pools))
     conf = {}

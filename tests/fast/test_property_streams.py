@@ -126,3 +126,52 @@ def test_a_kafka_source_is_refused_by_name(tmp_path):
         draw()
 
 
+
+
+NARROWED = WIDE.replace("contract: wide", "contract: narrowed").replace("    event_time: ts\n", "    event_time: ts\n    generate: {page: [home, cart], n: {min: 10, max: 12}, "
+                                                      "amount: {min: '0.50', max: '2.00'}, x: {min: -1, max: 1}}\n")
+
+
+def test_the_contract_narrows_columns_with_generate(tmp_path):
+    path = tmp_path / "narrowed.contract.yaml"
+    path.write_text(NARROWED)
+    contract = load_contract_file(path)
+    drawn = [r for rows in _draw(contract, n=30) for r in rows]
+    pages, ns = {r[0] for r in drawn}, {r[1] for r in drawn}
+    amounts = {float(r[2]) for r in drawn if r[2] is not None}
+    xs = {r[10] for r in drawn if r[10] is not None}
+    assert pages <= {"home", "cart", None} and {"home", "cart"} & pages, pages
+    assert ns <= {10, 11, 12, None} and {10, 12} & ns, ns  # the range's bounds are drawn as edges
+    assert amounts and all(0.5 <= a <= 2.0 for a in amounts), amounts
+    assert xs and all(-1 <= x <= 1 for x in xs) and 0 in xs, xs
+    # code's pool by column name replaces the contract's for that column only
+    drawn = [r for rows in _draw(contract, n=30, pools={"page": ["checkout"]}) for r in rows]
+    assert {r[0] for r in drawn} <= {"checkout", None} and {r[1] for r in drawn} <= {10, 11, 12, None}
+    # control: the same contract without `generate:` draws other values
+    assert {r[1] for rows in _draw(wide_contract(tmp_path)) for r in rows} - {10, 11, 12, None}
+
+
+def wide_contract(tmp_path):
+    path = tmp_path / "wide.contract.yaml"
+    path.write_text(WIDE)
+    return load_contract_file(path)
+
+
+@pytest.mark.parametrize("generate, said", [
+    ("{n: {min: 5, max: 1}}", "7:19: `min` 5 is above `max` 1"),
+    ("{nn: [1]}", "7:16: 'nn' is not a column of source 'clicks'; did you mean 'n'?"),
+    ("{ts: [1]}", "'ts' is the event time: its values are drawn around the watermark delay"),
+    ("{page: {min: 1, max: 2}}", "'page' is a string column (not a number)"),
+    ("{n: [1, two]}", "7:23: a generated value of 'n' (int): expected a whole number, got text 'two'"),
+    ("{n: [3000000000]}", "3000000000 is out of range for int"),
+    ("{n: []}", "is an empty pool"),
+    ("[n]", "`generate` of source 'clicks' maps a column to the values generated for it"),
+])
+def test_a_wrong_generate_is_an_error_at_its_line(tmp_path, generate, said):
+    from eventtime.contractfile import ContractInvalid
+
+    path = tmp_path / "bad.contract.yaml"
+    path.write_text(WIDE.replace("    event_time: ts\n", f"    event_time: ts\n    generate: {generate}\n"))
+    with pytest.raises(ContractInvalid) as info:
+        load_contract_file(path)
+    assert said in str(info.value), str(info.value)
