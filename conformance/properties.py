@@ -657,6 +657,39 @@ def filled(variant_text: str, reference: RunObservation, *, lookup: Any, keep: C
     return made.new
 
 
+def with_rerun_checks(text: str, variant: RunObservation, restart: int, contract: Contract) -> str:
+    """`exactly-once-rerun`'s file where a query's re-run batch wrote other rows than its first run: after
+    the `rerun_last_batch` restart (step `restart`, whose start runs the batch again), an expect per such
+    query that its `last_batch` is what the batch wrote the first time, as `variant` observed both. The
+    sinks' checks alone would pass where only a query's rows differ, so the file could not fail."""
+    from .scenariotext import rows_text
+
+    steps = sorted(variant.result.steps, key=lambda sr: sr.index)
+    at = next((sr for sr in steps if sr.index == restart), None)
+    if at is None:
+        return text
+    first: dict[tuple, Any] = {}
+    for sr in steps:
+        if sr.index < restart:
+            for b in sr.batches:
+                first.setdefault((b.query, b.checkpoint, b.batch_id), b)
+    checks = []
+    for b in at.batches:
+        was = first.get((b.query, b.checkpoint, b.batch_id))
+        if was is None or Counter(was.rows) == Counter(b.rows):
+            continue
+        view = contract.for_query(b.query)
+        rows = rows_text(was.rows, [c.ctype for c in view.output], variant.result.scenario)
+        named = f"query: {b.query}, " if b.query is not None and contract.queries else ""
+        checks.append(f"- expect: {{{named}last_batch: {rows}}}  # what batch {b.batch_id} wrote the first time")
+    lines = text.splitlines()
+    mark = next((i for i, line in enumerate(lines) if "rerun_last_batch: true" in line), None)
+    if mark is None or not checks:
+        return text
+    pad = lines[mark][: len(lines[mark]) - len(lines[mark].lstrip())]
+    return "\n".join(lines[: mark + 1] + [pad + c for c in checks] + lines[mark + 1:]) + "\n"
+
+
 @dataclass
 class PropertyReport:
     """One property over a check: how many generated streams it held on, was not judged on (and
@@ -1374,9 +1407,10 @@ class _PropertyJudge:
                 if prop == "exactly-once-rerun" else
                 "Its expect steps hold what the run without the restart observed; reproduce: eventtime run "
                 "THIS_FILE (it fails where the outputs differ).")
+        body = filled(_renamed(variant_text, prop), reference, lookup=self.lookup, keep=keep)
         if stream_differs:
             note += " The re-run batch's own rows differed too (a batch that is not deterministic)."
-        body = filled(_renamed(variant_text, prop), reference, lookup=self.lookup, keep=keep)
+            body = with_rerun_checks(body, variant, point + 1, self.contract)
         self.broken(why, _header(prop, why, note) + body)
 
     def judge_bounded(self, sc: m.Scenario) -> None:

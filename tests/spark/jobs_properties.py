@@ -236,3 +236,26 @@ def join_within_bound(impressions, ad_clicks):
                        & (F.col("c.clicked_at") >= F.col("i.shown_at"))
                        & (F.col("c.clicked_at") <= F.col("i.shown_at") + F.expr("INTERVAL 30 seconds")))
             .select(F.col("i.ad_id").alias("ad_id"), "i.shown_at", "c.clicked_at"))
+
+
+SEEN = "props.test.seen"  # the folder of orders already sent, which the job both reads and appends to
+
+
+def _new_orders(spark):
+    orders = spark.readStream.format("json").schema("order_id string, ts timestamp").load("/data/orders")
+    folder = Path(spark.conf.get(SEEN))
+    folder.mkdir(parents=True, exist_ok=True)  # empty before the first batch
+    seen = spark.read.schema("order_id string, ts timestamp").parquet(str(folder))
+    return orders.where("order_id IS NOT NULL").join(seen.select("order_id"), "order_id", "left_anti")
+
+
+def remember(batch, batch_id):
+    batch.write.mode("append").parquet(batch.sparkSession.conf.get(SEEN))
+
+
+def deduped_against_its_own_sink(spark):
+    """Orders not seen before, by an anti-join with the folder its `foreachBatch` appends them to. The seeded
+    bug: a batch run again after a crash finds its own orders in the folder (read anew at the restart) and
+    sends nothing, where its first run sent them; the folder itself ends the same."""
+    return (_new_orders(spark).writeStream.foreachBatch(remember)
+            .option("checkpointLocation", "/checkpoints/new_orders"))

@@ -115,3 +115,41 @@ def test_a_cast_in_a_quality_rule_dies_on_a_generated_value(spark, contract, tmp
     result = run_scenario(sc, jobs.numeric_pages, session=spark, conf=ANSI)
     assert result.status == "error" and "CAST_INVALID_INPUT" in (result.reason or ""), describe_failure(result)
     assert run_scenario(sc, jobs.overwriting, session=spark, conf=ANSI).status == "passed"  # control
+
+
+SEEN_CONTRACT = textwrap.dedent("""\
+    contract: new_orders
+    description: orders from JSON files -> the orders not seen before, appended to the folder it reads them from.
+    sources:
+      orders:
+        columns: "order_id string, ts timestamp"
+        event_time: ts
+        from: {format: json, path: /data/orders}
+    params:
+      seen: {kind: path, conf: props.test.seen, doc: the folder of orders already sent}
+    output:
+      columns: "order_id string, ts timestamp"
+      modes: [append]
+    """)
+
+
+def test_a_rerun_batch_that_sends_other_rows_is_caught_by_its_file_though_the_sinks_end_alike(spark, tmp_path):
+    """Only the query's rows differ (the folder ends the same): the file checks the re-run batch's rows."""
+    (tmp_path / "new_orders.contract.yaml").write_text(SEEN_CONTRACT)
+    contract = load_contract_file(tmp_path / "new_orders.contract.yaml")
+    job = jobs.deduped_against_its_own_sink
+    report = check_properties(contract, job, session=spark, properties=["exactly-once-rerun"],
+                              max_examples=10, out_dir=tmp_path, **FEW)
+    sc, text = _written(report, "exactly-once-rerun", tmp_path)
+    (p,) = report.properties
+    assert not any("written" in w for w in p.counterexample.why), p.counterexample.why  # only the query's rows differ
+    assert "last_batch:" in text and "wrote the first time" in text, text
+    result = run_scenario(sc, job, session=spark)
+    assert result.status == "failed", describe_failure(result)
+    (failed,) = [s for s in result.steps if s.status == "failed"]
+    assert "last_batch" in sc.lines[failed.where.line - 1], describe_failure(result)
+    # control: the same file without the re-run batch's check passes, as every file did before it
+    kept = "\n".join(line for line in text.splitlines() if "last_batch:" not in line) + "\n"
+    (tmp_path / "without.scenario.yaml").write_text(kept)
+    without = run_scenario(load_scenario(str(tmp_path / "without.scenario.yaml")), job, session=spark)
+    assert without.status == "passed", describe_failure(without)
