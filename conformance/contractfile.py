@@ -340,11 +340,21 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
         if not _event_time_ok(r, path, event_time, columns, ("column", f"a column of source {name!r}")):
             continue
         generated = payload[0] if kind in ("kafka", "text") else columns
-        narrowed = _generate(r, spec.get("generate"), path + ("generate",), generated,
+        asked = spec.get("generate")
+        header_pool = None
+        if kind == "kafka" and isinstance(asked, dict) and "headers" in asked and \
+                "headers" not in {c.name for c in generated}:
+            asked = {k: v for k, v in asked.items() if k != "headers"} or None
+            header_pool = _header_pool(r, spec["generate"]["headers"], path + ("generate", "headers"), headers,
+                                       str(name))
+            if header_pool is None:
+                continue
+        narrowed = _generate(r, asked, path + ("generate",), generated,
                              event_time if kind == "rows" else payload[1], f"source {name!r}"
                              + ("'s value" if kind != "rows" else ""))
         if narrowed is None:
             continue
+        narrowed += ((("headers", header_pool),) if header_pool else ())
         out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers,
                               value=payload[0], value_event_time=payload[1], malformed=payload[2],
                               generate=narrowed))
@@ -354,6 +364,21 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
 _VALUE_KEYS = ("columns", "event_time", "malformed")
 _NUMBERS = ("byte", "short", "int", "long", "float", "double", "decimal")
 _GENERATE_FORMS = "a list of values (a pool) or {min: LOW, max: HIGH} (for a number column)"
+
+
+def _header_pool(r: _Reader, raw: Any, path: tuple, headers: bool, name: str) -> tuple | None:
+    """A kafka source's `generate: {headers: {KEY: [VALUE, ...]}}`: the header keys generated records carry and
+    the values each is drawn from (text or null), as (key, values) pairs; None when it has a problem (said)."""
+    if not headers:
+        r.at(path, f"source {name!r} reads no headers: say `headers: true` on it (Spark's includeHeaders) to "
+                   "generate them", key=True)
+        return None
+    if not isinstance(raw, dict) or not raw or not all(
+            isinstance(v, list) and v and all(x is None or isinstance(x, str) for x in v) for v in raw.values()):
+        r.at(path, "`generate: {headers: ...}` maps a header's key to the values it is drawn from, e.g. "
+                   "{source: [web, app]} (text or null)")
+        return None
+    return tuple((str(k), tuple(v)) for k, v in raw.items())
 
 
 def _generate(r: _Reader, raw: Any, path: tuple, columns: Sequence[Column], event_time: str | None,

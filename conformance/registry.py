@@ -225,6 +225,8 @@ def contracts_markdown() -> str:
             out.append(f"| source `{s.name}` | {cols}{tail} |")
             for col, pool in s.generate:
                 values = (f"from {pool.low} to {pool.high}" if isinstance(pool, ValueRange)
+                          else "keys " + ", ".join(f"`{k}` (one of {', '.join(map(str, vs))})" for k, vs in pool)
+                          if col == "headers" and s.kind == "kafka"
                           else "one of " + ", ".join(f"`{v}`" for v in pool))
                 out.append(f"| generated `{s.name}.{col}` | {values} (`eventtime check-properties`) |")
         for p in c.params:

@@ -410,7 +410,31 @@ def kafka_records(draw: Any, spec: Any, *, pools: Mapping[str, Any] | None = Non
     if key is not None:
         record["key"] = key
     record["value"] = draw(payloads(spec, pools=pools, event_time=event_time, malformed=malformed))
+    if spec.headers:  # a source read with includeHeaders=true
+        chosen = pools or {}
+        found = chosen.get(f"{spec.name}.headers", chosen.get("headers"))
+        headers = draw(kafka_headers(found))
+        if headers:
+            record["headers"] = headers
     return record
+
+
+# Headers a producer sends (a key may repeat; a value may be null or bytes that are not UTF-8 text)
+HEADER_KEYS = ("trace", "source", "content-type")
+_HEADER_VALUES = ("t-1", "web", "app", "application/json", "", "é", {"base64": "//4="})
+
+
+def kafka_headers(pool: Mapping[str, Any] | None = None) -> st.SearchStrategy[list[list[Any]]]:
+    """A record's headers as a scenario file writes them, `[[key, value], ...]`: none, or up to three, keys
+    drawn from `HEADER_KEYS` (a key repeated now and then) and values text, null or bytes. `pool`
+    (`{"source": ["web", "app"]}`) names the keys and the values each is drawn from (null still drawn)."""
+    if pool:
+        values = dict(pool)  # a mapping, or the contract's (key, values) pairs
+        pairs = st.sampled_from(sorted(values)).flatmap(
+            lambda k: st.tuples(st.just(k), st.one_of(st.none(), st.sampled_from(tuple(values[k])))))
+    else:
+        pairs = st.tuples(st.sampled_from(HEADER_KEYS), st.one_of(st.none(), st.sampled_from(_HEADER_VALUES)))
+    return st.lists(pairs.map(list), max_size=3)
 
 
 # Lines a writer of JSON lines leaves by mistake: text, an empty line, JSON cut short, JSON that is not an
@@ -468,7 +492,7 @@ def _row(event: Event, contract: Contract) -> Any:
     spec = contract.source(event.source)
     assert spec is not None
     if spec.kind == "kafka":  # a record as a scenario file writes it (`sourcekinds`)
-        return {k: v for k, v in event.values.items() if k in ("value", "key", "partition")}
+        return {k: v for k, v in event.values.items() if k in ("value", "key", "partition", "headers")}
     if spec.kind == "text":  # a line: text, or a mapping written as one JSON line
         return event.values["value"]
     out = []

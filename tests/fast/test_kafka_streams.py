@@ -173,3 +173,38 @@ def test_a_shrunk_payload_keeps_a_rare_draw_only_when_the_failure_needs_it(tmp_p
     smallest = find(payloads(spec), lambda p: True)
     assert isinstance(smallest, dict) and set(smallest) == {"order_id", "amount", "ts"}, smallest
     assert not isinstance(find(payloads(spec), lambda p: not isinstance(p, dict)), dict)
+
+
+HEADED = ORDERS.replace("    kind: kafka\n", "    kind: kafka\n    headers: true\n")
+HEADERS = 7  # a loaded kafka row's headers column, after Spark's seven (eventtime.sourcekinds)
+
+
+def _headers(records):
+    return [[(k, None if v is None else bytes(v)) for k, v in r[HEADERS]] for r in records]
+
+
+def test_a_source_read_with_headers_gets_generated_headers(tmp_path):
+    from eventtime.strategies import HEADER_KEYS
+
+    drawn = [h for s in _records(_contract(tmp_path, HEADED)) for h in _headers(s)]
+    assert any(not h for h in drawn) and any(len(h) >= 2 for h in drawn), drawn  # none, and several
+    assert {k for h in drawn for k, _ in h} <= set(HEADER_KEYS)
+    values = {v for h in drawn for _, v in h}
+    assert None in values and b"\xff\xfe" in values, values  # null, and bytes that are not UTF-8
+    assert any(len({k for k, _ in h}) < len(h) for h in drawn), drawn  # a key repeated
+    # control: a source read without headers has no headers column
+    assert all(len(r) == HEADERS for s in _records(_contract(tmp_path)) for r in s)
+
+
+def test_the_contract_narrows_headers(tmp_path):
+    narrowed = HEADED.replace("event_time: ts}\n", "event_time: ts}\n    generate: {headers: {source: [web, app]}, "
+                                                   "order_id: [o1]}\n")
+    drawn = [h for s in _records(_contract(tmp_path, narrowed)) for h in _headers(s)]
+    assert {k for h in drawn for k, _ in h} == {"source"}, drawn
+    assert {v for h in drawn for _, v in h} <= {b"web", b"app", None}, drawn
+    bad = ORDERS.replace("event_time: ts}\n", "event_time: ts}\n    generate: {headers: {source: [web]}}\n")
+    with pytest.raises(ContractInvalid, match="reads no headers: say `headers: true`"):
+        _contract(tmp_path, bad)
+    bad = HEADED.replace("event_time: ts}\n", "event_time: ts}\n    generate: {headers: [source]}\n")
+    with pytest.raises(ContractInvalid, match=r"maps a header's key to the values"):
+        _contract(tmp_path, bad)

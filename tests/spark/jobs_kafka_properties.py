@@ -45,3 +45,29 @@ def tolerant_parse(spark):
 def tolerant_parse_once(spark):
     """Correct in every way: the tolerant parse, appended once per batch id."""
     return _written(_orders(spark, "order_id string, amount double, ts timestamp"), append_orders_once)
+
+
+def _with_source(spark, pick):
+    """Orders read with their headers (includeHeaders), each with the `source` header's value as a column."""
+    raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", "broker:9092")
+           .option("subscribe", "orders").option("includeHeaders", "true").load())
+    source = F.expr(f"{pick}(filter(headers, h -> h.key = 'source'), 1).value")
+    return (raw.select(F.from_json(F.col("value").cast("string"), "order_id string, ts timestamp").alias("o"),
+                       source.cast("string").alias("source"))
+            .select("o.order_id", "source", "o.ts"))
+
+
+def header_first_source(spark):
+    """The seeded bug: the `source` header taken with `element_at(..., 1)`, which under ANSI stops the query
+    on a record that has no such header."""
+    return _written_sources(_with_source(spark, "element_at"))
+
+
+def header_source_or_null(spark):
+    """The twin: `try_element_at`, null where the header is missing."""
+    return _written_sources(_with_source(spark, "try_element_at"))
+
+
+def _written_sources(orders):
+    return (orders.writeStream.outputMode("append").format("memory").queryName("sourced")
+            .option("checkpointLocation", "/checkpoints/sourced"))
