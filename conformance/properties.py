@@ -852,7 +852,7 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     pools = declared_pools(contract, pools)
     delay, origin = (delay, "given") if delay else _declared_delay(contract, params)
     streams = scenarios(contract, typed=True, delay=delay, max_events=max_events, restarts=False, triggers=False,
-                        idle=True, pools=pools, params=params, contracts=lookup,
+                        idle=True, pools=pools, params=params, contracts=lookup, supports=_supports(pipeline),
                         resolution=_resolution(delay), max_step=_step(delay))
     if hypothesis_settings is None:
         hypothesis_settings = _settings(max_examples, derandomize, database, shrink)
@@ -867,6 +867,21 @@ def check_properties(contract: Contract, pipeline: Any, *, session: Any, propert
     for note in runs.notes:  # what `eventtime run` notes of the job (a setting not exercised), said once
         tell(f"eventtime: note: {note}")
     return CheckReport(contract.name, reports, target, delay, runs.notes)
+
+
+NOT_APPLIED = "not applicable: "  # begins the reason a stream was not judged when the run did not apply
+
+
+def _supports(pipeline: Any) -> Mapping[str, tuple[Any, ...]]:
+    """The parameter values the implementation says it handles (`@implementation(supports=...)`): streams are
+    drawn within them, where a stream outside them would only be not applicable."""
+    from .userpipeline import PipelineError, implementation_info, resolve_pipeline
+
+    try:
+        fn = resolve_pipeline(pipeline) if isinstance(pipeline, str) else pipeline
+    except PipelineError:  # said by the first run, as for any stream
+        return {}
+    return implementation_info(fn).supports
 
 
 def _found_not_to_apply(report: PropertyReport) -> None:
@@ -885,9 +900,11 @@ def _found_not_to_apply(report: PropertyReport) -> None:
         # the transform's own code, the same on every stream: where one stream found it, every stream has it
         said = next(r for r in reasons if r.endswith(IMPURE))
         report.does_not_apply = f"{said} (found on the generated streams; the job's code is the same on each)"
-    elif report.prop == STREAM_BATCH and reasons and all(r.endswith(BY_DESIGN) for r in reasons):
-        names = sorted({r[len("stateful operator "):-len(BY_DESIGN) - 2] for r in reasons})
-        report.does_not_apply = (f"on every one of the {n} generated stream(s) the job ran stateful operator(s) "
+    elif report.prop == STREAM_BATCH and any(r.endswith(BY_DESIGN) for r in reasons) and all(
+            r.endswith(BY_DESIGN) or r.startswith(NOT_APPLIED) for r in reasons):
+        names = sorted({r[len("stateful operator "):-len(BY_DESIGN) - 2] for r in reasons if r.endswith(BY_DESIGN)})
+        ran = sum(k for r, k in report.not_judged.items() if r.endswith(BY_DESIGN))  # not those that did not apply
+        report.does_not_apply = (f"on every one of the {ran} generated stream(s) the job ran stateful operator(s) "
                                  f"{'; '.join(names)}, whose {BY_DESIGN[4:]}")
 
 
@@ -1346,7 +1363,7 @@ class _PropertyJudge:
         says so); else counted as not judged, with the reason."""
         self.matches(o)
         if not o.applicable:
-            self.report.not_judged[f"not applicable: {o.result.reason}"] += 1
+            self.report.not_judged[f"{NOT_APPLIED}{o.result.reason}"] += 1
             return False
         if o.died is not None:  # `no-query-dies` breaks on it; here it is said with the stream it ended
             self.report.not_judged["the run ended in an error"] += 1
@@ -1364,7 +1381,7 @@ class _PropertyJudge:
         base = self.run(base_text)
         self.matches(base)
         if not base.applicable:
-            self.report.not_judged[f"not applicable: {base.result.reason}"] += 1
+            self.report.not_judged[f"{NOT_APPLIED}{base.result.reason}"] += 1
             return
         if base.died is not None:
             why = [f"the run ended in an error{_error_class(base.died)}: {base.died}"]

@@ -644,7 +644,7 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
               resolution: str | int = "1s", restarts: bool = True, triggers: bool = True,
               no_data_batches: bool | None = None, idle: bool = True, typed: bool = False,
               delay: str | int | None = None, max_step: str | int = "6s", pools: Mapping[str, Any] | None = None,
-              contracts: Any = None) -> Scenario:
+              contracts: Any = None, supports: Mapping[str, Sequence[Any]] | None = None) -> Scenario:
     """A runnable scenario for `contract` (drawn from every bundled contract when None): its
     parameters (or `params`), events from `events(...)`, and the steps that deliver them.
 
@@ -656,7 +656,8 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
     `contract` may be a Contract (a user's, a job's: `contracts` is the ContractLookup its file was
     found by); its parameters are then `params` (else their defaults), with the output mode drawn
     from the modes it allows. `typed`, `delay`, `max_step`, `pools`: as `events`, the contract's
-    `generate:` pools under `pools`. Rows sources, kafka and
+    `generate:` pools under `pools`. `supports`: parameter values an implementation handles (a drawn value
+    outside them is drawn again from them). Rows sources, kafka and
     text sources with a declared payload (`kafka_records`, `text_lines`: a kafka or text source without
     `value:` is refused with its name), and the static inputs' first rows (`static_rows`, in `static:`)."""
     from .builder import ScenarioBuilder
@@ -667,6 +668,9 @@ def scenarios(draw: Any, contract: str | Contract | None = None, *, params: Mapp
     if refused is not None:
         raise ValueError(refused)
     p = _scenario_params(draw, c, params)
+    for param, allowed in (supports or {}).items():  # an implementation's own bounds (`@implementation`)
+        if param in p and p[param] not in allowed and allowed:
+            p[param] = draw(st.sampled_from(tuple(allowed)))
     pools = declared_pools(c, pools)  # the contract's `generate:` under the given pools
     stream = draw(events(c, max_events=max_events, out_of_orderness=out_of_orderness, resolution=resolution,
                          idle=idle, typed=typed, delay=delay, max_step=max_step, pools=pools))

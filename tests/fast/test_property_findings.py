@@ -262,6 +262,14 @@ def test_stream_equals_batch_does_not_apply_when_every_stream_ran_an_operator_wi
                                                                           "ends their batch": 1}))
     props._found_not_to_apply(mixed)
     assert mixed.verdict == "judged_nothing"
+    # streams the implementation does not handle (a mode it does not support) say nothing either way
+    outside = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter({**reasons, (
+        "not applicable: the implementation supports output_mode append, update, the scenario uses complete"): 2}))
+    props._found_not_to_apply(outside)
+    assert outside.verdict == "does_not_apply" and "every one of the 8 generated" in outside.does_not_apply
+    alone = props.PropertyReport(props.STREAM_BATCH, not_judged=Counter({"not applicable: no": 2}))
+    props._found_not_to_apply(alone)
+    assert alone.verdict == "judged_nothing"  # control: no stream that ran said so
 
 
 def test_stream_equals_batch_does_not_apply_to_a_transform_of_processing_time():

@@ -175,3 +175,20 @@ def test_a_wrong_generate_is_an_error_at_its_line(tmp_path, generate, said):
     with pytest.raises(ContractInvalid) as info:
         load_contract_file(path)
     assert said in str(info.value), str(info.value)
+
+
+def test_streams_are_drawn_within_what_the_implementation_supports(wide):
+    """`@implementation(supports={"output_mode": ...})`: a stream outside it would only be not applicable."""
+    def modes(**kw):
+        seen = []
+
+        @settings(max_examples=20, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+        @given(scenarios(wide, typed=True, restarts=False, triggers=False, max_events=2, **kw))
+        def collect(sc):
+            seen.append(sc.params.get("output_mode"))
+
+        collect()
+        return set(seen)
+
+    assert modes(supports={"output_mode": ("append",)}) == {"append"}
+    assert modes() == {"update", "append"}  # control: the contract's modes, both drawn
