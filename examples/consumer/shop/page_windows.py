@@ -27,7 +27,7 @@ def build(spark: SparkSession):
     windows = (clicks.withWatermark("ts", "10 minutes")
                .groupBy("page", F.window("ts", "5 minutes").alias("window"))
                .agg(F.count(F.lit(1)).alias("clicks"),
-                    F.coalesce(F.sum("price"), F.lit(0)).cast("decimal(12,2)").alias("revenue"))
+                    F.coalesce(F.sum("price"), F.lit(0)).alias("revenue"))  # the sum's decimal(22,2)
                .select("page", F.col("window.start").alias("window_start"),
                        F.col("window.end").alias("window_end"), "clicks", "revenue"))
     return (windows.writeStream.outputMode("update").foreachBatch(write_windows)
