@@ -341,18 +341,20 @@ def _sources(r: _Reader, raw: Any) -> tuple[SourceSpec, ...] | None:
             continue
         generated = payload[0] if kind in ("kafka", "text") else columns
         asked = spec.get("generate")
-        header_pool = None
+        if kind != "rows" and asked and not generated:
+            r.at(path + ("generate",), f"`generate` of {kind} source {name!r} names its payload's fields: declare "
+                                       "them first with `value: {columns: ..., event_time: ...}`", key=True)
+            continue
+        header_pool: tuple | None = ()
         if kind == "kafka" and isinstance(asked, dict) and "headers" in asked and \
                 "headers" not in {c.name for c in generated}:
             asked = {k: v for k, v in asked.items() if k != "headers"} or None
             header_pool = _header_pool(r, spec["generate"]["headers"], path + ("generate", "headers"), headers,
                                        str(name))
-            if header_pool is None:
-                continue
         narrowed = _generate(r, asked, path + ("generate",), generated,
-                             event_time if kind == "rows" else payload[1], f"source {name!r}"
-                             + ("'s value" if kind != "rows" else ""))
-        if narrowed is None:
+                             event_time if kind == "rows" else payload[1],
+                             f"source {name!r}" if kind == "rows" else f"the value of source {name!r}")
+        if narrowed is None or header_pool is None:
             continue
         narrowed += ((("headers", header_pool),) if header_pool else ())
         out.append(SourceSpec(str(name), columns, event_time, reads, kind=kind, topic=topic, headers=headers,
@@ -373,11 +375,19 @@ def _header_pool(r: _Reader, raw: Any, path: tuple, headers: bool, name: str) ->
         r.at(path, f"source {name!r} reads no headers: say `headers: true` on it (Spark's includeHeaders) to "
                    "generate them", key=True)
         return None
-    if not isinstance(raw, dict) or not raw or not all(
-            isinstance(v, list) and v and all(x is None or isinstance(x, str) for x in v) for v in raw.values()):
-        r.at(path, "`generate: {headers: ...}` maps a header's key to the values it is drawn from, e.g. "
-                   "{source: [web, app]} (text or null)")
+    said = ("`generate: {headers: ...}` maps a header's key to the values it is drawn from, e.g. {source: [web, "
+            "app]} (text or null)")
+    if not isinstance(raw, dict) or not raw:
+        r.at(path, said)
         return None
+    for key, values in raw.items():
+        if not isinstance(values, list) or not values:
+            r.at(path + (key,), f"{said}: header {key!r} needs a list of values")
+            return None
+        for i, v in enumerate(values):
+            if not (v is None or isinstance(v, str)):
+                r.at(path + (key, i), f"the value {v!r} of header {key!r} is not text (quote it) or null")
+                return None
     return tuple((str(k), tuple(v)) for k, v in raw.items())
 
 
@@ -402,7 +412,9 @@ def _generate(r: _Reader, raw: Any, path: tuple, columns: Sequence[Column], even
         col = by_name.get(str(name))
         where = path + (name,)
         if col is None:
-            r.at(where, f"{name!r} is not a column of {what}{did_you_mean(str(name), list(by_name))}", key=True)
+            hint = (" (headers are generated on a kafka source with `headers: true`)" if name == "headers" else
+                    did_you_mean(str(name), list(by_name)))
+            r.at(where, f"{name!r} is not a column of {what}{hint}", key=True)
             ok = False
             continue
         if col.name == event_time:
@@ -426,6 +438,10 @@ def _generate(r: _Reader, raw: Any, path: tuple, columns: Sequence[Column], even
                 out.append((col.name, ValueRange(form["min"], form["max"])))
             elif isinstance(form, list):
                 r.at(where, f"`generate: {{{name}: []}}` is an empty pool: give at least one value")
+                ok = False
+            elif isinstance(form, dict) and ctype.kind in _NUMBERS and set(form) < {"min", "max"}:
+                missing = ({"min", "max"} - set(form)).pop()
+                r.at(where, f"a range of {name!r} needs both `min` and `max`: give `{missing}` too")
                 ok = False
             else:
                 number = f"a {ctype.kind} column" if ctype.kind in _NUMBERS else f"a {col.type} column (not a number)"

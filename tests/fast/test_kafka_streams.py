@@ -151,7 +151,7 @@ def test_bounded_state_closes_with_a_record_and_boundaries_say_they_do_not_apply
     contract = _contract(tmp_path)
     add = closing_steps(contract, {"order_id": ["o1"]})[0]
     record = json.loads(add[len("- add: "):])["orders"][0]
-    assert record == {"value": {"order_id": "o1", "amount": 0.0, "ts": record["value"]["ts"]}}, add
+    assert record == {"value": {"order_id": "o1", "amount": 1.0, "ts": record["value"]["ts"]}}, add
     assert record["value"]["ts"].startswith("20") and _does_not_apply("bounded-state", contract) is None
     for prop in ("batch-boundary-independence", "stream-equals-batch"):
         said = _does_not_apply(prop, contract)
@@ -208,3 +208,21 @@ def test_the_contract_narrows_headers(tmp_path):
     bad = HEADED.replace("event_time: ts}\n", "event_time: ts}\n    generate: {headers: [source]}\n")
     with pytest.raises(ContractInvalid, match=r"maps a header's key to the values"):
         _contract(tmp_path, bad)
+
+
+@pytest.mark.parametrize("generate, said", [
+    ("{amount: {min: 0}}", "a range of 'amount' needs both `min` and `max`: give `max` too"),
+    ("{headers: {source: [web, 7]}}", "8:40: the value 7 of header 'source' is not text (quote it) or null"),
+    ("{amont: [1.0]}", "'amont' is not a column of the value of source 'orders'; did you mean 'amount'?"),
+])
+def test_a_wrong_generate_on_a_kafka_source_is_an_error_at_its_line(tmp_path, generate, said):
+    with pytest.raises(ContractInvalid) as info:
+        _contract(tmp_path, HEADED.replace("event_time: ts}\n", f"event_time: ts}}\n    generate: {generate}\n"))
+    assert said in str(info.value), str(info.value)
+
+
+def test_generate_on_a_kafka_source_without_its_payload_asks_for_value(tmp_path):
+    text = ORDERS.replace('    value: {columns: "order_id string, amount double, ts timestamp", event_time: ts}\n',
+                          "    generate: {amount: [1.0]}\n")
+    with pytest.raises(ContractInvalid, match=r"names its payload's fields: declare them first with `value:"):
+        _contract(tmp_path, text)

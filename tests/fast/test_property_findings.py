@@ -334,3 +334,32 @@ def test_a_derandomized_check_draws_the_same_streams_whatever_was_imported_since
         sys.modules.pop("literals_of_a_job", None)
     assert again == first, "the streams changed"
     assert "a1" in providers._get_local_constants().set_for_type("string")  # Hypothesis's own lookup given back
+
+
+# -- a property of the consumer's medallion (issue 46): closing events its quality rules dropped -----------------
+def _stateful_run(moves: bool):
+    """A stand-in run of a job with a dedup: one state row left after the generated stream, none after the closing
+    steps alone; the closing events move the watermark only where `moves`."""
+    def run(text, contract, **kwargs):
+        alone = text.count("- add:") <= 2  # the closing steps run alone
+        batch = SimpleNamespace(query=None, state_rows=0 if alone else 1, operators=[{"operatorName": "dedupe"}],
+                                watermark_before_ms=0, watermark_after_ms=1_000 if moves else 0)
+        step = SimpleNamespace(index=1, failures=[], batches=[batch], observed=None)
+        return props.RunObservation(text, SimpleNamespace(status="passed", cause=None, reason=None, steps=[step],
+                                                           scenario=None, notes=[]))
+    return run
+
+
+def test_bounded_state_is_not_judged_where_the_closing_events_move_no_watermark(orders, monkeypatch):
+    """The medallion's quality rule (`amount > 0`) dropped closing events whose amount was 0, so its silver query's
+    watermark never passed the stream and its state was said unbounded: a false alarm."""
+    monkeypatch.setattr(props, "observe_run", _stateful_run(moves=False))
+    report = props.check_properties(orders, "jobs.orders:main", session=None, properties=["bounded-state"],
+                                    max_examples=3, database=None, derandomize=True)
+    (p,) = report.properties
+    assert p.verdict == "judged_nothing" and p.counterexample is None, p.describe()
+    assert any("the closing events alone move no watermark of query" in r for r in p.not_judged), p.not_judged
+    # control: where the closing events move it, the state left is judged (and the rule sees the query)
+    moved = _stateful_run(moves=True)("- add: {}", orders)
+    assert props._watermark_moved(moved, orders) == {"None"} and not props._watermark_moved(
+        _stateful_run(moves=False)("- add: {}", orders), orders)

@@ -135,6 +135,8 @@ def test_pipelines_are_resolved_only_from_the_command_line_the_pytest_config_and
         ("previous.py", "resolve_pipeline", "target"),  # --previous-ref: the bound module, at the ref
         ("properties.py", "import_module", "module"),  # check-properties: a contract's invariant hook, as a
                                                        # contract's implementations are (never a scenario's)
+        ("properties.py", "resolve_pipeline", "pipeline"),  # check-properties: the pipeline it was given, for the
+                                                            # parameter values it declares it supports
         ("pytest_plugin.py", "resolve_pipeline", "ref"),                      # option, ini, bind(), hook
         ("streambatch.py", "resolve_pipeline", "pipeline"),  # check-properties: the pipeline it was given
         ("userpipeline.py", "import_module", "module_name"),                  # inside resolve_pipeline
