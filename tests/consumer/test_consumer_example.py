@@ -88,10 +88,10 @@ SHOP_SCENARIOS = {  # the scenario files and the Python fixture test
     "bad-payload-is-dropped", "bridging-click-merges-two-sessions", "python-user-sessions",
     "click-below-state-watermark", "updated-window-replaces-its-partition", "table-survives-restarts",
     "orders-flow-through-every-layer", "batch-runs-again-after-a-crash", "open-window-survives-a-restart",
-    "null-ad-ids-never-pair"}
+    "null-ad-ids-never-pair", "revenue-past-the-price-type"}
 # the shop's third job, a `main(spark)` whose Kafka reader and foreachBatch the kit substitutes: its
 # scenarios check the parquet table it writes; over Spark Connect they are not applicable (docs/jobs.md)
-JOB_SCENARIOS = {"updated-window-replaces-its-partition", "table-survives-restarts",
+JOB_SCENARIOS = {"updated-window-replaces-its-partition", "table-survives-restarts", "revenue-past-the-price-type",
                  # the medallion job as it ships: main() with its own session, five queries (bronze, bad,
                  # silver, gold folders and an alerts topic), relative paths, spark.stop() at the end
                  "orders-flow-through-every-layer", "batch-runs-again-after-a-crash"}
@@ -122,7 +122,7 @@ def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upg
     for name in ("report.html", "report.md", "junit.xml"):
         assert (project / "reports" / name).stat().st_size > 0
     upgrade = (project / "reports" / "upgrade.md").read_text()
-    assert "13 scenario runs on both versions; **1 changed**, 12 unchanged." in upgrade, upgrade
+    assert "14 scenario runs on both versions; **1 changed**, 13 unchanged." in upgrade, upgrade
     changes = upgrade.split("### Restarted on")[0]  # the runs across the restart are listed after it (below)
     (row,) = [line for line in changes.splitlines() if line.startswith("| click-below-state-watermark ")]
     assert f"`{CHANGED}:1`" in row and "| PASS | PASS |" in row, row
@@ -140,7 +140,7 @@ def test_the_shops_tox_matrix_passes_on_two_spark_lines_and_reports_what_the_upg
         assert record["spark_version"] == "4.3.0"
     record = ran["open-window-survives-a-restart"]
     assert [s["batches"][0]["batch_id"] for s in record["steps"] if s["index"] == 2] == [0]  # run by 3.5.3
-    assert ("### Restarted on Spark 4.3.0 from checkpoints of 3.5.3\n\n12 runs across the two: 8 not applicable, "
+    assert ("### Restarted on Spark 4.3.0 from checkpoints of 3.5.3\n\n13 runs across the two: 9 not applicable, "
             "4 restarts." in upgrade and "| open-window-survives-a-restart | clicks:transform | " in upgrade
             and "| table-survives-restarts | page_windows:main | " in upgrade), upgrade
     assert "| bad-payload-is-dropped | clicks:transform | " in upgrade and "| not applicable |" in upgrade, upgrade
@@ -287,7 +287,7 @@ def test_a_pull_request_check_restarts_the_changed_job_from_the_deployed_commits
         rc, out = _run([str(py), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "tests/scenarios/page_windows",
                         "--eventtime-previous-ref", "HEAD"], cwd=project, env=env, timeout=RUN_TIMEOUT)
         assert rc == 0, out
-        assert "1 passed, 1 skipped" in out and "has no `start` or `restart` step" in out, out  # the other: no restart
+        assert "1 passed, 2 skipped" in out and "has no `start` or `restart` step" in out, out  # the others: no restart
     finally:
         job.write_text(shipped)
         shutil.rmtree(project / ".git", ignore_errors=True)
