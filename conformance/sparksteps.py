@@ -17,7 +17,7 @@ from .judge import Observed, judge_expect
 from .querybuild import QueryBuild
 from .results import (DRIVER_DIED, ERROR, FAILED, NOT_APPLICABLE, PASSED, SKIPPED, CheckFailure, FailureInfo,
                       ScenarioResult, StepResult, conclude)
-from .stepfailures import failure_from, fault_of, in_query, paths_hint, replaced_hint
+from .stepfailures import failure_from, fault_of, in_query, paths_hint, replaced_hint, started_at
 from .userpipeline import OutputMismatch, PipelineError, PipelineRaised
 
 __all__ = ["SparkSteps", "StepOutcome", "conclude_run", "current_watermark"]
@@ -300,6 +300,8 @@ class SparkSteps:
 
             self.failure.summary = in_query(exc, batch_error(raised[0], raised[1], self.build.writer_of(exc.query)))
             sink.raised = None
+        else:  # Spark's error in the query itself: the job's line that started it
+            self.failure.summary = started_at(self.failure.summary, exc.query, self.build.writer_of(exc.query))
         sr.message = (str(self.failure) + replaced_hint(self.replaced, str(self.failure))
                       + paths_hint(self.build.workdir, f"{exc}\n{self.failure}"))
         sr.status = ERROR

@@ -14,7 +14,7 @@ from eventtime.harness.jobpaths import FILES
 from .faults import Fault, classify_failure
 from .results import FailureInfo
 
-__all__ = ["failure_from", "fault_of", "in_query", "replaced_hint", "paths_hint"]
+__all__ = ["failure_from", "fault_of", "in_query", "started_at", "replaced_hint", "paths_hint"]
 
 
 def failure_from(exc: BaseException, compat: Any, step_index: int) -> FailureInfo:
@@ -78,6 +78,20 @@ def in_query(exc: BaseException, message: str) -> str:
     if not isinstance(name, str) or f"query {name!r}" in message:
         return message
     return f"query {name!r}: {message}"
+
+
+def started_at(message: str, query: str | None, writer: Any) -> str:
+    """`message` with the job's line that started the query it is about (`query 'q' (started at job.py:35):
+    ...`): Spark's own message names the failing expression's place only for some Column methods, and
+    never the job's file for a function of `pyspark.sql.functions` (element_at) or a cast that overflows."""
+    place = getattr(writer, "place", None)
+    if query is None or place is None:
+        return message
+    from eventtime.harness.jobio import shown_file
+
+    said = f"query {query!r}: "
+    at = f"query {query!r} (started at {shown_file(place.file)}:{place.line}): "
+    return message.replace(said, at, 1) if message.startswith(said) else at + message
 
 
 def replaced_hint(replaced: list[tuple[str, int]], message: str) -> str:

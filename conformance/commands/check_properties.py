@@ -74,7 +74,12 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
                 print(f"eventtime: error: no such contract file: {args.contract}", file=sys.stderr)
                 return None
             c = load_contract_file(given, display_path=display_path(given))  # named as `eventtime run` names it
-            return c, ContractLookup([*dirs, str(given.parent)], extra=[c]), given
+            lookup = ContractLookup([*dirs, str(given.parent)], extra=[c])
+            same, why = lookup.resolve(c.name, None)  # as each generated stream finds it: said before Spark starts
+            if same is None:
+                print(f"eventtime: error: {display_path(given)}: {why}", file=sys.stderr)
+                return None
+            return c, lookup, given
     except FileInvalid as exc:
         print(exc, file=sys.stderr)
         return None
@@ -85,12 +90,14 @@ def _contract(args: argparse.Namespace, dirs: list[str]) -> tuple[Any, Any, Path
         for problem in reason:
             print(problem, file=sys.stderr)
         return None
+    if isinstance(reason, str):  # found, but more than once (the places are in the reason)
+        print(f"eventtime: error: {reason}", file=sys.stderr)
+        return None
     if found is None:
         from ..problems import did_you_mean
 
         names = lookup.names(beside)
-        detail = reason if isinstance(reason, str) else ("; ".join(map(str, reason)) if reason else
-                                                         f"known here: {', '.join(names)}")
+        detail = "; ".join(map(str, reason)) if reason else f"known here: {', '.join(names)}"
         print(f"eventtime: error: unknown contract {args.contract!r}{did_you_mean(args.contract, names)} ({detail})",
               file=sys.stderr)
         return None
@@ -167,7 +174,7 @@ def _check_targets(args: argparse.Namespace, spark: Any, given: SimpleNamespace,
         except ValueError as exc:  # a contract whose streams cannot be generated, a bad --delay
             print(f"eventtime: error: {exc}", file=sys.stderr)
             return ExitCode.USAGE_ERROR
-        _say_counterexamples(report, contract.name, target, args.contracts, given.place)
+        _say_counterexamples(report, contract.name, target, args, given.place)
         print(f"eventtime: {contract.name} against {target}: {report.tally()}", flush=True)
         failed = failed or not report.held
         if args.json:  # the Spark it ran on, asked while the session lives
@@ -202,11 +209,12 @@ def _refused(contract: Contract, delay: str | None) -> str | None:
     return refused
 
 
-def _say_counterexamples(report: CheckReport, contract: str, target: str, contract_dirs: list[str], place: Path) -> None:
+def _say_counterexamples(report: CheckReport, contract: str, target: str, args: Any, place: Path) -> None:
     """Each broken property's shrunk stream: where it was written and how to run it again, else its text."""
     from eventtime.scenarios import display_path
 
     from ..snapshot import in_ci
+    from .files import run_command
 
     for p in report.properties:
         if p.counterexample is not None and p.written is None:
@@ -214,6 +222,6 @@ def _say_counterexamples(report: CheckReport, contract: str, target: str, contra
             print(f"eventtime: {p.prop}: the shrunk stream ({why}):\n{p.counterexample.text}", flush=True)
         elif p.written is not None:
             # a contract given as a file is found by its folder (a scenario under --out is not beside it)
-            dirs = [*contract_dirs, *([display_path(place.parent)] if place.suffix in (".yaml", ".yml") else [])]
-            print(f"eventtime: reproduce: eventtime run {display_path(p.written)} --pipeline {contract}={target}"
-                  + "".join(f" --contracts {d}" for d in dict.fromkeys(dirs)), flush=True)
+            beside = [display_path(place.parent)] if place.suffix in (".yaml", ".yml") else []
+            print(f"eventtime: reproduce: {run_command(display_path(p.written), contract, target, args, beside)}",
+                  flush=True)

@@ -18,7 +18,7 @@ from ..projectconfig import (ALLOW_NA_KEY, DEFAULT_TIMEOUT, IniFile, SettingsErr
                             contract_folders, default_targets, find_ini, is_path_target, is_target, nearest, parse_binding,
                             parse_bindings, path_from, positive_seconds)
 
-__all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command",
+__all__ = ["scenario_files", "load_scenarios", "load_scenario_files", "Project", "read_project", "rerun_command", "run_command",
            "allowed_unjudged"]
 
 
@@ -205,17 +205,24 @@ def _check_bound_contracts(project: Project, ini: Any, paths: Sequence[str]) -> 
 
 def rerun_command(scenario: Any, file: Path | None, implementation: str, args: Any) -> str:
     """`eventtime run` of this one scenario and implementation, as it runs pasted in this folder: the
-    file as it is named if that names it from here (else its absolute path), its pipeline, and the
-    options that decide its verdict (contract folders, Spark settings, the timeout)."""
+    file as it is named if that names it from here (else its absolute path), and `run_command`'s rest."""
     file = file or Path(scenario.path)
     path = scenario.path if Path(scenario.path).resolve() == file.resolve() else str(file.resolve())
+    return run_command(path, scenario.contract.name, implementation, args)
+
+
+def run_command(path: str, contract: str, implementation: str, args: Any, more_contracts: Sequence[str] = ()) -> str:
+    """`eventtime run PATH` with its pipeline and the options that decide its verdict (contract folders,
+    `more_contracts` after them, Spark settings, the timeout): one form for every command that says how
+    to run a file again."""
     # a spec, folder or script is bound to a contract by name (`--pipeline CONTRACT=path/`); a function alone
-    words = ["eventtime", "run", path, "--pipeline", f"{scenario.contract.name}={implementation}"
+    words = ["eventtime", "run", path, "--pipeline", f"{contract}={implementation}"
              if is_path_target(implementation) and "=" not in implementation else implementation]
-    for folder in getattr(args, "contracts", ()):
-        words += ["--contracts", str(folder)]
-    for pair in args.spark_conf or ():
+    for folder in dict.fromkeys([*map(str, getattr(args, "contracts", ()) or ()), *more_contracts]):
+        words += ["--contracts", folder]
+    for pair in getattr(args, "spark_conf", None) or ():
         words += ["--spark-conf", pair]
-    if args.timeout is not None and args.timeout != DEFAULT_TIMEOUT:
-        words += ["--timeout", f"{args.timeout:g}"]
+    timeout = getattr(args, "timeout", None)
+    if timeout is not None and timeout != DEFAULT_TIMEOUT:
+        words += ["--timeout", f"{timeout:g}"]
     return " ".join(shlex.quote(w) for w in words)

@@ -144,6 +144,26 @@ def test_check_properties_by_name_says_the_contract_s_problem_at_its_line(tmp_pa
     assert "unknown contract" not in err
 
 
+def test_check_properties_says_a_contract_declared_twice_before_spark_starts(tmp_path, monkeypatch, capsys):
+    """Before: by name, `unknown contract 'orders'; did you mean 'orders'? (...)`; by file, Spark started and each
+    property ended `not checked: ScenarioInvalid ...` with exit 1, where the mistake is the user's (exit 2)."""
+    valid = ONE_OUTPUT.split("invariants:")[0]
+    for folder, text in (("contracts", valid), ("more", valid.replace("description: ", "description: Other "))):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "orders.contract.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    said = ("contract 'orders' is declared in more than one place: contracts/orders.contract.yaml; "
+            "more/orders.contract.yaml")
+    for given, first in (("orders", ""), ("more/orders.contract.yaml", "more/orders.contract.yaml: ")):
+        assert main(["check-properties", given, "--contracts", "contracts", "--contracts", "more",
+                     "--pipeline", "orders=jobs:main"]) == 2
+        assert capsys.readouterr().err.strip() == f"eventtime: error: {first}{said}"
+    # the control: the same file twice is one declaration, and the check goes on to its pipeline
+    (tmp_path / "more" / "orders.contract.yaml").write_text(valid)
+    assert main(["check-properties", "more/orders.contract.yaml", "--contracts", "contracts"]) == 2
+    assert "no pipeline is bound" in capsys.readouterr().err
+
+
 # -- 3. the user's files named as `eventtime run` names them ---------------------------------------------------
 def test_check_properties_names_files_relative_to_the_working_directory(tmp_path, monkeypatch, capsys):
     (tmp_path / "contracts").mkdir()
@@ -168,9 +188,15 @@ def test_check_properties_names_files_relative_to_the_working_directory(tmp_path
     assert "; written: counterexamples/bounded-state-orders.scenario.yaml" in report.describe(), report.describe()
     from eventtime.commands.check_properties import _say_counterexamples
 
-    _say_counterexamples(props.CheckReport("orders", [report]), "orders", "jobs:main", [], contract)
+    import argparse
+
+    args = argparse.Namespace(contracts=[], spark_conf=["spark.sql.ansi.enabled=true"], timeout=None)
+    _say_counterexamples(props.CheckReport("orders", [report]), "orders", "jobs:main", args, contract)
+    # the form `eventtime run` prints as its re-run line (before: `--pipeline orders=jobs:main`, and no
+    # --spark-conf, so the file could run under other settings than the check's)
     assert capsys.readouterr().out.strip() == ("eventtime: reproduce: eventtime run counterexamples/bounded-state-"
-                                               "orders.scenario.yaml --pipeline orders=jobs:main --contracts contracts")
+                                               "orders.scenario.yaml --pipeline jobs:main --contracts contracts "
+                                               "--spark-conf spark.sql.ansi.enabled=true")
 
 
 def test_a_hook_that_raises_is_named_where_it_raised_relative_to_the_working_directory(tmp_path, monkeypatch):
@@ -220,3 +246,25 @@ def test_watch_does_not_run_a_counterexample_written_while_it_watches_and_says_s
     w.one_round()
     assert ran == ["a"], ran  # before: the unreviewed file ran
     assert sum("1 counterexample file(s)" in s and "in counterexamples" in s for s in said) == 1, said
+
+
+def test_a_counterexample_keeps_its_whole_reason_wrapped_and_says_why_it_sets_a_drawn_conf():
+    """Before: What broke was cut at 300 characters (a Spark message's advice lost mid-word) and the file's
+    `spark.sql.streaming.noDataMicroBatches.enabled: false` stood with nothing saying where it came from."""
+    from eventtime import properties as props
+
+    reason = "the run ended in an error [X]: " + " ".join(f"word{i}" for i in range(80)) + " the end"
+    header = props._header("no-query-dies", [reason], "Reproduce: eventtime run THIS_FILE.")
+    said = [line.removeprefix("#   ") for line in header.splitlines() if line.startswith("#   ")]
+    assert " ".join(said) == reason and all(len(line) <= 104 for line in header.splitlines())
+    cut = props._header("no-query-dies", ["x" * 3 + " " + "y " * 1500], "n")
+    assert "[cut here: eventtime run THIS_FILE prints the whole message]" in cut
+    text = ("scenario: s\nconf:\n  spark.sql.streaming.noDataMicroBatches.enabled: false\nparams:\n"
+            "  window: 5s\n")
+    out = props._conf_explained(text)
+    assert out.splitlines()[2].startswith("  spark.sql.streaming.noDataMicroBatches.enabled: false  # drawn off:")
+    assert out.splitlines()[4] == "  window: 5s"  # a line of no drawn conf is left as it was
+    assert props._conf_explained(out) == out  # said once
+    import yaml
+
+    assert yaml.safe_load(out)["conf"] == {"spark.sql.streaming.noDataMicroBatches.enabled": False}

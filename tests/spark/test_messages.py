@@ -1,4 +1,5 @@
-"""Messages that named too little (issue 45): a query failure names its query; Spark's PATH_NOT_FOUND for a
+"""Messages that named too little (issue 45): a query failure names its query (and, Spark's own error, the job's
+line that started it); Spark's PATH_NOT_FOUND for a
 job's path says where the kit kept it and that the working directory decides where a relative one lands;
 a UDF's error shows the UDF's file:line and the Python traceback lines of the user's code (they were
 only in the driver's log)."""
@@ -43,6 +44,25 @@ def test_a_query_failure_names_the_query(spark, contract_beside):
     assert "query 'enriched': the job's foreachBatch function _save raised KeyError in batch 0: 'section'" in text, text
     line = _line('raise KeyError("section")')
     assert f'{__file__}", line {line}, in _save' in text, text
+
+
+def picks_a_part_that_is_not_there(spark):
+    parts = F.split(F.col("page"), "/")  # "home" has one part: element_at(..., 2) fails under ANSI
+    (_clicks(spark).withColumn("page", F.element_at(parts, 2)).writeStream.format("memory").queryName("picked")
+     .start())  # the line Python gives the chain's call
+
+
+def test_a_query_that_spark_fails_names_the_jobs_line_that_started_it(spark, contract_beside):
+    """Spark's message names neither the job's file nor the line of `element_at` (its DataFrame context covers
+    only some Column methods): the verdict names the line that started the failing query."""
+    result = run_scenario(contract_beside(CONTRACT)(ONE), picks_a_part_that_is_not_there, session=spark,
+                          conf={"spark.sql.ansi.enabled": "true"})
+    assert result.status == "error", describe_failure(result)
+    text = describe_failure(result)
+    line = _line(".start())  # the line Python gives")
+    where = os.path.relpath(__file__)
+    assert f"query 'picked' (started at {where}:{line}): the query failed during " in text, text
+    assert "INVALID_ARRAY_INDEX_IN_ELEMENT_AT" in text, text
 
 
 def reads_a_folder_nobody_wrote(spark):
