@@ -63,6 +63,7 @@ def _events(sc: m.Scenario) -> int:
     return sum(len(rows) for s in sc.steps if isinstance(s, m.AddStep) for rows in s.rows.values())
 
 
+@pytest.mark.any_line  # the kit's split and shrink of a foreachBatch that appends counts: no line-dependent operator
 def test_per_batch_counts_appended_depend_on_batch_boundaries_and_the_shrunk_file_fails(spark, tmp_path,
                                                                                        monkeypatch):
     monkeypatch.delenv("CI", raising=False)  # where CI is set the shrunk stream is kept in the report only
@@ -80,6 +81,7 @@ def test_per_batch_counts_appended_depend_on_batch_boundaries_and_the_shrunk_fil
     assert "the rows written to 'out'" in describe_failure(result), describe_failure(result)
 
 
+@pytest.mark.any_line  # the kit's merge of batches, on the same job
 def test_per_batch_counts_appended_are_found_by_a_merge_alone(spark, tmp_path, monkeypatch):
     # no batch split: two adjacent batches merged into one (each row as late or on time as it was) give one count
     # where there were two

@@ -277,6 +277,7 @@ def test_runs_attach_to_one_daemon_each_as_if_cold(project):
     assert _served(cache) == 6  # three runs, the control, the raising UDF, two xdist workers
 
 
+@pytest.mark.any_line  # a daemon process killed and replaced: the kit's own machinery
 def test_a_killed_daemon_costs_the_next_run_a_cold_start(project):
     root, cache = project
     _project(root, factor=1, count=2)
@@ -313,6 +314,7 @@ def test_a_killed_daemon_costs_the_next_run_a_cold_start(project):
     assert last.returncode == 0 and "Traceback" not in last.stdout + last.stderr, _said(last)
 
 
+@pytest.mark.any_line  # a daemon process killed and noticed: the kit's own machinery
 def test_a_daemon_killed_where_the_next_item_reads_its_session_is_noticed_before_any_call(project):
     """Issue 50: the kit noticed a dead daemon by its JVM's reported exit; under load that comes after the
     next item's first call, which then failed with py4j's raw error. Killed at those points (and its
